@@ -1,0 +1,46 @@
+# Kingfisher — the whole developer workflow. See README.md.
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+CMAKE := cmake -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_CXX_COMPILER_LAUNCHER=ccache $(CMAKE_FLAGS)
+
+.PHONY: deps configure build test test-asan run bench fuzz format clean
+
+deps:
+	@./scripts/deps.sh
+
+$(BUILD_DIR)/build.ninja:
+	$(CMAKE) -S . -B $(BUILD_DIR)
+
+configure: deps $(BUILD_DIR)/build.ninja
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --label-exclude slow-asan
+
+# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps
+	$(CMAKE) -S . -B build-asan -DKF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+	cmake --build build-asan -j $(JOBS)
+	ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+
+run: build
+	$(BUILD_DIR)/bin/kingfisher run standalone $(ARGS)
+
+bench: build
+	./bench/run.sh $(BUILD_DIR)
+
+# libFuzzer targets (clang-14): make fuzz builds them into build-fuzz/bin.
+fuzz: deps
+	cmake -G Ninja -S . -B build-fuzz -DKF_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14
+	cmake --build build-fuzz -j $(JOBS) --target fuzz
+
+format:
+	git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD_DIR) build-asan build-fuzz

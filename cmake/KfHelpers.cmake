@@ -1,0 +1,26 @@
+# kf_test(NAME SOURCES a.cc b.cc DEPS lib1 lib2 [LABELS l])
+# A GoogleTest binary registered with CTest; unit tests sit beside the code they test.
+function(kf_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 600
+    ENVIRONMENT "KF_BIN_DIR=${CMAKE_BINARY_DIR}/bin;KF_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+  if(T_LABELS)
+    set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}")
+  endif()
+endfunction()
+
+# kf_fuzz(NAME SOURCES ... DEPS ...): a libFuzzer target, built only with -DKF_FUZZ=ON under clang.
+function(kf_fuzz name)
+  cmake_parse_arguments(F "" "" "SOURCES;DEPS" ${ARGN})
+  if(NOT KF_FUZZ)
+    return()
+  endif()
+  add_executable(${name} ${F_SOURCES})
+  target_compile_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(${name} PRIVATE ${F_DEPS})
+endfunction()

@@ -1,0 +1,108 @@
+#include "common/text_codec.h"
+
+#include <array>
+
+namespace kf {
+namespace {
+constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+constexpr std::array<int8_t, 256> MakeB64Rev() {
+  std::array<int8_t, 256> r{};
+  for (auto& x : r) x = -1;
+  for (int i = 0; i < 64; ++i) r[static_cast<unsigned char>(kB64[i])] = static_cast<int8_t>(i);
+  return r;
+}
+constexpr auto kB64Rev = MakeB64Rev();
+}  // namespace
+
+std::string Base64Encode(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  for (; i + 3 <= in.size(); i += 3) {
+    uint32_t v = (p[i] << 16) | (p[i + 1] << 8) | p[i + 2];
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += kB64[v & 63];
+  }
+  size_t rest = in.size() - i;
+  if (rest == 1) {
+    uint32_t v = p[i] << 16;
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += "==";
+  } else if (rest == 2) {
+    uint32_t v = (p[i] << 16) | (p[i + 1] << 8);
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view in) {
+  if (in.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  out.reserve(in.size() / 4 * 3);
+  for (size_t i = 0; i < in.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = in[i + k];
+      if (c == '=') {
+        // Padding only in the last quantum, only in its last two places, and contiguous.
+        if (i + 4 != in.size() || k < 2) return std::nullopt;
+        ++pad;
+        v[k] = 0;
+      } else {
+        if (pad) return std::nullopt;
+        v[k] = kB64Rev[static_cast<unsigned char>(c)];
+        if (v[k] < 0) return std::nullopt;
+      }
+    }
+    uint32_t w = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
+    out += static_cast<char>(w >> 16);
+    if (pad < 2) out += static_cast<char>((w >> 8) & 0xff);
+    if (pad < 1) out += static_cast<char>(w & 0xff);
+    // Canonical form: the bits dropped by padding must be zero.
+    if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff))) return std::nullopt;
+  }
+  return out;
+}
+
+std::string Base36Encode(uint64_t v) {
+  if (v == 0) return "0";
+  char buf[16];
+  int n = 0;
+  while (v) {
+    int d = static_cast<int>(v % 36);
+    buf[n++] = static_cast<char>(d < 10 ? '0' + d : 'a' + d - 10);
+    v /= 36;
+  }
+  std::string out;
+  while (n) out += buf[--n];
+  return out;
+}
+
+std::optional<uint64_t> Base36Decode(std::string_view s) {
+  if (s.empty() || s.size() > 13 || (s.size() > 1 && s[0] == '0')) return std::nullopt;
+  unsigned __int128 v = 0;
+  for (char c : s) {
+    int d;
+    if (c >= '0' && c <= '9') {
+      d = c - '0';
+    } else if (c >= 'a' && c <= 'z') {
+      d = c - 'a' + 10;
+    } else {
+      return std::nullopt;
+    }
+    v = v * 36 + d;
+  }
+  if (v > UINT64_MAX) return std::nullopt;
+  return static_cast<uint64_t>(v);
+}
+
+}  // namespace kf

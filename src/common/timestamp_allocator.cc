@@ -1,0 +1,71 @@
+#include "common/timestamp_allocator.h"
+
+#include <chrono>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+
+namespace kf {
+namespace {
+uint64_t SystemNowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TimestampAllocator>> TimestampAllocator::Open(
+    const std::string& path, Options options) {
+  if (!options.now_ms) options.now_ms = SystemNowMs;
+  uint64_t hwm = 0;
+  auto contents = ReadFileToString(path);
+  if (contents.ok()) {
+    absl::string_view text = absl::StripTrailingAsciiWhitespace(*contents);
+    if (!absl::SimpleAtoi(text, &hwm)) {
+      return absl::DataLossError(absl::StrCat("timestamp high-water mark ", path,
+                                              " is corrupt: '", text, "'"));
+    }
+  } else if (!absl::IsNotFound(contents.status())) {
+    return contents.status();
+  }
+  return std::unique_ptr<TimestampAllocator>(
+      new TimestampAllocator(path, std::move(options), hwm));
+}
+
+TimestampAllocator::TimestampAllocator(std::string path, Options options, uint64_t hwm)
+    : path_(std::move(path)), options_(std::move(options)), last_(hwm), persisted_(hwm) {}
+
+absl::Status TimestampAllocator::PersistLocked(uint64_t new_hwm) {
+  RETURN_IF_ERROR(WriteFileAtomically(path_, absl::StrCat(new_hwm, "\n")));
+  persisted_ = new_hwm;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TimeTick> TimestampAllocator::Allocate(uint32_t count) {
+  if (count == 0) return absl::InvalidArgumentError("allocate count must be >= 1");
+  absl::MutexLock lock(&mu_);
+  uint64_t first = std::max(ComposeTimeTick(options_.now_ms(), 0).value(), last_ + 1);
+  uint64_t end = first + count;  // exclusive
+  if (end > persisted_) {
+    uint64_t mark = ComposeTimeTick(PhysicalMs(TimeTick(end)) + options_.window_ms, 0).value();
+    RETURN_IF_ERROR(PersistLocked(mark));
+  }
+  last_ = end - 1;
+  return TimeTick(first);
+}
+
+absl::Status TimestampAllocator::Observe(TimeTick t) {
+  absl::MutexLock lock(&mu_);
+  if (t.value() <= last_) return absl::OkStatus();
+  last_ = t.value();
+  if (last_ >= persisted_) {
+    return PersistLocked(
+        ComposeTimeTick(PhysicalMs(TimeTick(last_ + 1)) + options_.window_ms, 0).value());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kf
