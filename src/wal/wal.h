@@ -1,0 +1,117 @@
+// Wal: the WAL adaptor of one pchannel (SPEC §1–§3) over a WalBackend.
+//
+// The adaptor is the pchannel's single writer (its sequencer): it stamps each message with a
+// timetick at the moment it fixes the message's WAL position, so timeticks strictly increase
+// in WAL order and no reader needs a reorder buffer. It also stamps the LCMID (`_lcs`/`_lc`) and
+// the term (`_wt`), deduplicates retried appends by idempotency key (`_ik`, state recovered
+// from the log tail on open), retries recoverable backend errors with backoff (one
+// `wal.appendimpl` span per attempt), and appends a persisted TimeTick periodically while
+// there is traffic.
+//
+// Thread-safe. Append is asynchronous; its callback runs on a backend or adaptor thread and
+// must be cheap. Errors (SPEC §3): FENCED (ABORTED/CHANNEL_FENCED) after another owner took
+// over — the Wal is then unusable and must be reopened at the new term; ON_SHUTDOWN after
+// Close; RESOURCE_EXHAUSTED under back-pressure; an ambiguous failure (UNAVAILABLE) when a
+// message may or may not be durable.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/hybrid_time.h"
+#include "common/strong_id.h"
+#include "common/timestamp_allocator.h"
+#include "kingfisher/v1/message.pb.h"
+#include "message/message.h"
+#include "message/message_id.h"
+#include "trace/context.h"
+#include "wal/backend.h"
+
+namespace kf::wal {
+
+struct AppendResult {
+  MessageId id;
+  TimeTick timetick;
+  MessageId last_confirmed;  // the LCMID of the message
+  std::optional<kingfisher::v1::TxnContext> txn;
+};
+using AppendCallback = absl::AnyInvocable<void(absl::StatusOr<AppendResult>) &&>;
+
+struct WalOptions {
+  std::string pchannel;
+  // Borrowed; must outlive the Wal. Timeticks come from here (the node's TSO batch source).
+  TimestampAllocator* tso = nullptr;
+  // Persisted TimeTick cadence while there is traffic (SPEC §3 default 200 ms).
+  absl::Duration timetick_interval = absl::Milliseconds(200);
+  // How far back from the tail the open-time scan reads to rebuild the `_ik` state and the
+  // last timetick.
+  uint64_t recovery_scan_bytes = 64ull << 20;
+  // Idempotency results remembered per producer (a retry older than this window is rejected
+  // with FAILED_PRECONDITION instead of being appended twice).
+  size_t dedup_window_per_producer = 4096;
+  // Backend retry budget for recoverable errors (each attempt is one `wal.appendimpl` span).
+  int max_append_attempts = 5;
+  absl::Duration initial_backoff = absl::Milliseconds(5);
+};
+
+// Where a reader starts (SPEC §3 DeliverPolicy).
+struct DeliverPolicy {
+  enum class Kind { kAll, kLatest, kStartFrom, kStartAfter };
+  Kind kind = Kind::kAll;
+  MessageId id;  // for kStartFrom (inclusive) / kStartAfter (exclusive)
+};
+
+struct ScanOptions {
+  DeliverPolicy policy;
+  // Empty: the whole pchannel. Otherwise messages of other vchannels are dropped
+  // (pchannel-level messages, e.g. TimeTick, always pass).
+  std::string vchannel;
+};
+
+// Reads one pchannel (or vchannel) in WAL order = timetick order. Not thread-safe.
+class Scanner {
+ public:
+  virtual ~Scanner() = default;
+  // The next message, waiting until `deadline` (DEADLINE_EXCEEDED then; the scanner stays
+  // usable). Catch-up reads open a `wal.catchup_consume` span per non-txn message under the
+  // message's own trace (`ctx` is only the cancellation/base context) and overwrite its `_tc`.
+  virtual absl::StatusOr<ImmutableMessagePtr> Next(const trace::Context& ctx,
+                                                    absl::Time deadline) = 0;
+};
+
+class Wal {
+ public:
+  virtual ~Wal() = default;
+
+  virtual const std::string& pchannel() const = 0;
+  virtual Term term() const = 0;
+
+  // Appends `msg` (already validated: ValidateProducedMessage). Runs `wal.append` under
+  // `ctx` and calls `done` exactly once: with the result once the message is durable, or
+  // with the error. A message whose `_ik` was seen before gets the original result and is not
+  // appended again (if the original is still in flight, `done` waits for it).
+  virtual void Append(const trace::Context& ctx, MutableMessage msg, AppendCallback done) = 0;
+
+  // Blocking convenience over Append.
+  absl::StatusOr<AppendResult> AppendSync(const trace::Context& ctx, MutableMessage msg);
+
+  virtual absl::StatusOr<std::unique_ptr<Scanner>> Read(const ScanOptions& options) = 0;
+
+  // The last timetick handed out (0 before the first append).
+  virtual TimeTick LastTimeTick() const = 0;
+
+  // Stops accepting appends (later ones fail with ON_SHUTDOWN), waits for in-flight ones to
+  // finish, stops the timetick loop and closes the backend. Idempotent.
+  virtual void Close() = 0;
+};
+
+// Opens the adaptor over an opened backend: scans the tail (last timetick, idempotency
+// state), raises the TSO above the last timetick, starts the timetick loop.
+absl::StatusOr<std::unique_ptr<Wal>> OpenWal(WalOptions options,
+                                             std::unique_ptr<WalBackend> backend);
+
+}  // namespace kf::wal
