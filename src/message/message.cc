@@ -1,0 +1,313 @@
+#include "message/message.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/absl_compat.h"
+#include "common/coding.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
+#include "common/text_codec.h"
+#include "message/utf8.h"
+
+namespace kf {
+namespace {
+
+// Wire tags of kingfisher.v1.Message and of its map entries: (field << 3) | LEN.
+constexpr char kPayloadTag = 0x0A;     // Message.payload = 1
+constexpr char kPropertiesTag = 0x12;  // Message.properties = 2
+constexpr char kEntryKeyTag = 0x0A;    // entry.key = 1
+constexpr char kEntryValueTag = 0x12;  // entry.value = 2
+
+size_t VarintLength(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+size_t LenFieldSize(size_t n) { return 1 + VarintLength(n) + n; }
+
+size_t EntrySize(const std::string& k, const std::string& v) {
+  return LenFieldSize(k.size()) + LenFieldSize(v.size());
+}
+
+void PutLenField(std::string* dst, char tag, std::string_view bytes) {
+  dst->push_back(tag);
+  PutVarint64(dst, bytes.size());
+  dst->append(bytes);
+}
+
+absl::Status Malformed(std::string_view what) {
+  return StreamingError(StreamingCode::kInvalidArgument,
+                        absl::StrCat("malformed message: ", ToAbsl(what)));
+}
+
+// A length prefix in minimal form, at most what is left of the input. GetVarint64 alone would
+// accept padded (non-minimal) varints, which protobuf never writes and which would make two
+// byte strings decode to the same message.
+bool GetLength(std::string_view* in, uint64_t* len) {
+  const std::string_view start = *in;
+  if (!GetVarint64(in, len)) return false;
+  const size_t used = start.size() - in->size();
+  if (used > 1 && start[used - 1] == 0) return false;  // trailing zero group: overlong
+  if (used == 10 && static_cast<unsigned char>(start[9]) > 1) return false;  // > 64 bits
+  return *len <= in->size();
+}
+
+// Reads one length-delimited field after its tag; `what` names it in errors.
+absl::Status GetLenField(std::string_view* in, std::string_view what, std::string_view* out) {
+  uint64_t len = 0;
+  if (!GetLength(in, &len)) {
+    return Malformed(absl::StrCat(ToAbsl(what), ": bad or truncated length"));
+  }
+  *out = in->substr(0, len);
+  in->remove_prefix(len);
+  return absl::OkStatus();
+}
+
+absl::Status DecodeEntry(std::string_view entry, Properties* props) {
+  std::optional<std::string_view> key, value;
+  while (!entry.empty()) {
+    const char tag = entry.front();
+    entry.remove_prefix(1);
+    std::optional<std::string_view>* slot;
+    if (tag == kEntryKeyTag) {
+      slot = &key;
+    } else if (tag == kEntryValueTag) {
+      slot = &value;
+    } else {
+      return Malformed(absl::StrCat("unknown field in property entry (tag byte 0x",
+                                    absl::Hex(static_cast<unsigned char>(tag)), ")"));
+    }
+    if (slot->has_value()) return Malformed("repeated field in property entry");
+    std::string_view field;
+    RETURN_IF_ERROR(GetLenField(&entry, "property entry", &field));
+    *slot = field;
+  }
+  std::string_view k = key.value_or(""), v = value.value_or("");
+  if (!IsValidUtf8(k)) return Malformed("property key is not UTF-8");
+  if (!IsValidUtf8(v)) {
+    return Malformed(absl::StrCat("value of property '", ToAbsl(k), "' is not UTF-8"));
+  }
+  if (!props->emplace(std::string(k), std::string(v)).second) {
+    return Malformed(absl::StrCat("duplicate property key '", ToAbsl(k), "'"));
+  }
+  return absl::OkStatus();
+}
+
+// Canonical decimal: what the constructor writes for `_t`.
+std::optional<int64_t> ParseDecimal(std::string_view s) {
+  if (s.empty() || s.size() > 18 || (s.size() > 1 && s[0] == '0')) return std::nullopt;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+}  // namespace
+
+MutableMessage::MutableMessage(MessageType type, std::string payload)
+    : payload_(std::move(payload)) {
+  properties_.emplace(prop::kType, std::to_string(static_cast<int32_t>(type)));
+  properties_.emplace(prop::kVersion, prop::kCurrentVersion);
+}
+
+MessageType MutableMessage::type() const {
+  auto raw = GetProperty(prop::kType);
+  if (!raw) return MessageType::kUnknown;
+  auto n = ParseDecimal(*raw);
+  if (!n) return MessageType::kUnknown;
+  return MessageTypeFromNumber(*n).value_or(MessageType::kUnknown);
+}
+
+std::optional<std::string_view> MutableMessage::GetProperty(std::string_view key) const {
+  auto it = properties_.find(key);
+  if (it == properties_.end()) return std::nullopt;
+  return std::string_view(it->second);
+}
+
+bool MutableMessage::HasProperty(std::string_view key) const {
+  return properties_.find(key) != properties_.end();
+}
+
+void MutableMessage::SetProperty(std::string key, std::string value) {
+  properties_.insert_or_assign(std::move(key), std::move(value));
+}
+
+void MutableMessage::EraseProperty(std::string_view key) {
+  auto it = properties_.find(key);
+  if (it != properties_.end()) properties_.erase(it);
+}
+
+std::string_view MutableMessage::vchannel() const {
+  return GetProperty(prop::kVChannel).value_or(std::string_view());
+}
+
+void MutableMessage::set_vchannel(std::string v) {
+  if (v.empty()) {
+    EraseProperty(prop::kVChannel);
+  } else {
+    SetProperty(std::string(prop::kVChannel), std::move(v));
+  }
+}
+
+std::optional<TimeTick> MutableMessage::timetick() const {
+  auto raw = GetProperty(prop::kTimeTick);
+  if (!raw) return std::nullopt;
+  auto v = Base36Decode(*raw);
+  if (!v) return std::nullopt;
+  return TimeTick(*v);
+}
+
+void MutableMessage::set_timetick(TimeTick t) {
+  SetProperty(std::string(prop::kTimeTick), Base36Encode(t.value()));
+}
+
+std::optional<Term> MutableMessage::wal_term() const {
+  auto raw = GetProperty(prop::kWalTerm);
+  if (!raw) return std::nullopt;
+  auto v = Base36Decode(*raw);
+  if (!v || *v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  return Term(static_cast<int64_t>(*v));
+}
+
+void MutableMessage::set_wal_term(Term t) {
+  SetProperty(std::string(prop::kWalTerm), Base36Encode(static_cast<uint64_t>(t.value())));
+}
+
+std::optional<MessageId> MutableMessage::last_confirmed() const {
+  auto raw = GetProperty(prop::kLastConfirmed);
+  if (!raw) return std::nullopt;
+  auto bytes = Base64Decode(*raw);
+  if (!bytes) return std::nullopt;
+  auto id = MessageId::Decode(*bytes);
+  if (!id.ok()) return std::nullopt;
+  return *id;
+}
+
+bool MutableMessage::last_confirmed_is_self() const {
+  return HasProperty(prop::kLastConfirmedSelf);
+}
+
+void MutableMessage::set_last_confirmed(const MessageId& id) {
+  EraseProperty(prop::kLastConfirmedSelf);
+  SetProperty(std::string(prop::kLastConfirmed), Base64Encode(id.Encode()));
+}
+
+void MutableMessage::set_last_confirmed_self() {
+  EraseProperty(prop::kLastConfirmed);
+  SetProperty(std::string(prop::kLastConfirmedSelf), "");
+}
+
+namespace {
+template <typename Proto>
+std::optional<Proto> GetProtoProperty(const MutableMessage& m, std::string_view key) {
+  auto raw = m.GetProperty(key);
+  if (!raw) return std::nullopt;
+  auto bytes = Base64Decode(*raw);
+  if (!bytes) return std::nullopt;
+  Proto p;
+  if (!p.ParseFromString(*bytes)) return std::nullopt;
+  return p;
+}
+
+void SetProtoProperty(MutableMessage* m, std::string_view key,
+                      const google::protobuf::MessageLite& p) {
+  m->SetProperty(std::string(key), Base64Encode(p.SerializeAsString()));
+}
+}  // namespace
+
+std::optional<kingfisher::v1::TxnContext> MutableMessage::txn() const {
+  return GetProtoProperty<kingfisher::v1::TxnContext>(*this, prop::kTxn);
+}
+void MutableMessage::set_txn(const kingfisher::v1::TxnContext& txn) {
+  SetProtoProperty(this, prop::kTxn, txn);
+}
+
+std::optional<kingfisher::v1::BroadcastHeader> MutableMessage::broadcast_header() const {
+  return GetProtoProperty<kingfisher::v1::BroadcastHeader>(*this, prop::kBroadcast);
+}
+void MutableMessage::set_broadcast_header(const kingfisher::v1::BroadcastHeader& h) {
+  SetProtoProperty(this, prop::kBroadcast, h);
+}
+
+std::optional<kingfisher::v1::ReplicateHeader> MutableMessage::replicate_header() const {
+  return GetProtoProperty<kingfisher::v1::ReplicateHeader>(*this, prop::kReplicate);
+}
+void MutableMessage::set_replicate_header(const kingfisher::v1::ReplicateHeader& h) {
+  SetProtoProperty(this, prop::kReplicate, h);
+}
+
+std::optional<std::string_view> MutableMessage::idempotency_key() const {
+  return GetProperty(prop::kIdempotencyKey);
+}
+void MutableMessage::set_idempotency_key(std::string k) {
+  SetProperty(std::string(prop::kIdempotencyKey), std::move(k));
+}
+
+bool MutableMessage::not_persisted() const { return HasProperty(prop::kNotPersisted); }
+void MutableMessage::set_not_persisted() { SetProperty(std::string(prop::kNotPersisted), ""); }
+
+size_t MutableMessage::EncodedSize() const {
+  size_t n = payload_.empty() ? 0 : LenFieldSize(payload_.size());
+  for (const auto& [k, v] : properties_) n += LenFieldSize(EntrySize(k, v));
+  return n;
+}
+
+std::string MutableMessage::Encode() const {
+  std::string out;
+  EncodeTo(&out);
+  return out;
+}
+
+void MutableMessage::EncodeTo(std::string* dst) const {
+  dst->reserve(dst->size() + EncodedSize());
+  // proto3 omits a default (empty) bytes field; protobuf writes fields in number order and,
+  // deterministically, map entries in key order with both key and value present.
+  if (!payload_.empty()) PutLenField(dst, kPayloadTag, payload_);
+  for (const auto& [k, v] : properties_) {
+    dst->push_back(kPropertiesTag);
+    PutVarint64(dst, EntrySize(k, v));
+    PutLenField(dst, kEntryKeyTag, k);
+    PutLenField(dst, kEntryValueTag, v);
+  }
+}
+
+absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string_view bytes) {
+  MutableMessage m;
+  bool seen_payload = false;
+  while (!bytes.empty()) {
+    const char tag = bytes.front();
+    bytes.remove_prefix(1);
+    std::string_view field;
+    if (tag == kPayloadTag) {
+      if (seen_payload) return Malformed("repeated payload field");
+      seen_payload = true;
+      RETURN_IF_ERROR(GetLenField(&bytes, "payload", &field));
+      m.payload_.assign(field);
+    } else if (tag == kPropertiesTag) {
+      RETURN_IF_ERROR(GetLenField(&bytes, "property entry", &field));
+      RETURN_IF_ERROR(DecodeEntry(field, &m.properties_));
+    } else {
+      return Malformed(absl::StrCat("unknown field number or wire type (tag byte 0x",
+                                    absl::Hex(static_cast<unsigned char>(tag)), ")"));
+    }
+  }
+  return m;
+}
+
+ImmutableMessage::ImmutableMessage(MessageId id, MutableMessage message)
+    : id_(id),
+      message_(std::move(message)),
+      type_(message_.type()),
+      timetick_(message_.timetick().value_or(TimeTick(0))),
+      last_confirmed_(message_.last_confirmed_is_self()
+                          ? id_
+                          : message_.last_confirmed().value_or(MessageId())) {}
+
+}  // namespace kf

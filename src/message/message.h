@@ -1,0 +1,125 @@
+// MutableMessage and ImmutableMessage: the message model of SPEC §2.
+//
+// MutableMessage is a message being built or routed: a type, a payload and a property map
+// whose reserved keys ('_'-prefixed) carry the system metadata. The typed accessors below are
+// the only code that knows the text encodings of SPEC §2 (base-36 timeticks, base64 ids and
+// protobuf headers). Thread-safety: none; owned by one thread at a time; copyable and movable.
+//
+// Encode/Decode give the wire and disk form, byte-compatible with the protobuf
+// `kingfisher.v1.Message { bytes payload = 1; map<string,string> properties = 2; }` serialized
+// deterministically (payload omitted when empty, map entries in key order, both entry fields
+// always written). The codec is hand-written because it is on every append and every read.
+// Decode is strict and returns INVALID_ARGUMENT (StreamingCode kInvalidArgument) for anything
+// protobuf would not parse and for the ambiguities it would silently resolve: unknown field
+// numbers or wire types, truncation, overlong/non-minimal varints, a repeated payload field or
+// map-entry field, duplicate keys, property strings that are not UTF-8, trailing garbage.
+// (Map entries may omit key or value, or order them either way, as protobuf allows.)
+//
+// ImmutableMessage is a message as stored in the WAL: its MessageId plus the message. Shared
+// read-only (ImmutableMessagePtr) by tailing readers, hence const and safe for concurrent reads.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "common/hybrid_time.h"
+#include "common/strong_id.h"
+#include "kingfisher/v1/message.pb.h"
+#include "message/message_id.h"
+#include "message/message_type.h"
+#include "message/properties.h"
+
+namespace kf {
+
+class MutableMessage {
+ public:
+  MutableMessage() = default;  // type kUnknown, no properties
+  // Sets `_t` (decimal type number) and `_v` ("2").
+  MutableMessage(MessageType type, std::string payload);
+
+  // From `_t`; kUnknown if absent, not canonical decimal, or not a listed type.
+  MessageType type() const;
+
+  const std::string& payload() const { return payload_; }
+  std::string* mutable_payload() { return &payload_; }
+
+  const Properties& properties() const { return properties_; }
+  std::optional<std::string_view> GetProperty(std::string_view key) const;
+  bool HasProperty(std::string_view key) const;
+  // No checks (system use): reserved keys are written as given.
+  void SetProperty(std::string key, std::string value);
+  void EraseProperty(std::string_view key);
+
+  // Typed accessors over the reserved properties; a getter returns nullopt when the property
+  // is absent or does not decode (never an error: validation is validate.h's job).
+  std::string_view vchannel() const;  // "_vc"; "" = pchannel-level
+  void set_vchannel(std::string v);   // "" erases "_vc"
+
+  std::optional<TimeTick> timetick() const;  // "_tt" base-36
+  void set_timetick(TimeTick t);
+
+  std::optional<Term> wal_term() const;  // "_wt" base-36
+  void set_wal_term(Term t);             // REQUIRES: t.value() >= 0
+
+  // "_lc" = base64(MessageId::Encode()); nullopt if absent, undecodable, or only "_lcs" is set.
+  std::optional<MessageId> last_confirmed() const;
+  bool last_confirmed_is_self() const;           // "_lcs" present
+  void set_last_confirmed(const MessageId& id);  // sets "_lc", clears "_lcs"
+  void set_last_confirmed_self();                // sets "_lcs" (empty), clears "_lc"
+
+  std::optional<kingfisher::v1::TxnContext> txn() const;  // "_tx"
+  void set_txn(const kingfisher::v1::TxnContext& txn);
+
+  std::optional<kingfisher::v1::BroadcastHeader> broadcast_header() const;  // "_bh"
+  void set_broadcast_header(const kingfisher::v1::BroadcastHeader& h);
+
+  std::optional<kingfisher::v1::ReplicateHeader> replicate_header() const;  // "_rh"
+  void set_replicate_header(const kingfisher::v1::ReplicateHeader& h);
+
+  std::optional<std::string_view> idempotency_key() const;  // "_ik"
+  void set_idempotency_key(std::string k);
+
+  bool not_persisted() const;  // "_np" present
+  void set_not_persisted();
+
+  // Exact size of Encode().
+  size_t EncodedSize() const;
+  std::string Encode() const;
+  void EncodeTo(std::string* dst) const;  // appends to *dst
+  static absl::StatusOr<MutableMessage> Decode(std::string_view bytes);
+
+  friend bool operator==(const MutableMessage&, const MutableMessage&) = default;
+
+ private:
+  std::string payload_;
+  Properties properties_;
+};
+
+class ImmutableMessage {
+ public:
+  ImmutableMessage(MessageId id, MutableMessage message);
+
+  const MessageId& id() const { return id_; }
+  const MutableMessage& message() const { return message_; }
+  // The fields below are resolved once at construction: readers ask for them per message.
+  MessageType type() const { return type_; }
+  TimeTick timetick() const { return timetick_; }  // TimeTick(0) if the message has none
+  std::string_view vchannel() const { return message_.vchannel(); }
+  // "_lc" if set; id() if "_lcs" is set; an invalid MessageId if neither decodes.
+  MessageId last_confirmed() const { return last_confirmed_; }
+
+ private:
+  MessageId id_;
+  MutableMessage message_;
+  MessageType type_;
+  TimeTick timetick_;
+  MessageId last_confirmed_;
+};
+
+using ImmutableMessagePtr = std::shared_ptr<const ImmutableMessage>;
+
+}  // namespace kf

@@ -1,0 +1,28 @@
+// Strict decoders for the collection payloads of SPEC §2. Beyond protobuf parsing they check
+// the invariants the segment and search code rely on, so a decoded payload is safe to index.
+// Pure functions: thread-safe. Errors: StreamingError(kInvalidArgument, what is wrong).
+// Unknown protobuf fields are tolerated (forward compatibility), as protobuf does.
+#pragma once
+
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "kingfisher/v1/message.pb.h"
+
+namespace kf {
+
+// Limits shared with the schema checks.
+inline constexpr uint32_t kMaxDim = 32768;
+inline constexpr uint32_t kMaxShards = 64;
+
+// At least one row; dim > 0 (and <= kMaxDim); vectors.size() == pks.size() * dim; attributes
+// empty or exactly one per row.
+absl::StatusOr<kingfisher::v1::InsertBatch> DecodeInsertBatch(std::string_view payload);
+// At least one pk.
+absl::StatusOr<kingfisher::v1::DeletePks> DecodeDeletePks(std::string_view payload);
+// Name non-empty, dim 1..kMaxDim, metric L2|IP|COSINE, shards 1..kMaxShards.
+absl::StatusOr<kingfisher::v1::CollectionSchema> DecodeCollectionSchema(std::string_view payload);
+// Parses the DropCollection payload (any collection id).
+absl::StatusOr<kingfisher::v1::DropCollection> DecodeDropCollection(std::string_view payload);
+
+}  // namespace kf

@@ -1,0 +1,49 @@
+// Admission checks on what producers send (SPEC §2 "Who sets what" and "Bad input") and the
+// vchannel naming rules of SPEC §1.
+//
+// Pure functions: thread-safe. Every rejection is StreamingError(kInvalidArgument, message)
+// with a message that names the offending type, key or field, so a client can fix its input.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "message/message.h"
+#include "message/properties.h"
+
+namespace kf {
+
+struct ValidationOptions {
+  // Largest accepted payload (SPEC §2 default 64 MiB, configurable).
+  size_t max_payload_bytes = 64u << 20;
+};
+
+// What Produce accepts from a client:
+// - a known, appendable type (Txn is synthetic and never appended);
+// - Insert, Delete and the txn control types; DDL (exclusive) types only with `_bh` (from the
+//   broadcaster); self-controlled types (TimeTick, CreateSegment, Flush) never;
+// - reserved keys only those the client library sets (`_t _v _vc _tx _tc _ik`) plus `_bh` on
+//   DDL; `_tt _lc _lcs _wt _np _rh` and any other '_' key are rejected;
+// - a well-formed vchannel for vchannel-scoped types (all but AlterReplicateConfig);
+// - a parseable `_tx` (txn id set on Commit/Rollback), a well-formed `_ik`;
+// - property keys and values valid UTF-8 (the wire form is a proto3 string map);
+// - a payload within `o.max_payload_bytes` that decodes for its type: Insert/Delete only on a
+//   collection vchannel (raw vchannels carry opaque payloads), Create/DropCollection always.
+absl::Status ValidateProducedMessage(const MutableMessage& m, const ValidationOptions& o = {});
+
+// Properties given by a user (API or CLI): no key may start with '_'; keys and values UTF-8.
+absl::Status ValidateUserProperties(const Properties& p);
+
+// The pchannel part of `<pchannel>_<suffix>`, where the pchannel matches ^(.+-dml_\d+) and the
+// suffix is non-empty (the longest such pchannel, as the regex's greedy match).
+// "kf-dml_0_orders" -> "kf-dml_0". INVALID_ARGUMENT otherwise.
+absl::StatusOr<std::string> PChannelOfVChannel(std::string_view vchannel);
+
+// True when `vchannel` is well-formed and its suffix is `<digits>v<digits>` (a collection
+// shard); false for raw vchannels and malformed names.
+bool IsCollectionVChannel(std::string_view vchannel);
+
+}  // namespace kf
