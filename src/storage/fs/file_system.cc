@@ -1,0 +1,48 @@
+#include "storage/fs/file_system.h"
+
+#include "common/status_macros.h"
+
+namespace kf::fs {
+
+absl::Status WriteFileAtomically(FileSystem* fs, const std::string& path, std::string_view data) {
+  const std::string tmp = path + ".tmp";
+  {
+    // A leftover temp file from a crashed attempt is simply replaced.
+    auto exists = fs->FileExists(tmp);
+    if (exists.ok() && *exists) RETURN_IF_ERROR(fs->RemoveFile(tmp));
+    ASSIGN_OR_RETURN(auto file, fs->OpenWritable(tmp, OpenMode::kCreateExclusive));
+    RETURN_IF_ERROR(file->Append(data));
+    RETURN_IF_ERROR(file->Sync());
+    RETURN_IF_ERROR(file->Close());
+  }
+  RETURN_IF_ERROR(fs->RenameFile(tmp, path));
+  return fs->SyncDir(DirName(path));
+}
+
+absl::StatusOr<std::string> ReadFileToString(FileSystem* fs, const std::string& path) {
+  ASSIGN_OR_RETURN(auto file, fs->OpenRandomAccess(path));
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ASSIGN_OR_RETURN(size_t n, file->ReadAt(out.size(), sizeof buf, buf));
+    if (n == 0) break;
+    out.append(buf, n);
+  }
+  return out;
+}
+
+std::string JoinPath(std::string_view dir, std::string_view name) {
+  std::string out(dir);
+  if (!out.empty() && out.back() != '/') out.push_back('/');
+  out.append(name);
+  return out;
+}
+
+std::string DirName(std::string_view path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos) return ".";
+  if (slash == 0) return "/";
+  return std::string(path.substr(0, slash));
+}
+
+}  // namespace kf::fs

@@ -1,0 +1,90 @@
+// FileSystem: the file layer every local on-disk format is written against (RocksDB's
+// FileSystem, reduced to what an append-only log needs). PosixFileSystem is the real one;
+// FaultInjectionFileSystem wraps another to simulate crashes and I/O errors in tests.
+//
+// Thread-safety: FileSystem implementations are thread-safe. A WritableFile is used by one
+// thread at a time; a RandomAccessFile may be read concurrently.
+// Ownership: files are returned as unique_ptr and own their descriptor; closing happens in
+// Close() or the destructor (whose error is dropped; call Close() to see it).
+// Errors: absl::Status per call; NOT_FOUND for a missing path, ALREADY_EXISTS for an exclusive
+// create of an existing file, RESOURCE_EXHAUSTED for a full disk, INTERNAL for other I/O errors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace kf::fs {
+
+// An append-only file. Append buffers nothing: it is one write(2) (looping on short writes).
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual absl::Status Append(std::string_view data) = 0;
+  // fdatasync: every byte appended before the call is durable when it returns OK.
+  virtual absl::Status Sync() = 0;
+  // Cuts the file to `size` bytes; later appends continue from there.
+  virtual absl::Status Truncate(uint64_t size) = 0;
+  virtual absl::Status Close() = 0;
+  // Bytes in the file as seen through this handle (initial size + appended - truncated).
+  virtual uint64_t Size() const = 0;
+};
+
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Reads up to `n` bytes at `offset` into `scratch`; returns the count, which is below `n`
+  // only at end of file.
+  virtual absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* scratch) const = 0;
+  // Current size of the file (it may grow while open when another handle appends).
+  virtual absl::StatusOr<uint64_t> Size() const = 0;
+};
+
+// How OpenWritable treats an existing / missing file.
+enum class OpenMode {
+  kCreateExclusive,  // create; ALREADY_EXISTS if the file exists
+  kCreateOrAppend,   // create if missing, else append at its end
+  kAppendExisting,   // NOT_FOUND if missing, else append at its end
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  virtual absl::StatusOr<std::unique_ptr<WritableFile>> OpenWritable(const std::string& path,
+                                                                     OpenMode mode) = 0;
+  virtual absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenRandomAccess(
+      const std::string& path) = 0;
+  virtual absl::StatusOr<uint64_t> GetFileSize(const std::string& path) = 0;
+  // rename(2): atomic replace of `to`. Durable only after SyncDir of the directory.
+  virtual absl::Status RenameFile(const std::string& from, const std::string& to) = 0;
+  virtual absl::Status RemoveFile(const std::string& path) = 0;
+  // Names (not paths) of the entries of `dir`, without "." and "..", in no particular order.
+  virtual absl::StatusOr<std::vector<std::string>> GetChildren(const std::string& dir) = 0;
+  // mkdir -p. Each created directory is made durable in its parent.
+  virtual absl::Status CreateDirs(const std::string& dir) = 0;
+  // fsync of a directory: makes creates, renames and removes inside it durable.
+  virtual absl::Status SyncDir(const std::string& dir) = 0;
+  virtual absl::StatusOr<bool> FileExists(const std::string& path) = 0;
+};
+
+// The process-wide POSIX file system (never null, never deleted).
+FileSystem* DefaultFileSystem();
+
+// Writes `data` so that after a crash `path` holds the old or the new contents: temp file,
+// Sync, rename, SyncDir.
+absl::Status WriteFileAtomically(FileSystem* fs, const std::string& path, std::string_view data);
+
+// Reads a whole file. NOT_FOUND if missing.
+absl::StatusOr<std::string> ReadFileToString(FileSystem* fs, const std::string& path);
+
+// "a/b" + "c" -> "a/b/c"; the parent directory of a path ("." when there is none).
+std::string JoinPath(std::string_view dir, std::string_view name);
+std::string DirName(std::string_view path);
+
+}  // namespace kf::fs

@@ -1,0 +1,197 @@
+#include "storage/fs/posix_file_system.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/file_util.h"
+
+namespace kf::fs {
+namespace {
+
+class PosixWritableFile final : public WritableFile {
+ public:
+  PosixWritableFile(std::string path, int fd, uint64_t size)
+      : path_(std::move(path)), fd_(fd), size_(size) {}
+  ~PosixWritableFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  absl::Status Append(std::string_view data) override {
+    const char* p = data.data();
+    size_t left = data.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd_, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(errno, "write", path_);
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+      size_ += static_cast<uint64_t>(n);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Sync() override {
+    if (::fdatasync(fd_) != 0) return ErrnoStatus(errno, "fdatasync", path_);
+    return absl::OkStatus();
+  }
+
+  absl::Status Truncate(uint64_t size) override {
+    if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+      return ErrnoStatus(errno, "ftruncate", path_);
+    }
+    // The descriptor is not O_APPEND: move the write position to the new end explicitly.
+    if (::lseek(fd_, static_cast<off_t>(size), SEEK_SET) < 0) {
+      return ErrnoStatus(errno, "lseek", path_);
+    }
+    size_ = size;
+    return absl::OkStatus();
+  }
+
+  absl::Status Close() override {
+    if (fd_ < 0) return absl::OkStatus();
+    int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) return ErrnoStatus(errno, "close", path_);
+    return absl::OkStatus();
+  }
+
+  uint64_t Size() const override { return size_; }
+
+ private:
+  const std::string path_;
+  int fd_;
+  uint64_t size_;
+};
+
+class PosixRandomAccessFile final : public RandomAccessFile {
+ public:
+  PosixRandomAccessFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~PosixRandomAccessFile() override { ::close(fd_); }
+
+  absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* scratch) const override {
+    size_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(fd_, scratch + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(errno, "pread", path_);
+      }
+      if (r == 0) break;
+      done += static_cast<size_t>(r);
+    }
+    return done;
+  }
+
+  absl::StatusOr<uint64_t> Size() const override {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return ErrnoStatus(errno, "fstat", path_);
+    return static_cast<uint64_t>(st.st_size);
+  }
+
+ private:
+  const std::string path_;
+  int fd_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WritableFile>> PosixFileSystem::OpenWritable(const std::string& path,
+                                                                            OpenMode mode) {
+  int flags = O_WRONLY | O_CLOEXEC;
+  switch (mode) {
+    case OpenMode::kCreateExclusive:
+      flags |= O_CREAT | O_EXCL;
+      break;
+    case OpenMode::kCreateOrAppend:
+      flags |= O_CREAT;
+      break;
+    case OpenMode::kAppendExisting:
+      break;
+  }
+  int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) return absl::AlreadyExistsError("file exists: " + path);
+    return ErrnoStatus(errno, "open", path);
+  }
+  off_t end = ::lseek(fd, 0, SEEK_END);
+  if (end < 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoStatus(err, "lseek", path);
+  }
+  return std::make_unique<PosixWritableFile>(path, fd, static_cast<uint64_t>(end));
+}
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> PosixFileSystem::OpenRandomAccess(
+    const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open", path);
+  return std::make_unique<PosixRandomAccessFile>(path, fd);
+}
+
+absl::StatusOr<uint64_t> PosixFileSystem::GetFileSize(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(errno, "stat", path);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+absl::Status PosixFileSystem::RenameFile(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus(errno, "rename", from);
+  return absl::OkStatus();
+}
+
+absl::Status PosixFileSystem::RemoveFile(const std::string& path) {
+  if (::unlink(path.c_str()) != 0) return ErrnoStatus(errno, "unlink", path);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> PosixFileSystem::GetChildren(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoStatus(errno, "opendir", dir);
+  std::vector<std::string> out;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string_view name(e->d_name);
+    if (name == "." || name == "..") continue;
+    out.emplace_back(name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+absl::Status PosixFileSystem::CreateDirs(const std::string& dir) {
+  if (dir.empty() || dir == "/" || dir == ".") return absl::OkStatus();
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return absl::OkStatus();
+    return absl::FailedPreconditionError("not a directory: " + dir);
+  }
+  std::string parent = DirName(dir);
+  if (parent != dir) {
+    absl::Status s = CreateDirs(parent);
+    if (!s.ok()) return s;
+  }
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoStatus(errno, "mkdir", dir);
+  return SyncDir(parent);
+}
+
+absl::Status PosixFileSystem::SyncDir(const std::string& dir) { return kf::SyncDir(dir); }
+
+absl::StatusOr<bool> PosixFileSystem::FileExists(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) return true;
+  if (errno == ENOENT) return false;
+  return ErrnoStatus(errno, "stat", path);
+}
+
+FileSystem* DefaultFileSystem() {
+  static auto* fs = new PosixFileSystem();
+  return fs;
+}
+
+}  // namespace kf::fs
