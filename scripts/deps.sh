@@ -6,7 +6,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang-14 libclang-rt-14-dev clang-format
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libcurl4-openssl-dev libssl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
-  libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs npm
+  libcpp-httplib-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs npm
 )
 missing=()
 for p in "${packages[@]}"; do
