@@ -1,0 +1,321 @@
+#include "wal/backends/local/local_backend.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/absl_compat.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
+#include "wal/backends/local/batch_format.h"
+#include "wal/backends/local/disk_view.h"
+#include "wal/backends/local/layout.h"
+#include "wal/backends/local/local_scanner.h"
+
+namespace kf::wal::local {
+
+LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchannel, Term term,
+                           std::shared_ptr<LogState> state)
+    : options_(options),
+      fs_(state->fs()),
+      pchannel_(std::move(pchannel)),
+      term_(term),
+      read_only_(true),
+      state_(std::move(state)) {}
+
+LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchannel, Term term,
+                           std::shared_ptr<LogState> state, WriterInit init,
+                           std::shared_ptr<FenceSignal> fence)
+    : options_(options),
+      fs_(state->fs()),
+      pchannel_(std::move(pchannel)),
+      term_(term),
+      read_only_(false),
+      state_(std::move(state)),
+      fence_(std::move(fence)) {
+  active_ = std::move(init.active);
+  active_segment_ = std::move(init.active_segment);
+  write_offset_ = init.next_offset;
+  {
+    absl::MutexLock l(&mu_);
+    next_id_ = init.next_offset;
+  }
+  writer_ = std::jthread([this] { WriterLoop(); });
+}
+
+LocalBackend::~LocalBackend() { (void)Close(); }
+
+absl::StatusOr<MessageId> LocalBackend::Append(std::string data, AppendCallback done) {
+  if (read_only_) return absl::FailedPreconditionError("local WAL: backend is read-only");
+  absl::MutexLock l(&mu_);
+  if (closing_) return absl::CancelledError("local WAL: backend closed");
+  if (fence_->fenced.load(std::memory_order_acquire)) {
+    return FencedError(absl::StrCat("local WAL ", pchannel_, ": term ", term_.value(),
+                                    " was fenced by a newer owner"));
+  }
+  if (!error_.ok()) {
+    if (IsFenced(error_)) return error_;
+    return absl::FailedPreconditionError(
+        absl::StrCat("local WAL ", pchannel_, ": earlier write error: ", error_.message()));
+  }
+  if (data.size() > options_.max_entry_bytes) {
+    return StreamingError(StreamingCode::kInvalidArgument,
+                          absl::StrCat("entry of ", data.size(), " bytes exceeds the limit of ",
+                                       options_.max_entry_bytes));
+  }
+  if (queue_bytes_ > 0 && queue_bytes_ + data.size() > options_.max_queue_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("local WAL ", pchannel_, ": append queue full (", queue_bytes_, " bytes)"));
+  }
+  MessageId id = MessageId::Local(next_id_++);
+  queue_bytes_ += data.size();
+  queue_.push_back(Pending{std::move(data), std::move(done)});
+  if (queue_.size() == 1) work_cv_.Signal();
+  return id;
+}
+
+void LocalBackend::WriterLoop() {
+  std::vector<Pending> group;
+  std::vector<Written> written;
+  for (;;) {
+    group.clear();
+    {
+      absl::MutexLock l(&mu_);
+      while (queue_.empty() && !closing_) work_cv_.Wait(&mu_);
+      if (queue_.empty()) return;  // closing and drained
+      group.swap(queue_);
+    }
+    uint64_t bytes = 0;
+    for (const auto& p : group) bytes += p.data.size();
+    written.clear();
+    absl::Status s = WriteGroup(group, &written);
+    // Only after the sync: a fence written before our data hit the disk must win.
+    if (s.ok()) s = CheckFence();
+    if (s.ok()) Publish(written);
+    std::vector<Pending> rest;
+    absl::Status rest_status;
+    if (!s.ok()) {
+      if (!IsFenced(s)) {
+        s = absl::Status(s.code(),
+                         absl::StrCat("local WAL ", pchannel_, ": write failed: ", s.message()));
+      }
+      absl::MutexLock l(&mu_);
+      error_ = s;
+      rest.swap(queue_);
+      rest_status = IsFenced(s)
+                        ? s
+                        : absl::FailedPreconditionError(absl::StrCat(
+                              "local WAL ", pchannel_, ": earlier write error: ", s.message()));
+    }
+    for (auto& p : group) {
+      if (p.done) std::move(p.done)(s);
+    }
+    for (auto& p : rest) {
+      bytes += p.data.size();
+      if (p.done) std::move(p.done)(rest_status);
+    }
+    {
+      absl::MutexLock l(&mu_);
+      queue_bytes_ -= bytes;
+    }
+    if (!s.ok()) return;  // sticky: never write after a failed write, sync or fence check
+  }
+}
+
+absl::Status LocalBackend::FlushBuffer() {
+  if (buf_.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(active_->Append(buf_));
+  buffer_file_pos_ += buf_.size();
+  buf_.clear();
+  return absl::OkStatus();
+}
+
+absl::Status LocalBackend::WriteGroup(std::vector<Pending>& group, std::vector<Written>* written) {
+  buf_.clear();
+  buffer_file_pos_ = active_->Size();
+  size_t i = 0;
+  while (i < group.size()) {
+    const uint64_t segment_size = buffer_file_pos_ + buf_.size();
+    if (segment_size > 0 && segment_size >= options_.segment_bytes) {
+      // The old segment must be durable before the new one holds anything, so recovery
+      // never sees a torn segment that is not the last.
+      RETURN_IF_ERROR(FlushBuffer());
+      RETURN_IF_ERROR(active_->Sync());
+      RETURN_IF_ERROR(Roll());
+    }
+    const size_t start = buf_.size();
+    BatchBuilder batch;
+    batch.Begin(&buf_, write_offset_);
+    do {
+      batch.Add(group[i].data);
+      ++i;
+    } while (i < group.size() &&
+             batch.size() + kEntryOverhead + group[i].data.size() <= options_.max_batch_bytes);
+    batch.Finish();
+    written->push_back(Written{active_segment_.get(), buffer_file_pos_ + start, buf_.size() - start,
+                               write_offset_, batch.count()});
+    write_offset_ += batch.count();
+  }
+  RETURN_IF_ERROR(FlushBuffer());
+  return active_->Sync();
+}
+
+absl::Status LocalBackend::Roll() {
+  const std::string name = SegmentFileName(write_offset_, term_);
+  const std::string path = fs::JoinPath(state_->dir(), name);
+  ASSIGN_OR_RETURN(auto file, fs_->OpenWritable(path, fs::OpenMode::kCreateExclusive));
+  RETURN_IF_ERROR(fs_->SyncDir(state_->dir()));
+  RETURN_IF_ERROR(active_->Close());
+  active_ = std::move(file);
+  active_segment_ = std::make_shared<Segment>(name, path, write_offset_, term_);
+  new_segments_.push_back(active_segment_);
+  buffer_file_pos_ = 0;
+  return absl::OkStatus();
+}
+
+absl::Status LocalBackend::CheckFence() {
+  if (fence_->fenced.load(std::memory_order_acquire)) {
+    return FencedError(absl::StrCat("local WAL ", pchannel_, ": term ", term_.value(),
+                                    " was fenced by a newer owner"));
+  }
+  ASSIGN_OR_RETURN(std::optional<Term> fence, ReadFenceTerm(fs_, state_->dir()));
+  if (fence && *fence > term_) {
+    fence_->fenced.store(true, std::memory_order_release);
+    return FencedError(absl::StrCat("local WAL ", pchannel_, ": term ", term_.value(),
+                                    " was fenced by term ", fence->value()));
+  }
+  return absl::OkStatus();
+}
+
+void LocalBackend::Publish(const std::vector<Written>& written) {
+  absl::MutexLock l(&state_->mu);
+  for (const auto& w : written) {
+    Segment* seg = w.segment;
+    seg->limit = w.pos + w.size;
+    MaybeAddIndexPoint(&seg->index, {w.base, w.pos});
+    seg->indexed_pos = seg->limit;
+    seg->indexed_offset = w.base + w.count;
+  }
+  for (auto& seg : new_segments_) state_->segments.push_back(std::move(seg));
+  new_segments_.clear();
+  ++state_->version;
+  state_->cv.SignalAll();
+}
+
+absl::StatusOr<std::unique_ptr<BackendScanner>> LocalBackend::Read(const ReadOptions& options) {
+  if (read_only_) RETURN_IF_ERROR(state_->RefreshFromDisk());
+  uint64_t start = 0;
+  switch (options.start) {
+    case ReadOptions::Start::kEarliest: {
+      absl::MutexLock l(&state_->mu);
+      if (!state_->segments.empty()) start = state_->segments.front()->base;
+      break;
+    }
+    case ReadOptions::Start::kLatest:
+      start = NextId().entry();
+      break;
+    case ReadOptions::Start::kFrom:
+    case ReadOptions::Start::kAfter:
+      if (options.id.kind() != WalKind::kLocal) {
+        return StreamingError(StreamingCode::kInvalidArgument,
+                              "local WAL: message id is not a local id: " + options.id.ToText());
+      }
+      start = options.id.entry() + (options.start == ReadOptions::Start::kAfter ? 1 : 0);
+      break;
+  }
+  ASSIGN_OR_RETURN(auto scanner, LocalScanner::Create(state_, start));
+  return std::unique_ptr<BackendScanner>(std::move(scanner));
+}
+
+MessageId LocalBackend::NextId() const {
+  if (!read_only_) {
+    absl::MutexLock l(&mu_);
+    return MessageId::Local(next_id_);
+  }
+  // Read-only: the end of what is readable now.
+  std::shared_ptr<Segment> last;
+  {
+    absl::MutexLock l(&state_->mu);
+    if (state_->segments.empty()) return MessageId::Local(0);
+    last = state_->segments.back();
+  }
+  auto end = state_->EnsureIndex(last.get());
+  return MessageId::Local(end.ok() ? *end : last->base);
+}
+
+absl::StatusOr<MessageId> LocalBackend::TailStart(uint64_t bytes) {
+  if (read_only_) RETURN_IF_ERROR(state_->RefreshFromDisk());
+  absl::MutexLock l(&state_->mu);
+  if (state_->segments.empty()) return MessageId::Local(0);
+  uint64_t remaining = bytes;
+  for (auto it = state_->segments.rbegin(); it != state_->segments.rend(); ++it) {
+    const Segment& seg = **it;
+    if (seg.limit >= remaining) {
+      const uint64_t target = seg.limit - remaining;
+      uint64_t best = seg.base;
+      for (const auto& p : seg.index) {
+        if (p.pos > target) break;
+        best = p.offset;
+      }
+      return MessageId::Local(best);
+    }
+    remaining -= seg.limit;
+  }
+  return MessageId::Local(state_->segments.front()->base);
+}
+
+absl::Status LocalBackend::Truncate(const MessageId& id) {
+  if (read_only_) return absl::FailedPreconditionError("local WAL: backend is read-only");
+  if (id.kind() != WalKind::kLocal) {
+    return StreamingError(StreamingCode::kInvalidArgument,
+                          "local WAL: message id is not a local id: " + id.ToText());
+  }
+  std::vector<std::shared_ptr<Segment>> victims;
+  {
+    absl::MutexLock l(&state_->mu);
+    auto& segs = state_->segments;
+    // A segment goes once every entry in it is <= id, i.e. the next one starts at <= id + 1.
+    // The last (active) segment always stays.
+    size_t n = 0;
+    while (n + 1 < segs.size() && segs[n + 1]->base <= id.entry() + 1) ++n;
+    victims.assign(segs.begin(), segs.begin() + static_cast<ptrdiff_t>(n));
+    segs.erase(segs.begin(), segs.begin() + static_cast<ptrdiff_t>(n));
+    if (n > 0) {
+      ++state_->version;
+      state_->cv.SignalAll();
+    }
+  }
+  // Oldest first, so a crash in between leaves a prefix removed, never a hole.
+  for (const auto& seg : victims) {
+    absl::Status s = fs_->RemoveFile(seg->path);
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
+  }
+  if (!victims.empty()) RETURN_IF_ERROR(fs_->SyncDir(state_->dir()));
+  return absl::OkStatus();
+}
+
+absl::Status LocalBackend::Close() {
+  absl::MutexLock cl(&close_mu_);
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return absl::OkStatus();
+    closing_ = true;
+    work_cv_.Signal();
+  }
+  if (writer_.joinable()) writer_.join();
+  absl::Status s;
+  if (active_ != nullptr) {
+    s = active_->Close();
+    active_.reset();
+  }
+  if (fence_ != nullptr) fence_->closed.store(true, std::memory_order_release);
+  {
+    absl::MutexLock l(&state_->mu);
+    state_->closed = true;
+    state_->cv.SignalAll();
+  }
+  absl::MutexLock l(&mu_);
+  closed_ = true;
+  return s;
+}
+
+}  // namespace kf::wal::local

@@ -1,0 +1,115 @@
+// LocalBackend: one open pchannel log on local disk (the WalBackend of NewLocalOpener).
+//
+// Writing: Append assigns the id under a lock and queues the entry; one writer thread per
+// backend takes everything queued, encodes it into record batches, writes them with one
+// write, fdatasyncs once, re-checks the fence, publishes the new durable end to readers and
+// then runs the callbacks in id order (group commit; appends arriving during an fdatasync
+// form the next group). A write or sync error is sticky: that group and everything after
+// fail, nothing is written again. A higher fence fails the group with FENCED.
+//
+// Thread-safety: thread-safe. Callbacks run on the writer thread without locks held; they
+// must be cheap and must not call Close().
+// Ownership: owns its files and writer thread; scanners share the LogState and may outlive it.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>  // std::jthread
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "wal/backend.h"
+#include "wal/backends/local/local_opener.h"
+#include "wal/backends/local/log_state.h"
+
+namespace kf::wal::local {
+
+// Set when another instance in this process opened the pchannel at a higher term, so the
+// fenced instance fails fast without waiting for its next on-disk check.
+struct FenceSignal {
+  std::atomic<bool> fenced{false};
+  std::atomic<bool> closed{false};  // the instance was closed: it no longer blocks a reopen
+};
+
+class LocalBackend final : public WalBackend {
+ public:
+  // The writer side of a recovered log: `active` is open for appending at its end, `state`
+  // already lists every segment (the active one last, its limit = its size).
+  struct WriterInit {
+    std::unique_ptr<fs::WritableFile> active;
+    std::shared_ptr<Segment> active_segment;
+    uint64_t next_offset = 0;
+  };
+
+  // Read-only backend.
+  LocalBackend(const LocalOpenerOptions& options, std::string pchannel, Term term,
+               std::shared_ptr<LogState> state);
+  // Writer backend; starts the writer thread.
+  LocalBackend(const LocalOpenerOptions& options, std::string pchannel, Term term,
+               std::shared_ptr<LogState> state, WriterInit init,
+               std::shared_ptr<FenceSignal> fence);
+  ~LocalBackend() override;
+
+  std::string_view pchannel() const override { return pchannel_; }
+  Term term() const override { return term_; }
+  absl::StatusOr<MessageId> Append(std::string data, AppendCallback done) override;
+  absl::StatusOr<std::unique_ptr<BackendScanner>> Read(const ReadOptions& options) override;
+  MessageId NextId() const override;
+  absl::StatusOr<MessageId> TailStart(uint64_t bytes) override;
+  absl::Status Truncate(const MessageId& id) override;
+  absl::Status Close() override;
+
+ private:
+  struct Pending {
+    std::string data;
+    AppendCallback done;
+  };
+  // Where a written batch landed, published once the group is durable.
+  struct Written {
+    Segment* segment;
+    uint64_t pos;
+    uint64_t size;
+    uint64_t base;
+    uint32_t count;
+  };
+
+  void WriterLoop();
+  // Writes and syncs one group (writer thread only).
+  absl::Status WriteGroup(std::vector<Pending>& group, std::vector<Written>* written);
+  absl::Status Roll();
+  absl::Status FlushBuffer();
+  absl::Status CheckFence();
+  void Publish(const std::vector<Written>& written);
+
+  const LocalOpenerOptions options_;
+  fs::FileSystem* const fs_;
+  const std::string pchannel_;
+  const Term term_;
+  const bool read_only_;
+  std::shared_ptr<LogState> state_;
+  std::shared_ptr<FenceSignal> fence_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar work_cv_;
+  std::vector<Pending> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t queue_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // queued + being written
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);  // sticky write error or FENCED
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Writer thread only.
+  std::unique_ptr<fs::WritableFile> active_;
+  std::shared_ptr<Segment> active_segment_;
+  std::vector<std::shared_ptr<Segment>> new_segments_;  // rolled, not yet published
+  uint64_t write_offset_ = 0;
+  uint64_t buffer_file_pos_ = 0;  // file position where buf_ will land
+  std::string buf_;
+
+  absl::Mutex close_mu_;  // serialises Close()
+  std::jthread writer_;
+};
+
+}  // namespace kf::wal::local

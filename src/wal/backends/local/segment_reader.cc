@@ -1,0 +1,121 @@
+#include "wal/backends/local/segment_reader.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/absl_compat.h"
+#include "common/coding.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
+
+namespace kf::wal::local {
+namespace {
+
+// Sequential reads go through a buffer this large so catching up costs few syscalls.
+constexpr uint64_t kReadAhead = 1 << 20;
+
+absl::Status DataLoss(const std::string& path, uint64_t pos, std::string_view what) {
+  return StreamingError(
+      StreamingCode::kDataLoss,
+      absl::StrCat("local WAL segment ", path, " at byte ", pos, ": ", std::string(what)));
+}
+
+// True if a batch with a valid crc starts anywhere in `bytes` (a segment's rest after damage).
+bool ContainsValidBatch(std::string_view bytes) {
+  for (size_t p = 0; p + kBatchHeaderSize <= bytes.size(); ++p) {
+    if (DecodeFixed32(bytes.data() + p) != kBatchMagic) continue;
+    BatchHeader h;
+    if (!ParseBatchHeader(bytes.data() + p, &h)) continue;
+    if (h.total_size() > bytes.size() - p) continue;
+    if (VerifyBatch(bytes.data() + p, h, bytes.data() + p + kBatchHeaderSize)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+BatchReader::BatchReader(const fs::RandomAccessFile* file, std::string path)
+    : file_(file), path_(std::move(path)) {}
+
+absl::StatusOr<bool> BatchReader::Fill(uint64_t pos, uint64_t n, uint64_t limit) {
+  if (pos + n > limit) return false;
+  if (pos >= buf_pos_ && pos + n <= buf_pos_ + buf_.size()) return true;
+  uint64_t want = std::min(std::max(n, kReadAhead), limit - pos);
+  buf_.resize(want);
+  ASSIGN_OR_RETURN(size_t got, file_->ReadAt(pos, want, buf_.data()));
+  buf_.resize(got);
+  buf_pos_ = pos;
+  return got >= n;
+}
+
+absl::StatusOr<BatchReader::Result> BatchReader::Read(uint64_t pos, uint64_t limit,
+                                                      BatchHeader* header,
+                                                      std::string_view* payload) {
+  ASSIGN_OR_RETURN(bool have_header, Fill(pos, kBatchHeaderSize, limit));
+  if (!have_header) return Result::kIncomplete;
+  const char* h = buf_.data() + (pos - buf_pos_);
+  if (!ParseBatchHeader(h, header)) return Result::kCorrupt;
+  ASSIGN_OR_RETURN(bool have_all, Fill(pos, header->total_size(), limit));
+  if (!have_all) return Result::kIncomplete;
+  h = buf_.data() + (pos - buf_pos_);  // Fill may have moved the buffer
+  if (!VerifyBatch(h, *header, h + kBatchHeaderSize)) return Result::kCorrupt;
+  *payload = std::string_view(h + kBatchHeaderSize, header->payload_len);
+  return Result::kOk;
+}
+
+absl::StatusOr<ScanResult> ScanSegment(const fs::RandomAccessFile* file, const std::string& path,
+                                       uint64_t limit, uint64_t base) {
+  BatchReader reader(file, path);
+  ScanResult out;
+  out.end_offset = base;
+  uint64_t pos = 0;
+  while (pos < limit) {
+    BatchHeader h;
+    std::string_view payload;
+    ASSIGN_OR_RETURN(auto r, reader.Read(pos, limit, &h, &payload));
+    if (r != BatchReader::Result::kOk) {
+      // Torn tail or damage? Damage is anything valid after the bad spot.
+      std::string rest(limit - pos - 1, '\0');
+      ASSIGN_OR_RETURN(size_t got, file->ReadAt(pos + 1, rest.size(), rest.data()));
+      rest.resize(got);
+      if (ContainsValidBatch(rest)) {
+        return DataLoss(path, pos, "invalid batch followed by valid data");
+      }
+      out.torn = true;
+      break;
+    }
+    if (h.base_offset != out.end_offset) {
+      return DataLoss(
+          path, pos,
+          absl::StrCat("batch base offset ", h.base_offset, ", expected ", out.end_offset));
+    }
+    absl::Status s = ForEachEntry(h, payload, [](uint64_t, std::string_view) {});
+    if (!s.ok()) return DataLoss(path, pos, ToStd(s.message()));
+    MaybeAddIndexPoint(&out.index, {h.base_offset, pos});
+    pos += h.total_size();
+    out.end_offset += h.count;
+    out.valid_end = pos;
+  }
+  return out;
+}
+
+absl::Status HopIndex(const fs::RandomAccessFile* file, const std::string& path, uint64_t from_pos,
+                      uint64_t limit, uint64_t* offset, uint64_t* end_pos,
+                      std::vector<IndexPoint>* index) {
+  uint64_t pos = from_pos;
+  char hdr[kBatchHeaderSize];
+  while (pos + kBatchHeaderSize <= limit) {
+    ASSIGN_OR_RETURN(size_t got, file->ReadAt(pos, kBatchHeaderSize, hdr));
+    BatchHeader h;
+    if (got < kBatchHeaderSize || !ParseBatchHeader(hdr, &h)) break;
+    if (h.base_offset != *offset || pos + h.total_size() > limit) break;
+    MaybeAddIndexPoint(index, {h.base_offset, pos});
+    pos += h.total_size();
+    *offset += h.count;
+  }
+  (void)path;
+  *end_pos = pos;
+  return absl::OkStatus();
+}
+
+}  // namespace kf::wal::local
