@@ -1,0 +1,213 @@
+#include "rpc/consume_stream.h"
+
+#include <string>
+#include <utility>
+
+#include "common/errors.h"
+#include "rpc/message_convert.h"
+#include "rpc/status_convert.h"
+#include "trace/context.h"
+
+namespace kf::rpc {
+
+using kingfisher::v1::ConsumeRequest;
+using kingfisher::v1::ConsumeResponse;
+
+grpc::ServerBidiReactor<ConsumeRequest, ConsumeResponse>* ConsumeStream::Start(
+    const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker) {
+  auto* stream = new ConsumeStream(registry, options, tracker);
+  if (!tracker->Register(stream, stream->hook_)) {
+    stream->End(StreamingError(StreamingCode::kOnShutdown, "server is shutting down"),
+                /*send_error=*/false);
+    return stream;
+  }
+  stream->StartRead(&stream->request_);
+  return stream;
+}
+
+ConsumeStream::ConsumeStream(const WalRegistry* registry, const StreamingNodeOptions* options,
+                             StreamTracker* tracker)
+    : registry_(registry),
+      options_(options),
+      tracker_(tracker),
+      hook_(std::make_shared<ShutdownHook>(this)) {}
+
+void ConsumeStream::ShutdownHook::OnServerShutdown() {
+  absl::MutexLock lock(&mu_);
+  if (stream_ != nullptr) {
+    stream_->End(StreamingError(StreamingCode::kOnShutdown, "server is shutting down"),
+                 /*send_error=*/true);
+  }
+}
+
+void ConsumeStream::ShutdownHook::Detach() {
+  absl::MutexLock lock(&mu_);
+  stream_ = nullptr;
+}
+
+absl::Status ConsumeStream::Create(const ConsumeRequest::Create& create) {
+  absl::StatusOr<std::string> pchannel = ResolvePChannel(create.pchannel(), create.vchannel());
+  if (!pchannel.ok()) return pchannel.status();
+  absl::StatusOr<wal::DeliverPolicy> policy = DeliverPolicyFromProto(create.policy());
+  if (!policy.ok()) return policy.status();
+  absl::StatusOr<DeliverFilter> filter = DeliverFilter::Parse(create.filters());
+  if (!filter.ok()) return filter.status();
+  absl::StatusOr<std::shared_ptr<wal::Wal>> wal = registry_->Get(*pchannel);
+  if (!wal.ok()) return wal.status();
+  wal::ScanOptions scan;
+  scan.policy = *policy;
+  scan.vchannel = create.vchannel();
+  absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner = (*wal)->Read(scan);
+  if (!scanner.ok()) return scanner.status();
+  wal_ = *std::move(wal);
+  scanner_ = *std::move(scanner);
+  filter_ = *std::move(filter);
+  return absl::OkStatus();
+}
+
+void ConsumeStream::OnReadDone(bool ok) {
+  if (created_) {
+    // Once streaming, the client may only close (or half-close / go away).
+    if (!ok || request_.has_close()) {
+      End(absl::OkStatus(), /*send_error=*/false);
+    } else {
+      End(StreamingError(StreamingCode::kInvalidArgument,
+                         "consumer already created: only `close` is accepted"),
+          /*send_error=*/true);
+    }
+    return;
+  }
+  if (!ok) {
+    End(absl::OkStatus(), /*send_error=*/false);  // the client left before creating
+    return;
+  }
+  if (!request_.has_create()) {
+    End(StreamingError(StreamingCode::kInvalidArgument,
+                       "the first Consume request must be `create`"),
+        /*send_error=*/true);
+    return;
+  }
+  absl::Status created = Create(request_.create());
+  if (!created.ok()) {
+    End(created, /*send_error=*/true);
+    return;
+  }
+  created_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    if (ending_) return;  // shutdown raced with create
+    out_.Clear();
+    out_.set_created(true);
+    write_in_flight_ = true;
+  }
+  StartWrite(&out_);
+  scan_thread_ = std::jthread([this](std::stop_token stop) { ScanLoop(std::move(stop)); });
+  StartRead(&request_);  // watch for `close` / half-close
+}
+
+void ConsumeStream::ScanLoop(std::stop_token stop) {
+  const trace::Context ctx;
+  auto writable = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !write_in_flight_ || ending_; };
+  while (!stop.stop_requested()) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (ending_) return;
+    }
+    absl::StatusOr<ImmutableMessagePtr> next =
+        scanner_->Next(ctx, absl::Now() + options_->scan_poll_interval);
+    if (!next.ok()) {
+      if (absl::IsDeadlineExceeded(next.status())) continue;  // poll stop/ending again
+      End(next.status(), /*send_error=*/true);
+      return;
+    }
+    if (*next == nullptr || !filter_.Pass(**next)) continue;
+    ConsumeResponse response;
+    ConsumedToProto(**next, response.mutable_message());
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(&writable));
+      if (ending_) return;
+      out_ = std::move(response);
+      write_in_flight_ = true;
+    }
+    StartWrite(&out_);
+    // Back-pressure: the next message is read only after this one reached the transport.
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&writable));
+  }
+}
+
+void ConsumeStream::OnWriteDone(bool ok) {
+  bool finish = false;
+  {
+    absl::MutexLock lock(&mu_);
+    write_in_flight_ = false;
+    if (!ok && !ending_) {
+      ending_ = true;  // the client is gone
+      end_status_ = absl::CancelledError("consumer stream write failed");
+      end_send_error_ = false;
+    }
+    finish = ending_ && TakeFinishLocked();
+  }
+  if (finish) IssueFinish();
+}
+
+void ConsumeStream::OnCancel() {
+  End(absl::CancelledError("consumer stream cancelled"), /*send_error=*/false);
+}
+
+void ConsumeStream::End(const absl::Status& status, bool send_error) {
+  bool finish = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (ending_) return;
+    ending_ = true;
+    end_status_ = status;
+    end_send_error_ = send_error && !status.ok();
+    finish = TakeFinishLocked();
+  }
+  if (finish) IssueFinish();
+}
+
+bool ConsumeStream::TakeFinishLocked() {
+  if (finish_issued_ || write_in_flight_) return false;
+  finish_issued_ = true;
+  return true;
+}
+
+void ConsumeStream::IssueFinish() {
+  grpc::Status status;
+  bool send_error;
+  {
+    absl::MutexLock lock(&mu_);
+    status = ToGrpcStatus(end_status_);
+    send_error = end_send_error_;
+    if (send_error) {
+      out_.Clear();
+      *out_.mutable_error() = ToProtoError(end_status_);
+    }
+  }
+  // No write is outstanding (TakeFinishLocked) and none will start (ending_), so out_ is ours.
+  if (send_error) {
+    StartWriteAndFinish(&out_, grpc::WriteOptions(), status);
+  } else {
+    Finish(status);
+  }
+}
+
+void ConsumeStream::OnDone() {
+  hook_->Detach();
+  tracker_->Unregister(this);
+  if (scan_thread_.joinable()) {
+    scan_thread_.request_stop();
+    if (scan_thread_.get_id() == std::this_thread::get_id()) {
+      scan_thread_.detach();
+    } else {
+      scan_thread_.join();  // returns within one scan poll interval: ending_ is set
+    }
+  }
+  delete this;
+}
+
+}  // namespace kf::rpc

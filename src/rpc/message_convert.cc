@@ -1,0 +1,78 @@
+#include "rpc/message_convert.h"
+
+#include <utility>
+
+#include "common/errors.h"
+#include "common/status_macros.h"
+#include "message/validate.h"
+
+namespace kf::rpc {
+
+MutableMessage MessageFromProto(kingfisher::v1::Message&& proto) {
+  MutableMessage msg;
+  *msg.mutable_payload() = std::move(*proto.mutable_payload());
+  for (auto& [key, value] : *proto.mutable_properties()) {
+    msg.SetProperty(key, std::move(value));
+  }
+  return msg;
+}
+
+void MessageToProto(const MutableMessage& msg, kingfisher::v1::Message* out) {
+  out->set_payload(msg.payload());
+  auto* props = out->mutable_properties();
+  for (const auto& [key, value] : msg.properties()) (*props)[key] = value;
+}
+
+void ConsumedToProto(const ImmutableMessage& msg, kingfisher::v1::ConsumedMessage* out) {
+  out->set_message_id(msg.id().Encode());
+  MessageToProto(msg.message(), out->mutable_message());
+}
+
+absl::StatusOr<std::string> ResolvePChannel(const std::string& pchannel,
+                                            std::string_view vchannel) {
+  if (vchannel.empty()) {
+    if (pchannel.empty()) {
+      return StreamingError(StreamingCode::kInvalidArgument,
+                            "request names neither a pchannel nor a vchannel");
+    }
+    return pchannel;
+  }
+  ASSIGN_OR_RETURN(std::string derived, PChannelOfVChannel(vchannel));
+  if (!pchannel.empty() && pchannel != derived) {
+    return StreamingError(
+        StreamingCode::kInvalidArgument,
+        "vchannel '" + std::string(vchannel) + "' is not on pchannel '" + pchannel + "'");
+  }
+  return derived;
+}
+
+absl::StatusOr<wal::DeliverPolicy> DeliverPolicyFromProto(const kingfisher::v1::DeliverPolicy& p) {
+  using Kind = wal::DeliverPolicy::Kind;
+  wal::DeliverPolicy policy;
+  switch (p.kind()) {
+    case kingfisher::v1::DeliverPolicy::ALL:
+      policy.kind = Kind::kAll;
+      return policy;
+    case kingfisher::v1::DeliverPolicy::LATEST:
+      policy.kind = Kind::kLatest;
+      return policy;
+    case kingfisher::v1::DeliverPolicy::START_FROM:
+      policy.kind = Kind::kStartFrom;
+      break;
+    case kingfisher::v1::DeliverPolicy::START_AFTER:
+      policy.kind = Kind::kStartAfter;
+      break;
+    default:
+      return StreamingError(StreamingCode::kInvalidArgument,
+                            "unknown deliver policy kind " + std::to_string(p.kind()));
+  }
+  auto id = MessageId::Decode(p.message_id());
+  if (!id.ok() || !id->valid()) {
+    return StreamingError(StreamingCode::kInvalidArgument,
+                          "deliver policy needs a valid message_id");
+  }
+  policy.id = *id;
+  return policy;
+}
+
+}  // namespace kf::rpc

@@ -1,0 +1,27 @@
+// Options of the StreamingNode service (Produce/Consume handlers). Plain struct; defaults are
+// the SPEC defaults.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "absl/time/time.h"
+
+namespace kf::rpc {
+
+struct StreamingNodeOptions {
+  // Largest accepted message payload (SPEC §2: 64 MiB, configurable).
+  size_t max_payload_bytes = 64u << 20;
+  // Appends one Produce stream may have in flight before the handler stops reading requests
+  // (back-pressure onto the client's flow control instead of an unbounded queue).
+  size_t max_inflight_appends_per_stream = 4096;
+  // How long a consumer's scanner waits for the next message before re-checking for
+  // cancellation and shutdown.
+  absl::Duration scan_poll_interval = absl::Milliseconds(100);
+  // TEST ONLY (the idempotency acceptance test's crash hook): called on the append's completion
+  // thread after an append became durable and before its ack is queued to the client. The
+  // server binary sets it from KINGFISHER_TEST_CRASH_AFTER_DURABLE; production leaves it empty.
+  std::function<void()> after_durable_for_test;
+};
+
+}  // namespace kf::rpc

@@ -1,0 +1,86 @@
+// ProduceStream: the server side of one StreamingNode.Produce bidi stream (gRPC callback API).
+//
+// Each request is decoded, validated (ValidateProducedMessage), routed to its pchannel's Wal and
+// appended under the trace context carried in the message's `_tc` (the client's
+// wal.dist_append span). Responses go out in completion order, each with its request_id,
+// through a write queue (one outstanding StartWrite). Bad input is answered with an
+// INVALID_ARGUMENT response; the stream keeps working. A waiting ack holds no thread.
+//
+// Raw (ByteBuffer) method: the handler parses requests itself, so that an undecodable request
+// is answered instead of tearing the stream down.
+//
+// Thread-safety: gRPC reactions and Wal completions run on arbitrary threads; state is guarded
+// by mu_. Ownership: self-owned (self_) until OnDone; each in-flight append holds a reference,
+// so a completion never touches a freed stream. Shutdown (OnServerShutdown): later requests
+// get ON_SHUTDOWN responses; the stream finishes with ON_SHUTDOWN once every in-flight append
+// has completed and its ack was written.
+#pragma once
+
+#include <deque>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/grpcpp.h"
+#include "kingfisher/v1/streaming.pb.h"
+#include "rpc/node_options.h"
+#include "rpc/stream_tracker.h"
+#include "rpc/wal_registry.h"
+
+namespace kf::rpc {
+
+class ProduceStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                            public ShutdownAware,
+                            public std::enable_shared_from_this<ProduceStream> {
+ public:
+  // Creates the stream, starts reading and returns the reactor gRPC drives. All pointers are
+  // borrowed and must outlive the stream (they belong to the service).
+  static grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Start(
+      const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker);
+
+  ProduceStream(const WalRegistry* registry, const StreamingNodeOptions* options,
+                StreamTracker* tracker);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+  void OnServerShutdown() override;
+
+ private:
+  // What to do after releasing mu_.
+  struct Actions {
+    bool start_read = false;
+    bool start_write = false;
+    bool finish = false;
+    grpc::Status finish_status;
+  };
+
+  void HandleRequest();
+  void OnAppendDone(uint64_t request_id, Term term, absl::StatusOr<wal::AppendResult> result);
+  void Respond(const kingfisher::v1::ProduceResponse& response, bool append_completed);
+  void MaybeWriteOrFinishLocked(Actions* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Run(Actions a);
+
+  const WalRegistry* const registry_;
+  const StreamingNodeOptions* const options_;
+  StreamTracker* const tracker_;
+
+  // Only touched by the read path (gRPC serialises reads).
+  grpc::ByteBuffer read_buf_;
+
+  absl::Mutex mu_;
+  std::shared_ptr<ProduceStream> self_ ABSL_GUARDED_BY(mu_);
+  std::deque<grpc::ByteBuffer> pending_ ABSL_GUARDED_BY(mu_);
+  grpc::ByteBuffer writing_ ABSL_GUARDED_BY(mu_);
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  size_t inflight_appends_ ABSL_GUARDED_BY(mu_) = 0;
+  bool read_paused_ ABSL_GUARDED_BY(mu_) = false;  // at the in-flight limit
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;   // client half-closed or the read failed
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;       // cancelled or a write failed
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace kf::rpc

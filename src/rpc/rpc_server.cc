@@ -1,0 +1,72 @@
+#include "rpc/rpc_server.h"
+
+#include <climits>
+#include <string>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "common/absl_compat.h"
+#include "grpcpp/grpcpp.h"
+#include "rpc/standalone_coord_service.h"
+#include "rpc/streaming_node_service.h"
+
+namespace kf::rpc {
+
+absl::Status SplitHostPort(const std::string& address, std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return absl::InvalidArgumentError("address '" + address + "' is not HOST:PORT");
+  }
+  *host = address.substr(0, colon);
+  if (!absl::SimpleAtoi(ToAbsl(std::string_view(address).substr(colon + 1)), port) || *port < 0 ||
+      *port > 65535) {
+    return absl::InvalidArgumentError("address '" + address + "' has no valid port");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions options,
+                                                            const WalRegistry* registry) {
+  std::string host;
+  int port = 0;
+  if (absl::Status s = SplitHostPort(options.listen, &host, &port); !s.ok()) return s;
+
+  std::unique_ptr<RpcServer> server(new RpcServer());
+  server->node_service_ = std::make_unique<StreamingNodeService>(registry, options.node);
+
+  const int max_bytes = options.max_message_bytes > static_cast<size_t>(INT_MAX)
+                            ? INT_MAX
+                            : static_cast<int>(options.max_message_bytes);
+  grpc::ServerBuilder builder;
+  int selected_port = 0;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &selected_port);
+  builder.SetMaxReceiveMessageSize(max_bytes);
+  builder.SetMaxSendMessageSize(max_bytes);
+  builder.RegisterService(server->node_service_.get());
+  server->coord_service_ =
+      std::make_unique<StandaloneCoordService>(registry, options.node_id, options.listen);
+  builder.RegisterService(server->coord_service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || selected_port == 0) {
+    return absl::UnavailableError("cannot listen on " + options.listen +
+                                  " (address in use or not local?)");
+  }
+  server->address_ = host + ":" + std::to_string(selected_port);
+  // With port 0 the bound port is known only now.
+  server->coord_service_->set_address(server->address_);
+  return server;
+}
+
+RpcServer::~RpcServer() {
+  if (!shut_down_ && server_ != nullptr) Shutdown(absl::ZeroDuration());
+}
+
+void RpcServer::Shutdown(absl::Duration grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  node_service_->BeginShutdown();
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_->Wait();
+}
+
+}  // namespace kf::rpc

@@ -1,0 +1,63 @@
+// RpcServer: the gRPC server of a standalone process — StreamingNode (Produce/Consume) plus
+// StreamingCoord.GetStatus — so that binaries in src/server never include gRPC headers.
+//
+// Thread-safety: Shutdown may be called from any thread, once. Ownership: borrows the registry,
+// which must outlive the server. Errors: Start fails with UNAVAILABLE when the address cannot
+// be bound, INVALID_ARGUMENT for a malformed address.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "rpc/node_options.h"
+#include "rpc/wal_registry.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace kf::rpc {
+
+class StreamingNodeService;
+class StandaloneCoordService;
+
+struct RpcServerOptions {
+  std::string listen = "127.0.0.1:19530";  // HOST:PORT; port 0 picks a free port
+  // gRPC send/receive limit; must exceed the largest payload plus message overhead.
+  size_t max_message_bytes = (64u << 20) + (4u << 20);
+  int64_t node_id = 1;
+  StreamingNodeOptions node;
+};
+
+class RpcServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<RpcServer>> Start(RpcServerOptions options,
+                                                          const WalRegistry* registry);
+  ~RpcServer();
+
+  // HOST:PORT actually bound.
+  const std::string& address() const { return address_; }
+
+  // Graceful: new streams/appends fail with ON_SHUTDOWN, in-flight appends finish and their
+  // acks are written; after `grace` the remaining calls are cancelled. Returns when every call
+  // has finished.
+  void Shutdown(absl::Duration grace);
+
+ private:
+  RpcServer() = default;
+
+  std::string address_;
+  std::unique_ptr<StreamingNodeService> node_service_;
+  std::unique_ptr<StandaloneCoordService> coord_service_;
+  std::unique_ptr<grpc::Server> server_;
+  bool shut_down_ = false;
+};
+
+// Splits "HOST:PORT" (IPv6 as "[::1]:PORT"). INVALID_ARGUMENT when malformed.
+absl::Status SplitHostPort(const std::string& address, std::string* host, int* port);
+
+}  // namespace kf::rpc

@@ -1,0 +1,26 @@
+#include "rpc/streaming_node_service.h"
+
+#include <utility>
+
+#include "rpc/consume_stream.h"
+#include "rpc/produce_stream.h"
+
+namespace kf::rpc {
+
+StreamingNodeService::StreamingNodeService(const WalRegistry* registry,
+                                           StreamingNodeOptions options)
+    : registry_(registry), options_(std::move(options)) {}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamingNodeService::Produce(
+    grpc::CallbackServerContext* /*context*/) {
+  return ProduceStream::Start(registry_, &options_, &tracker_);
+}
+
+grpc::ServerBidiReactor<kingfisher::v1::ConsumeRequest, kingfisher::v1::ConsumeResponse>*
+StreamingNodeService::Consume(grpc::CallbackServerContext* /*context*/) {
+  return ConsumeStream::Start(registry_, &options_, &tracker_);
+}
+
+void StreamingNodeService::BeginShutdown() { tracker_.BeginShutdown(); }
+
+}  // namespace kf::rpc

@@ -1,0 +1,44 @@
+// StreamingNodeService: the StreamingNode gRPC service (Produce / Consume bidi streams) over a
+// WalRegistry, shared by the standalone server and the distributed streaming node.
+//
+// Callback API throughout: a waiting ack holds no thread (ProduceStream); a consumer holds one
+// scanner thread (ConsumeStream). Produce is registered as a raw (ByteBuffer) method so an
+// undecodable request gets an INVALID_ARGUMENT response instead of killing the stream; the
+// wire protocol is unchanged.
+//
+// Thread-safety: thread-safe. Ownership: borrows the registry (must outlive the service and
+// every stream; i.e. the grpc::Server). Errors: per SPEC §3, on the wire (see status_convert.h).
+#pragma once
+
+#include "kingfisher/v1/streaming.grpc.pb.h"
+#include "rpc/node_options.h"
+#include "rpc/stream_tracker.h"
+#include "rpc/wal_registry.h"
+
+namespace kf::rpc {
+
+class StreamingNodeService final
+    : public kingfisher::v1::StreamingNode::WithRawCallbackMethod_Produce<
+          kingfisher::v1::StreamingNode::WithCallbackMethod_Consume<
+              kingfisher::v1::StreamingNode::Service>> {
+ public:
+  StreamingNodeService(const WalRegistry* registry, StreamingNodeOptions options);
+
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Produce(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<kingfisher::v1::ConsumeRequest, kingfisher::v1::ConsumeResponse>* Consume(
+      grpc::CallbackServerContext* context) override;
+
+  // Graceful shutdown, step 1: new streams and new appends fail with ON_SHUTDOWN; in-flight
+  // appends complete and their acks are written, then each Produce stream finishes with
+  // ON_SHUTDOWN; consumers end at once with ON_SHUTDOWN. Does not wait: grpc::Server::Shutdown
+  // waits for the streams to finish. Idempotent.
+  void BeginShutdown();
+
+ private:
+  const WalRegistry* const registry_;
+  const StreamingNodeOptions options_;
+  StreamTracker tracker_;
+};
+
+}  // namespace kf::rpc

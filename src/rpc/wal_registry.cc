@@ -1,0 +1,39 @@
+#include "rpc/wal_registry.h"
+
+#include <algorithm>
+
+#include "common/errors.h"
+
+namespace kf::rpc {
+
+void StaticWalRegistry::Add(std::shared_ptr<wal::Wal> wal) {
+  auto pos = std::lower_bound(wals_.begin(), wals_.end(), wal->pchannel(),
+                              [](const std::shared_ptr<wal::Wal>& w, const std::string& name) {
+                                return w->pchannel() < name;
+                              });
+  wals_.insert(pos, std::move(wal));
+}
+
+absl::StatusOr<std::shared_ptr<wal::Wal>> StaticWalRegistry::Get(std::string_view pchannel) const {
+  auto pos = std::lower_bound(wals_.begin(), wals_.end(), pchannel,
+                              [](const std::shared_ptr<wal::Wal>& w, std::string_view name) {
+                                return w->pchannel() < name;
+                              });
+  if (pos == wals_.end() || (*pos)->pchannel() != pchannel) {
+    // Standalone serves every pchannel of the cluster: one it does not have does not exist.
+    return StreamingError(StreamingCode::kInvalidArgument, "pchannel '" + std::string(pchannel) +
+                                                               "' does not exist in this cluster");
+  }
+  return *pos;
+}
+
+std::vector<WalRegistry::PChannelInfo> StaticWalRegistry::List() const {
+  std::vector<PChannelInfo> out;
+  out.reserve(wals_.size());
+  for (const auto& w : wals_) out.push_back({w->pchannel(), w->term()});
+  return out;
+}
+
+std::vector<std::shared_ptr<wal::Wal>> StaticWalRegistry::All() const { return wals_; }
+
+}  // namespace kf::rpc

@@ -1,0 +1,56 @@
+// WalRegistry: how the RPC layer finds the open Wal of a pchannel on this node.
+//
+// The standalone server registers every pchannel at start (StaticWalRegistry); the distributed
+// streaming node will implement the same interface over its assignment state, so the
+// StreamingNode service is shared by both.
+//
+// Thread-safety: implementations are thread-safe. Ownership: the registry shares each Wal with
+// the streams using it (std::shared_ptr), so a stream may outlive the Wal's removal from the
+// registry; closing a Wal is the owner's job, not the registry's.
+// Errors (SPEC §3): a pchannel that does not exist in the cluster is INVALID_ARGUMENT; one that
+// exists but is not on this node is CHANNEL_NOT_EXIST (ABORTED).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/strong_id.h"
+#include "wal/wal.h"
+
+namespace kf::rpc {
+
+class WalRegistry {
+ public:
+  struct PChannelInfo {
+    std::string pchannel;
+    Term term;
+  };
+
+  virtual ~WalRegistry() = default;
+
+  virtual absl::StatusOr<std::shared_ptr<wal::Wal>> Get(std::string_view pchannel) const = 0;
+
+  // Every pchannel this node serves, sorted by name.
+  virtual std::vector<PChannelInfo> List() const = 0;
+};
+
+// A fixed set of Wals, registered before serving starts (standalone). Add is not
+// synchronised with Get: finish adding before sharing the registry.
+class StaticWalRegistry final : public WalRegistry {
+ public:
+  void Add(std::shared_ptr<wal::Wal> wal);
+
+  absl::StatusOr<std::shared_ptr<wal::Wal>> Get(std::string_view pchannel) const override;
+  std::vector<PChannelInfo> List() const override;
+
+  // The registered Wals, in name order (for closing them at shutdown).
+  std::vector<std::shared_ptr<wal::Wal>> All() const;
+
+ private:
+  std::vector<std::shared_ptr<wal::Wal>> wals_;  // sorted by pchannel
+};
+
+}  // namespace kf::rpc

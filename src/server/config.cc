@@ -1,0 +1,182 @@
+#include "server/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <exception>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/absl_compat.h"
+#include "yaml-cpp/yaml.h"
+
+namespace kf::server {
+namespace {
+
+std::string EnvName(const std::string& key) {
+  std::string name = "KINGFISHER_";
+  for (char c : key) name.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  return name;
+}
+
+bool KnownKey(const std::string& key) {
+  for (const auto& s : AllSettings()) {
+    if (key == s.key) return true;
+  }
+  return false;
+}
+
+// The winning value of `key` and where it came from, or nullptr when no layer sets it.
+struct Source {
+  const std::string* value = nullptr;
+  std::string where;
+};
+
+Source Pick(const std::string& key, const Settings& flags, const Settings& env,
+            const Settings& file) {
+  if (auto it = flags.find(key); it != flags.end()) return {&it->second, "flag --" + key};
+  if (auto it = env.find(key); it != env.end()) return {&it->second, "env " + EnvName(key)};
+  if (auto it = file.find(key); it != file.end()) return {&it->second, "config key " + key};
+  return {};
+}
+
+absl::Status Bad(const Source& src, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat(src.where, "='", *src.value, "': ", why));
+}
+
+bool ValidClusterName(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+  });
+}
+
+}  // namespace
+
+std::vector<std::string> ServerConfig::PChannelNames() const {
+  std::vector<std::string> out;
+  for (int i = 0; i < pchannels; ++i) out.push_back(absl::StrCat(cluster, "-dml_", i));
+  return out;
+}
+
+const std::vector<SettingInfo>& AllSettings() {
+  static const auto* kAll = new std::vector<SettingInfo>{
+      {"listen", "gRPC listen address HOST:PORT (port 0: any free port)"},
+      {"http_listen", "HTTP address for /healthz and /metrics HOST:PORT"},
+      {"data_dir", "directory holding the WAL and node state"},
+      {"cluster", "cluster name; pchannels are <cluster>-dml_<i>"},
+      {"pchannels", "number of pchannels, fixed when the data dir is initialised"},
+      {"wal_backend", "WAL backend: local (objectstore, quorum: not available yet)"},
+      {"max_payload_bytes", "largest accepted message payload in bytes"},
+      {"log_level", "trace, debug, info, warn, error, critical or off"},
+      {"etcd", "etcd endpoints URL[,URL...] (distributed roles; not available yet)"},
+      {"object_store", "file:///DIR or s3://ACCESS:SECRET@HOST:PORT/BUCKET (not available yet)"},
+      {"logstores", "HOST:PORT,... of the quorum backend (not available yet)"},
+      {"shutdown_grace_seconds", "how long a graceful shutdown waits for in-flight appends"},
+  };
+  return *kAll;
+}
+
+Settings EnvSettings(const std::function<const char*(const char*)>& getenv) {
+  Settings out;
+  for (const auto& s : AllSettings()) {
+    if (const char* v = getenv(EnvName(s.key).c_str())) out[s.key] = v;
+  }
+  return out;
+}
+
+absl::StatusOr<Settings> LoadConfigFile(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return absl::NotFoundError(absl::StrCat("cannot read config file ", path));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("config file ", path, ": ", e.what()));
+  }
+  Settings out;
+  if (root.IsNull()) return out;  // an empty file
+  if (!root.IsMap()) {
+    return absl::InvalidArgumentError(absl::StrCat("config file ", path, " must be a YAML map"));
+  }
+  try {
+    for (const auto& kv : root) {
+      const std::string key = kv.first.as<std::string>();
+      if (!KnownKey(key)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("config file ", path, ": unknown key '", key, "'"));
+      }
+      const YAML::Node& v = kv.second;
+      if (v.IsSequence()) {
+        std::vector<std::string> items;
+        for (const auto& item : v) items.push_back(item.as<std::string>());
+        out[key] = absl::StrJoin(items, ",");
+      } else if (v.IsScalar()) {
+        out[key] = v.as<std::string>();
+      } else if (v.IsNull()) {
+        out[key] = "";
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("config file ", path, ": key '", key, "' must be a scalar"));
+      }
+    }
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("config file ", path, ": ", e.what()));
+  }
+  return out;
+}
+
+absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings& env,
+                                           const Settings& file) {
+  ServerConfig c;
+  auto str = [&](const char* key, std::string* out) {
+    Source src = Pick(key, flags, env, file);
+    if (src.value != nullptr) *out = *src.value;
+    return src;
+  };
+  const std::pair<const char*, std::string*> kPaths[] = {
+      {"listen", &c.listen}, {"http_listen", &c.http_listen}, {"data_dir", &c.data_dir}};
+  for (const auto& [key, field] : kPaths) {
+    Source src = str(key, field);
+    if (src.value != nullptr && src.value->empty()) return Bad(src, "must not be empty");
+  }
+  if (Source src = str("cluster", &c.cluster); src.value && !ValidClusterName(c.cluster)) {
+    return Bad(src, "cluster names use letters, digits, '-' and '_'");
+  }
+  if (Source src = Pick("pchannels", flags, env, file); src.value) {
+    if (!absl::SimpleAtoi(ToAbsl(*src.value), &c.pchannels) || c.pchannels < 1 ||
+        c.pchannels > 1024) {
+      return Bad(src, "must be an integer in [1, 1024]");
+    }
+  }
+  if (Source src = str("wal_backend", &c.wal_backend); src.value) {
+    if (c.wal_backend == "objectstore" || c.wal_backend == "quorum") {
+      return Bad(src, "WAL backend '" + c.wal_backend + "' is not available yet (use local)");
+    }
+    if (c.wal_backend != "local") return Bad(src, "unknown WAL backend (use local)");
+  }
+  if (Source src = Pick("max_payload_bytes", flags, env, file); src.value) {
+    if (!absl::SimpleAtoi(ToAbsl(*src.value), &c.max_payload_bytes) || c.max_payload_bytes < 1 ||
+        c.max_payload_bytes > (1ull << 30)) {
+      return Bad(src, "must be an integer in [1, 1073741824]");
+    }
+  }
+  if (Source src = str("log_level", &c.log_level); src.value) {
+    static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+    if (std::none_of(std::begin(kLevels), std::end(kLevels),
+                     [&](const char* l) { return c.log_level == l; })) {
+      return Bad(src, "must be one of trace, debug, info, warn, error, critical, off");
+    }
+  }
+  str("etcd", &c.etcd);
+  str("object_store", &c.object_store);
+  str("logstores", &c.logstores);
+  if (Source src = Pick("shutdown_grace_seconds", flags, env, file); src.value) {
+    if (!absl::SimpleAtoi(ToAbsl(*src.value), &c.shutdown_grace_seconds) ||
+        c.shutdown_grace_seconds < 0 || c.shutdown_grace_seconds > 3600) {
+      return Bad(src, "must be an integer in [0, 3600]");
+    }
+  }
+  return c;
+}
+
+}  // namespace kf::server
