@@ -1,0 +1,94 @@
+// Client: the entry point of the Kingfisher C++ client library.
+//
+// A Client holds one gRPC channel to an endpoint (the standalone server, the coordinator or any
+// streaming node) and creates Producers and Consumers that share it. Connect does not block on
+// the network: the channel connects lazily and reconnects by itself; the first RPC pays for it.
+//
+// Thread-safety: every method is thread-safe. Ownership: Producers and Consumers share the
+// channel, so they may outlive the Client that created them.
+//
+// Errors (every method, exhaustively):
+//   Connect        INVALID_ARGUMENT  empty endpoint, non-positive timeouts, bad retry policy.
+//   CreateProducer never fails today (StatusOr so that routing discovery can fail later).
+//   CreateConsumer INVALID_ARGUMENT  the vchannel does not name a pchannel ("kf-dml_<i>_<x>"),
+//                                    or a StartFrom/StartAfter policy without a valid id.
+//   GetStatus      UNAVAILABLE       the endpoint is unreachable (nothing changed server-side);
+//                  DEADLINE_EXCEEDED no answer within options().status_timeout;
+//                  UNIMPLEMENTED     the endpoint serves no StreamingCoord (a plain node);
+//                  any other code    as returned by the server.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "kingfisher/consumer.h"
+#include "kingfisher/producer.h"
+
+namespace kingfisher {
+
+// Exponential backoff with equal jitter between retries of one operation. Retries always stop
+// at the operation's deadline; max_attempts additionally bounds them (0 = only the deadline).
+struct RetryPolicy {
+  absl::Duration initial_backoff = absl::Milliseconds(20);
+  absl::Duration max_backoff = absl::Seconds(1);
+  double multiplier = 2.0;
+  int max_attempts = 0;
+};
+
+struct ClientOptions {
+  // host:port of the standalone server, the coordinator or any node.
+  std::string endpoint = "127.0.0.1:19530";
+  // Overall deadline of one Append (all attempts and backoff included), unless the call
+  // passes its own.
+  absl::Duration append_timeout = absl::Seconds(30);
+  // Deadline of one append attempt; an attempt that gets no answer in time is treated as an
+  // ambiguous failure (the stream is reset and the append retried with the same `_ik`).
+  absl::Duration attempt_timeout = absl::Seconds(10);
+  // Deadline of unary calls such as GetStatus.
+  absl::Duration status_timeout = absl::Seconds(10);
+  RetryPolicy retry;
+};
+
+// kfctl status / StreamingCoord.GetStatus.
+struct NodeStatus {
+  int64_t id = 0;
+  std::string address;
+  std::string state;
+};
+struct PChannelStatus {
+  std::string pchannel;
+  int64_t node = 0;
+  int64_t term = 0;
+  std::string state;  // UNINITIALIZED | ASSIGNING | ASSIGNED | UNAVAILABLE
+};
+struct ClusterStatus {
+  std::vector<NodeStatus> nodes;
+  std::vector<PChannelStatus> pchannels;
+};
+
+class Client {
+ public:
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(ClientOptions options);
+  virtual ~Client();
+
+  const ClientOptions& options() const;
+
+  // A producer appending through this client's endpoint (one Produce stream per pchannel).
+  absl::StatusOr<std::unique_ptr<Producer>> CreateProducer(ProducerOptions options = {});
+  // A consumer of one vchannel (or a whole pchannel when options.vchannel names one).
+  absl::StatusOr<std::unique_ptr<Consumer>> CreateConsumer(ConsumerOptions options);
+  // The coordinator's view of nodes and pchannel assignments.
+  absl::StatusOr<ClusterStatus> GetStatus();
+
+  class Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kingfisher

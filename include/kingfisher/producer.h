@@ -1,0 +1,97 @@
+// Producer: appends messages to the WAL with exactly-once retries (SPEC §3).
+//
+// Every message gets an idempotency key `_ik` = "<producer-id>:<sequence>" (a random 64-bit
+// producer id in hex, a sequence increasing per Append call) and `_v`. Routing: the pchannel is
+// PChannelOfVChannel(message.vchannel()); one Produce stream per pchannel carries many appends
+// in flight, answered in any order.
+//
+// Retries (all with the SAME `_ik`, so the WAL appends the message at most once and answers a
+// duplicate with the original result), with exponential backoff, until the append's deadline:
+//   UNAVAILABLE (transport loss, server restart, ON_SHUTDOWN), DEADLINE_EXCEEDED of one
+//   attempt, ABORTED for CHANNEL_NOT_EXIST / UNMATCHED_CHANNEL_TERM / CHANNEL_FENCED (the
+//   pchannel is moving: wait for it), RESOURCE_EXHAUSTED (rate limited).
+// Everything else fails at once.
+//
+// Tracing (TRACING.md §5): an autocommit append starts `wal.autocommit` (PRODUCER) under the
+// caller's context and injects it into `_tc`; each network attempt starts `wal.dist_append`
+// (PRODUCER, child of wal.autocommit) and overwrites `_tc` of the copy it sends. Messages that
+// already carry `_tx` (txn bodies) or `_bh` get no wal.autocommit: the caller's context is
+// injected instead.
+//
+// Thread-safety: every method is thread-safe. Callbacks run on an internal thread (a stream
+// reader or the retry timer) or, for immediate failures, on the calling thread; they must not
+// block for long. A callback may call Append again.
+// Ownership: destroying the Producer runs Close.
+#pragma once
+
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "kingfisher/types.h"
+
+namespace kingfisher {
+
+struct AppendResult {
+  MessageId id;
+  TimeTick timetick;
+  // Reading from here yields every message with a timetick greater than this one's.
+  MessageId last_confirmed;
+  std::optional<TxnId> txn_id;  // set for transaction messages
+};
+
+struct ProducerOptions {
+  // Empty: a random 16-hex-digit id. Give a stable id only if sequences are kept too.
+  std::string producer_id;
+};
+
+struct AppendOptions {
+  // Overall deadline; absl::InfinitePast() means now + ClientOptions::append_timeout.
+  absl::Time deadline = absl::InfinitePast();
+  // The caller's trace context (parent of wal.autocommit).
+  TraceContext trace;
+};
+
+using AppendCallback = absl::AnyInvocable<void(absl::StatusOr<AppendResult>) &&>;
+
+class Producer {
+ public:
+  virtual ~Producer() = default;
+
+  virtual const std::string& producer_id() const = 0;
+
+  // Appends `message` asynchronously; `done` runs exactly once with the result.
+  // Errors passed to `done`:
+  //   INVALID_ARGUMENT    no/unknown type, no vchannel or one that names no pchannel (never
+  //                       sent), or the server rejected the message (nothing was written);
+  //   FAILED_PRECONDITION the producer is closed (never sent); or the server's verdict (e.g.
+  //                       INVALID_TRANSACTION_STATE): nothing was written;
+  //   NOT_FOUND           the collection does not exist: nothing was written;
+  //   ALREADY_EXISTS, DATA_LOSS, INTERNAL, ABORTED (TRANSACTION_EXPIRED, RESOURCE_ACQUIRED)
+  //                       as returned by the server: nothing was written;
+  //   DEADLINE_EXCEEDED   the deadline passed while retrying: the message MAY OR MAY NOT HAVE
+  //                       BEEN APPENDED (an append with the same `_ik` is still deduplicated);
+  //   UNAVAILABLE, ABORTED (fenced/term/not-on-node), RESOURCE_EXHAUSTED
+  //                       retries exhausted (RetryPolicy::max_attempts): the message MAY OR
+  //                       MAY NOT HAVE BEEN APPENDED;
+  //   CANCELLED           the producer was closed while the append needed a retry: the
+  //                       message MAY OR MAY NOT HAVE BEEN APPENDED.
+  virtual void AppendAsync(Message message, AppendCallback done, AppendOptions options = {}) = 0;
+  // AppendAsync with a future; same errors.
+  std::future<absl::StatusOr<AppendResult>> Append(Message message, AppendOptions options = {});
+  // Blocks until the append completes; same errors.
+  absl::StatusOr<AppendResult> AppendSync(Message message, AppendOptions options = {});
+
+  // Stops accepting appends (later ones fail with FAILED_PRECONDITION) and stops retrying;
+  // waits until every pending append has run its callback (attempts in flight get their
+  // answer or time out; appends that would need a retry fail with CANCELLED), then releases
+  // the streams. Idempotent; run by the destructor. Must not be called from a callback.
+  virtual void Close() = 0;
+};
+
+}  // namespace kingfisher

@@ -1,0 +1,189 @@
+#include "cli/commands.h"
+
+#include <random>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
+#include "cli/render.h"
+#include "common/absl_compat.h"
+#include "common/errors.h"
+#include "kingfisher/client.h"
+#include "message/builders.h"
+#include "message/validate.h"
+
+namespace kf::cli {
+namespace {
+
+void PrintLine(std::FILE* out, const std::string& line) {
+  std::fwrite(line.data(), 1, line.size(), out);
+  std::fputc('\n', out);
+  std::fflush(out);
+}
+
+absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectFor(const Args& args) {
+  kingfisher::ClientOptions o;
+  o.endpoint = args.endpoint;
+  o.append_timeout = absl::Seconds(args.timeout_seconds);
+  o.status_timeout = absl::Seconds(args.timeout_seconds);
+  o.attempt_timeout = std::min(o.attempt_timeout, o.append_timeout);
+  return kingfisher::Client::Connect(o);
+}
+
+// The collection id of a collection vchannel "<pchannel>_<id>v<shard>"; 0 for raw vchannels.
+int64_t CollectionIdOf(std::string_view vchannel) {
+  if (!IsCollectionVChannel(vchannel)) return 0;
+  auto p = PChannelOfVChannel(vchannel);
+  if (!p.ok()) return 0;
+  std::string_view suffix = vchannel.substr(p->size() + 1);
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(ToAbsl(suffix.substr(0, suffix.find('v'))), &id)) return 0;
+  return id;
+}
+
+}  // namespace
+
+void PrintError(std::FILE* err, const absl::Status& s) {
+  std::string code(absl::StatusCodeToString(s.code()));
+  StreamingCode sc = GetStreamingCode(s);
+  std::string line = "kfctl: " + code;
+  std::string_view sc_name = StreamingCodeName(sc);
+  if (sc_name != code && sc != StreamingCode::kOk) {
+    line += " (" + std::string(sc_name) + ")";
+  }
+  line += ": " + std::string(ToStd(s.message())) + "\n";
+  std::fputs(line.c_str(), err);
+  std::fflush(err);
+}
+
+int RunProduce(const Args& args, std::FILE* out, std::FILE* err) {
+  const ProduceArgs& p = args.produce;
+  if (p.txn) {
+    std::fputs(
+        "kfctl: UNIMPLEMENTED: --txn is not supported yet: transactions arrive with the WAL "
+        "semantics issue\n",
+        err);
+    return kExitUsage;
+  }
+  if (auto pchannel = PChannelOfVChannel(p.vchannel); !pchannel.ok()) {
+    PrintError(err, pchannel.status());
+    return kExitUsage;
+  }
+  auto client = ConnectFor(args);
+  if (!client.ok()) {
+    PrintError(err, client.status());
+    return kExitUsage;
+  }
+  auto producer = (*client)->CreateProducer();
+  if (!producer.ok()) {
+    PrintError(err, producer.status());
+    return kExitServerError;
+  }
+
+  std::mt19937_64 rng(std::random_device{}());
+  const int64_t pk_base = static_cast<int64_t>(rng() % (int64_t{1} << 40)) + 1;
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  const int64_t collection_id = CollectionIdOf(p.vchannel);
+
+  absl::Mutex mu;
+  uint64_t in_flight = 0;
+  absl::Status first_error;
+  for (uint64_t i = 0; i < p.count; ++i) {
+    {
+      absl::MutexLock l(&mu);
+      auto room = [&]() { return in_flight < p.concurrency || !first_error.ok(); };
+      mu.Await(absl::Condition(&room));
+      if (!first_error.ok()) break;
+      ++in_flight;
+    }
+    kingfisher::v1::InsertBatch batch;
+    batch.set_collection_id(collection_id);
+    batch.set_dim(p.dim);
+    for (uint32_t r = 0; r < p.rows; ++r) {
+      batch.add_pks(pk_base + static_cast<int64_t>(i * p.rows + r));
+      for (uint32_t d = 0; d < p.dim; ++d) batch.add_vectors(unit(rng));
+    }
+    (*producer)->AppendAsync(NewInsertMessage(p.vchannel, batch),
+                             [&](absl::StatusOr<kingfisher::AppendResult> r) {
+                               absl::MutexLock l(&mu);
+                               if (r.ok()) {
+                                 PrintLine(out, RenderAck(*r, p.vchannel));
+                               } else if (first_error.ok()) {
+                                 first_error = r.status();
+                               }
+                               --in_flight;
+                             });
+  }
+  {
+    absl::MutexLock l(&mu);
+    auto drained = [&]() { return in_flight == 0; };
+    mu.Await(absl::Condition(&drained));
+  }
+  (*producer)->Close();
+  if (!first_error.ok()) {
+    PrintError(err, first_error);
+    return kExitServerError;
+  }
+  return kExitOk;
+}
+
+int RunConsume(const Args& args, std::FILE* out, std::FILE* err) {
+  const ConsumeArgs& c = args.consume;
+  auto client = ConnectFor(args);
+  if (!client.ok()) {
+    PrintError(err, client.status());
+    return kExitUsage;
+  }
+  kingfisher::ConsumerOptions o;
+  o.vchannel = c.vchannel;
+  o.policy = c.policy;
+  auto consumer = (*client)->CreateConsumer(o);
+  if (!consumer.ok()) {
+    PrintError(err, consumer.status());
+    // A vchannel that names no pchannel is the user's input: a usage error.
+    return consumer.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage
+                                                                          : kExitServerError;
+  }
+  auto idle_deadline = [&c]() {
+    return c.idle_timeout_seconds ? absl::Now() + absl::Seconds(*c.idle_timeout_seconds)
+                                  : absl::InfiniteFuture();
+  };
+  uint64_t printed = 0;
+  absl::Time deadline = idle_deadline();
+  while (!c.limit || printed < *c.limit) {
+    auto m = (*consumer)->Next(deadline);
+    if (!m.ok()) {
+      if (m.status().code() == absl::StatusCode::kDeadlineExceeded && c.idle_timeout_seconds) {
+        break;  // idle: done
+      }
+      PrintError(err, m.status());
+      return kExitServerError;
+    }
+    if (m->type == MessageType::kTimeTick) {
+      if (c.with_timeticks) PrintLine(out, RenderConsumed(*m));
+      continue;  // neither counts nor resets the idle timer
+    }
+    PrintLine(out, RenderConsumed(*m));
+    ++printed;
+    deadline = idle_deadline();
+  }
+  (*consumer)->Close();
+  return kExitOk;
+}
+
+int RunStatus(const Args& args, std::FILE* out, std::FILE* err) {
+  auto client = ConnectFor(args);
+  if (!client.ok()) {
+    PrintError(err, client.status());
+    return kExitUsage;
+  }
+  auto s = (*client)->GetStatus();
+  if (!s.ok()) {
+    PrintError(err, s.status());
+    return kExitServerError;
+  }
+  PrintLine(out, RenderStatus(*s));
+  return kExitOk;
+}
+
+}  // namespace kf::cli

@@ -1,0 +1,34 @@
+// kfctl: the command-line client of Kingfisher (SPEC §8). See cli/args.h for the flags and
+// cli/commands.h for the output contract.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "trace/env.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> argv_vec(argv, argv + argc);
+  kf::cli::Args args;
+  kf::cli::ParseResult parsed = kf::cli::ParseArgs(argv_vec, &args);
+  if (parsed.exit_code) {
+    std::fputs(parsed.out.c_str(), stdout);
+    std::fputs(parsed.err.c_str(), stderr);
+    return *parsed.exit_code;
+  }
+  // Flushes spans when it goes out of scope, before the process exits.
+  kf::trace::TracingHandle tracing = kf::trace::InitTracingFromEnv("kfctl");
+  switch (args.command) {
+    case kf::cli::Args::Command::kProduce:
+      return kf::cli::RunProduce(args, stdout, stderr);
+    case kf::cli::Args::Command::kConsume:
+      return kf::cli::RunConsume(args, stdout, stderr);
+    case kf::cli::Args::Command::kStatus:
+      return kf::cli::RunStatus(args, stdout, stderr);
+    case kf::cli::Args::Command::kNone:
+      break;
+  }
+  std::fputs("kfctl: a subcommand is required (produce, consume, status)\n", stderr);
+  return kf::cli::kExitUsage;
+}

@@ -1,0 +1,70 @@
+#include "cli/render.h"
+
+#include "gtest/gtest.h"
+#include "kingfisher/v1/message.pb.h"
+
+namespace kf::cli {
+namespace {
+
+TEST(RenderTest, Ack) {
+  kingfisher::AppendResult r;
+  r.id = MessageId::Local(42);
+  r.timetick = TimeTick(uint64_t{1} << 60);
+  EXPECT_EQ(RenderAck(r, "kf-dml_0_x"),
+            R"({"message_id":"local:42","timetick":"1152921504606846976",)"
+            R"("vchannel":"kf-dml_0_x","txn_id":null})");
+  r.txn_id = TxnId(7);
+  EXPECT_NE(RenderAck(r, "v").find(R"("txn_id":"7")"), std::string::npos);
+}
+
+TEST(RenderTest, ConsumedInsertCountsRows) {
+  kingfisher::v1::InsertBatch b;
+  b.set_dim(2);
+  b.add_pks(1);
+  b.add_pks(2);
+  for (int i = 0; i < 4; ++i) b.add_vectors(0.5f);
+  kingfisher::ConsumedMessage m;
+  m.id = MessageId::Local(3);
+  m.type = MessageType::kInsert;
+  m.timetick = TimeTick(99);
+  m.vchannel = "kf-dml_0_x";
+  m.payload = b.SerializeAsString();
+  m.properties = {{"_t", "2"}, {"_vc", "kf-dml_0_x"}, {"k\"", "v\n"}};
+  EXPECT_EQ(RenderConsumed(m),
+            R"({"message_id":"local:3","type":"Insert","timetick":"99","vchannel":"kf-dml_0_x",)"
+            R"("txn_id":null,"rows":2,"properties":{"_t":"2","_vc":"kf-dml_0_x","k\"":"v\n"}})");
+}
+
+TEST(RenderTest, TimeTickAndTxn) {
+  kingfisher::ConsumedMessage tick;
+  tick.id = MessageId::Local(9);
+  tick.type = MessageType::kTimeTick;
+  tick.timetick = TimeTick(5);
+  EXPECT_EQ(RenderConsumed(tick),
+            R"({"message_id":"local:9","type":"TimeTick","timetick":"5","vchannel":"",)"
+            R"("txn_id":null,"rows":null,"properties":{}})");
+
+  kingfisher::ConsumedMessage txn;
+  txn.id = MessageId::Local(12);
+  txn.type = MessageType::kTxn;
+  txn.timetick = TimeTick(20);
+  kingfisher::ConsumedMessage begin;
+  begin.id = MessageId::Local(10);
+  begin.type = MessageType::kBeginTxn;
+  txn.messages.push_back(begin);
+  std::string s = RenderConsumed(txn);
+  EXPECT_NE(s.find(R"("messages":[{"message_id":"local:10","type":"BeginTxn")"), std::string::npos)
+      << s;
+}
+
+TEST(RenderTest, Status) {
+  kingfisher::ClusterStatus s;
+  s.nodes.push_back({1, "127.0.0.1:19530", "ONLINE"});
+  s.pchannels.push_back({"kf-dml_0", 1, 3, "ASSIGNED"});
+  EXPECT_EQ(RenderStatus(s),
+            R"({"nodes":[{"id":1,"address":"127.0.0.1:19530","state":"ONLINE"}],)"
+            R"("pchannels":[{"pchannel":"kf-dml_0","node":1,"term":3,"state":"ASSIGNED"}]})");
+}
+
+}  // namespace
+}  // namespace kf::cli

@@ -1,0 +1,104 @@
+#include "kingfisher/client.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/consumer_impl.h"
+#include "client/producer_impl.h"
+#include "client/rpc_status.h"
+#include "common/errors.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "kingfisher/v1/streaming.grpc.pb.h"
+#include "message/validate.h"
+
+namespace kingfisher {
+
+class Client::Impl {
+ public:
+  Impl(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
+      : options_(std::move(options)), channel_(std::move(channel)) {}
+
+  ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+const ClientOptions& Client::options() const { return impl_->options_; }
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
+  if (options.endpoint.empty()) return absl::InvalidArgumentError("empty endpoint");
+  if (options.append_timeout <= absl::ZeroDuration() ||
+      options.attempt_timeout <= absl::ZeroDuration() ||
+      options.status_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("client timeouts must be positive");
+  }
+  const RetryPolicy& r = options.retry;
+  if (r.initial_backoff < absl::ZeroDuration() || r.max_backoff < r.initial_backoff ||
+      r.multiplier < 1.0 || r.max_attempts < 0) {
+    return absl::InvalidArgumentError(
+        "bad retry policy: need 0 <= initial_backoff <= max_backoff, multiplier >= 1, "
+        "max_attempts >= 0");
+  }
+  grpc::ChannelArguments args;
+  // Payloads up to 64 MiB plus properties (SPEC §8: limits raised above the largest payload).
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  // Detect a dead peer on an idle stream (an append waiting for its ack holds no traffic).
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // Reconnect promptly after a server restart (the default backoff grows to 120 s).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  auto channel =
+      grpc::CreateCustomChannel(options.endpoint, grpc::InsecureChannelCredentials(), args);
+  return std::unique_ptr<Client>(
+      new Client(std::make_unique<Impl>(std::move(options), std::move(channel))));
+}
+
+absl::StatusOr<std::unique_ptr<Producer>> Client::CreateProducer(ProducerOptions options) {
+  return std::unique_ptr<Producer>(
+      new kf::client::ProducerImpl(impl_->channel_, impl_->options_, std::move(options)));
+}
+
+absl::StatusOr<std::unique_ptr<Consumer>> Client::CreateConsumer(ConsumerOptions options) {
+  std::string pchannel;
+  if (auto p = kf::PChannelOfVChannel(options.vchannel); p.ok()) {
+    pchannel = *std::move(p);
+  } else if (kf::PChannelOfVChannel(options.vchannel + "_x").value_or("") == options.vchannel) {
+    pchannel = options.vchannel;  // a pchannel name: read all of it
+  } else {
+    return p.status();
+  }
+  using K = DeliverPolicy::Kind;
+  if ((options.policy.kind == K::kStartFrom || options.policy.kind == K::kStartAfter) &&
+      !options.policy.id.valid()) {
+    return kf::StreamingError(kf::StreamingCode::kInvalidArgument,
+                              "StartFrom/StartAfter need a valid message id");
+  }
+  return std::unique_ptr<Consumer>(new kf::client::ConsumerImpl(
+      impl_->channel_, impl_->options_, std::move(options), std::move(pchannel)));
+}
+
+absl::StatusOr<ClusterStatus> Client::GetStatus() {
+  auto stub = kingfisher::v1::StreamingCoord::NewStub(impl_->channel_);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + impl_->options_.status_timeout));
+  kingfisher::v1::GetStatusRequest req;
+  kingfisher::v1::GetStatusResponse resp;
+  grpc::Status st = stub->GetStatus(&ctx, req, &resp);
+  if (!st.ok()) return kf::client::FromGrpcStatus(st);
+  ClusterStatus out;
+  for (const auto& n : resp.nodes()) out.nodes.push_back({n.id(), n.address(), n.state()});
+  for (const auto& p : resp.pchannels()) {
+    out.pchannels.push_back({p.pchannel(), p.node(), p.term(), p.state()});
+  }
+  return out;
+}
+
+}  // namespace kingfisher

@@ -1,0 +1,168 @@
+#include "client/consumer_impl.h"
+
+#include <utility>
+
+#include "common/errors.h"
+#include "message/message_trace.h"
+#include "message/properties.h"
+#include "trace/tracer.h"
+
+namespace kf::client {
+namespace {
+
+kingfisher::v1::DeliverPolicy ToProto(const kingfisher::DeliverPolicy& p) {
+  kingfisher::v1::DeliverPolicy out;
+  using K = kingfisher::DeliverPolicy::Kind;
+  switch (p.kind) {
+    case K::kAll:
+      out.set_kind(kingfisher::v1::DeliverPolicy::ALL);
+      break;
+    case K::kLatest:
+      out.set_kind(kingfisher::v1::DeliverPolicy::LATEST);
+      break;
+    case K::kStartFrom:
+      out.set_kind(kingfisher::v1::DeliverPolicy::START_FROM);
+      out.set_message_id(p.id.Encode());
+      break;
+    case K::kStartAfter:
+      out.set_kind(kingfisher::v1::DeliverPolicy::START_AFTER);
+      out.set_message_id(p.id.Encode());
+      break;
+  }
+  return out;
+}
+
+// Copies `_tc` of `traced` into the delivered message and a Txn's inner messages (TRACING.md
+// §5: the txn-level trace for the downstream fan-out).
+void CopyTraceContext(const MutableMessage& traced, kingfisher::ConsumedMessage* m) {
+  auto tc = traced.GetProperty(prop::kTraceContext);
+  if (!tc) return;
+  m->properties[std::string(prop::kTraceContext)] = std::string(*tc);
+  for (auto& inner : m->messages) {
+    inner.properties[std::string(prop::kTraceContext)] = std::string(*tc);
+  }
+}
+
+}  // namespace
+
+ConsumerImpl::ConsumerImpl(std::shared_ptr<grpc::Channel> channel,
+                           kingfisher::ClientOptions client_options,
+                           kingfisher::ConsumerOptions options, std::string pchannel)
+    : channel_(std::move(channel)),
+      stub_(kingfisher::v1::StreamingNode::NewStub(channel_)),
+      client_options_(std::move(client_options)),
+      options_(std::move(options)),
+      pchannel_(std::move(pchannel)),
+      backoff_(client_options_.retry) {}
+
+ConsumerImpl::~ConsumerImpl() { Close(); }
+
+kingfisher::v1::ConsumeRequest ConsumerImpl::CreateRequest() const {
+  kingfisher::v1::ConsumeRequest req;
+  auto* c = req.mutable_create();
+  c->set_pchannel(pchannel_);
+  if (options_.vchannel != pchannel_) c->set_vchannel(options_.vchannel);
+  *c->mutable_policy() = last_delivered_.valid()
+                             ? ToProto(kingfisher::DeliverPolicy::StartAfter(last_delivered_))
+                             : ToProto(options_.policy);
+  for (const auto& f : options_.filters) {
+    auto* pf = c->add_filters();
+    switch (f.kind) {
+      case kingfisher::DeliverFilter::Kind::kTimeTickGT:
+        pf->set_timetick_gt(f.timetick.value());
+        break;
+      case kingfisher::DeliverFilter::Kind::kTimeTickGTE:
+        pf->set_timetick_gte(f.timetick.value());
+        break;
+      case kingfisher::DeliverFilter::Kind::kMessageTypes:
+        for (auto t : f.types) pf->mutable_message_types()->add_types(static_cast<int32_t>(t));
+        break;
+    }
+  }
+  return req;
+}
+
+absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadline) {
+  while (true) {
+    if (!sticky_.ok()) return sticky_;
+    std::shared_ptr<ConsumeStream> stream;
+    {
+      absl::MutexLock l(&mu_);
+      if (closed_) return absl::CancelledError("consumer closed");
+      if (stream_ == nullptr) {
+        // Wait out the backoff (Close interrupts it), then open a stream.
+        auto closed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_; };
+        if (mu_.AwaitWithDeadline(absl::Condition(&closed), std::min(reconnect_at_, deadline))) {
+          return absl::CancelledError("consumer closed");
+        }
+        if (absl::Now() < reconnect_at_) {
+          return absl::DeadlineExceededError("no message before the deadline (reconnecting)");
+        }
+        stream_ =
+            std::make_shared<ConsumeStream>(stub_.get(), CreateRequest(), options_.buffer_messages);
+      }
+      stream = stream_;
+    }
+    switch (stream->WaitFor(deadline)) {
+      case ConsumeStream::Wait::kMessage: {
+        kingfisher::ConsumedMessage m = stream->Pop();
+        backoff_.Reset();
+        if (m.type != MessageType::kTimeTick && last_delivered_.valid() && m.id.valid() &&
+            m.id <= last_delivered_) {
+          continue;  // a replay below the resume point: already delivered
+        }
+        Deliver(&m);
+        return m;
+      }
+      case ConsumeStream::Wait::kCancelled:
+        return absl::CancelledError("consumer closed");
+      case ConsumeStream::Wait::kDeadline:
+        return absl::DeadlineExceededError("no message before the deadline");
+      case ConsumeStream::Wait::kEnded: {
+        absl::Status s = stream->status();
+        {
+          absl::MutexLock l(&mu_);
+          if (stream_ == stream) stream_.reset();
+        }
+        stream.reset();  // joins the reader
+        if (!IsRetryableConsumeError(s)) {
+          sticky_ = s;
+          return s;
+        }
+        reconnect_at_ = absl::Now() + backoff_.Next();
+        break;
+      }
+    }
+  }
+}
+
+void ConsumerImpl::Deliver(kingfisher::ConsumedMessage* m) {
+  const bool persisted_tick =
+      m->type != MessageType::kTimeTick || !m->properties.contains(prop::kNotPersisted);
+  if (m->id.valid() && persisted_tick && m->id > last_delivered_) last_delivered_ = m->id;
+  if (m->type == MessageType::kTimeTick) return;  // never traced (TRACING.md §7.12)
+
+  // One wal.dist_consume per delivered message, child of the message-carried context.
+  MutableMessage msg;
+  *msg.mutable_payload() = m->payload;
+  for (const auto& [k, v] : m->properties) msg.SetProperty(k, v);
+  trace::Context parent = ExtractTraceContext(trace::Context(), msg);
+  auto [ctx, span] =
+      StartSpanForMessage(parent, &msg, "wal.dist_consume", trace::SpanKind::kConsumer);
+  OverwriteTraceContext(ctx, &msg);
+  CopyTraceContext(msg, m);
+  span->End();
+  m->trace = std::move(ctx);
+}
+
+void ConsumerImpl::Close() {
+  std::shared_ptr<ConsumeStream> stream;
+  {
+    absl::MutexLock l(&mu_);
+    closed_ = true;
+    stream = stream_;
+  }
+  if (stream) stream->Cancel();
+}
+
+}  // namespace kf::client

@@ -1,0 +1,53 @@
+// ConsumerImpl: the Consumer of include/kingfisher/consumer.h over StreamingNode.Consume.
+//
+// Resume rule: the stream is only replaced once its queue is drained, and the new stream starts
+// strictly after the last message Next returned (the original policy when nothing was returned
+// yet); messages at or below that id are dropped as a guard against a server that replays.
+//
+// Thread-safety: Next from one thread at a time; Close from any thread. Ownership: owns its
+// stream (and that stream's reader thread).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "client/consume_stream.h"
+#include "client/retry.h"
+#include "grpcpp/channel.h"
+#include "kingfisher/client.h"
+#include "kingfisher/consumer.h"
+#include "kingfisher/v1/streaming.grpc.pb.h"
+
+namespace kf::client {
+
+class ConsumerImpl final : public kingfisher::Consumer {
+ public:
+  ConsumerImpl(std::shared_ptr<grpc::Channel> channel, kingfisher::ClientOptions client_options,
+               kingfisher::ConsumerOptions options, std::string pchannel);
+  ~ConsumerImpl() override;
+
+  absl::StatusOr<kingfisher::ConsumedMessage> Next(absl::Time deadline) override;
+  void Close() override;
+
+ private:
+  kingfisher::v1::ConsumeRequest CreateRequest() const;
+  void Deliver(kingfisher::ConsumedMessage* m);
+
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::unique_ptr<kingfisher::v1::StreamingNode::Stub> stub_;
+  const kingfisher::ClientOptions client_options_;
+  const kingfisher::ConsumerOptions options_;
+  const std::string pchannel_;
+  Backoff backoff_;
+  absl::Time reconnect_at_ = absl::InfinitePast();
+  absl::Status sticky_;
+  MessageId last_delivered_;  // invalid until a message with an id was returned
+
+  absl::Mutex mu_;  // guards stream_ replacement against Close
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_ptr<ConsumeStream> stream_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace kf::client

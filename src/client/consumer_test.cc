@@ -1,0 +1,169 @@
+#include <string>
+#include <vector>
+
+#include "client/fake_streaming_node.h"
+#include "client/test_tracing.h"
+#include "client/wire.h"
+#include "common/text_codec.h"
+#include "gtest/gtest.h"
+#include "kingfisher/client.h"
+#include "message/message_trace.h"
+
+namespace kf::client {
+namespace {
+
+using testing::FakeStreamingNode;
+namespace v1 = kingfisher::v1;
+
+v1::Message WireMessage(MessageType type, uint64_t tt, const trace::Context& source = {}) {
+  MutableMessage m(type, "p");
+  if (type != MessageType::kTimeTick) m.set_vchannel("kf-dml_0_orders");
+  m.set_timetick(TimeTick(tt));
+  InjectTraceContext(source, &m);
+  v1::Message out;
+  ToWire(m, &out);
+  return out;
+}
+
+std::unique_ptr<kingfisher::Client> ConnectTo(const FakeStreamingNode& node) {
+  kingfisher::ClientOptions o;
+  o.endpoint = node.endpoint();
+  o.retry.initial_backoff = absl::Milliseconds(1);
+  o.retry.max_backoff = absl::Milliseconds(10);
+  return *kingfisher::Client::Connect(o);
+}
+
+kingfisher::ConsumerOptions AllOf(std::string vchannel) {
+  kingfisher::ConsumerOptions o;
+  o.vchannel = std::move(vchannel);
+  o.policy = kingfisher::DeliverPolicy::All();
+  return o;
+}
+
+TEST(ConsumerTest, ResumesAfterTransportFailureWithoutGapOrDuplicate) {
+  FakeStreamingNode node;
+  std::vector<v1::Message> log;
+  for (int i = 0; i < 10; ++i) log.push_back(WireMessage(MessageType::kInsert, 100 + i));
+  node.SetConsumeLog(log);
+  node.BreakFirstConsumeStreamAfter(4);
+  auto client = ConnectTo(node);
+  auto consumer = *client->CreateConsumer(AllOf("kf-dml_0_orders"));
+  for (uint64_t i = 1; i <= 10; ++i) {
+    auto m = consumer->Next(absl::Now() + absl::Seconds(30));
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->id, MessageId::Local(i));
+    EXPECT_EQ(m->type, MessageType::kInsert);
+    EXPECT_EQ(m->timetick, TimeTick(99 + i));
+    EXPECT_EQ(m->vchannel, "kf-dml_0_orders");
+    EXPECT_EQ(m->payload, "p");
+  }
+  auto more = consumer->Next(absl::Now() + absl::Milliseconds(50));
+  EXPECT_EQ(more.status().code(), absl::StatusCode::kDeadlineExceeded);
+
+  auto creates = node.consume_creates();
+  ASSERT_EQ(creates.size(), 2u);
+  EXPECT_EQ(creates[0].pchannel(), "kf-dml_0");
+  EXPECT_EQ(creates[0].vchannel(), "kf-dml_0_orders");
+  EXPECT_EQ(creates[0].policy().kind(), v1::DeliverPolicy::ALL);
+  EXPECT_EQ(creates[1].policy().kind(), v1::DeliverPolicy::START_AFTER);
+  EXPECT_EQ(*MessageId::Decode(creates[1].policy().message_id()), MessageId::Local(4));
+}
+
+TEST(ConsumerTest, PolicyIsSentAsGiven) {
+  FakeStreamingNode node;
+  std::vector<v1::Message> log;
+  for (int i = 0; i < 5; ++i) log.push_back(WireMessage(MessageType::kInsert, 100 + i));
+  node.SetConsumeLog(log);
+  auto client = ConnectTo(node);
+  auto o = AllOf("kf-dml_0_orders");
+  o.policy = kingfisher::DeliverPolicy::StartFrom(MessageId::Local(3));
+  auto consumer = *client->CreateConsumer(o);
+  auto m = consumer->Next(absl::Now() + absl::Seconds(30));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->id, MessageId::Local(3));
+}
+
+TEST(ConsumerTest, CloseWakesNextAndIsSticky) {
+  FakeStreamingNode node;
+  auto client = ConnectTo(node);
+  auto consumer = *client->CreateConsumer(AllOf("kf-dml_0_orders"));
+  consumer->Close();
+  EXPECT_EQ(consumer->Next(absl::InfiniteFuture()).status().code(), absl::StatusCode::kCancelled);
+}
+
+TEST(ConsumerTest, RejectsBadVChannelAndPolicyLocally) {
+  FakeStreamingNode node;
+  auto client = ConnectTo(node);
+  EXPECT_EQ(client->CreateConsumer(AllOf("orders")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto o = AllOf("kf-dml_0_orders");
+  o.policy = kingfisher::DeliverPolicy::StartAfter(MessageId());
+  EXPECT_EQ(client->CreateConsumer(o).status().code(), absl::StatusCode::kInvalidArgument);
+  // A pchannel name reads the whole pchannel.
+  EXPECT_TRUE(client->CreateConsumer(AllOf("kf-dml_2")).ok());
+}
+
+// TRACING.md scenario 13: one wal.dist_consume (CONSUMER, child of the source) per non-txn
+// message, the delivered `_tc` equals it; TimeTick: no span.
+TEST(ConsumerTest, DistConsumeSpanPerMessageAndNoneForTimeTick) {
+  testing::ScopedInMemoryTracing tracing;
+  auto [source, source_span] = trace::WalTracer()->StartSpan(trace::Context(), "source");
+  source_span->End();
+  FakeStreamingNode node;
+  node.SetConsumeLog({WireMessage(MessageType::kInsert, 100, source),
+                      WireMessage(MessageType::kTimeTick, 101),
+                      WireMessage(MessageType::kDelete, 102, source)});
+  auto client = ConnectTo(node);
+  auto consumer = *client->CreateConsumer(AllOf("kf-dml_0_orders"));
+  std::vector<kingfisher::ConsumedMessage> got;
+  for (int i = 0; i < 3; ++i) {
+    auto m = consumer->Next(absl::Now() + absl::Seconds(30));
+    ASSERT_TRUE(m.ok()) << m.status();
+    got.push_back(*std::move(m));
+  }
+  auto spans = tracing.SpansNamed("wal.dist_consume");
+  ASSERT_EQ(spans.size(), 2u);
+  for (auto& s : spans) {
+    EXPECT_EQ(s.kind, trace::SpanKind::kConsumer);
+    EXPECT_EQ(s.parent_span_id, source_span->context().span_id);
+    EXPECT_EQ(s.context.trace_id, source_span->context().trace_id);
+  }
+  for (int i : {0, 2}) {
+    MutableMessage delivered;
+    for (auto& [k, v] : got[i].properties) delivered.SetProperty(k, v);
+    auto sc = ExtractTraceContext(trace::Context(), delivered).span_context();
+    EXPECT_EQ(sc.span_id, spans[i == 0 ? 0 : 1].context.span_id);
+    EXPECT_EQ(got[i].trace.span_context().span_id, sc.span_id);
+  }
+  EXPECT_EQ(got[1].type, MessageType::kTimeTick);
+  EXPECT_FALSE(got[1].properties.contains("_tc"));
+  EXPECT_FALSE(got[1].trace.span_context().IsValid());
+}
+
+TEST(ConsumerTest, TxnGetsOneSpanAndItsInnerMessagesShareIt) {
+  testing::ScopedInMemoryTracing tracing;
+  auto [source, source_span] = trace::WalTracer()->StartSpan(trace::Context(), "source");
+  source_span->End();
+  FakeStreamingNode node;
+  node.SetConsumeLog({WireMessage(MessageType::kTxn, 102, source)});
+  node.SetConsumeInner(0, {WireMessage(MessageType::kBeginTxn, 100, source),
+                           WireMessage(MessageType::kInsert, 101, source),
+                           WireMessage(MessageType::kCommitTxn, 102, source)});
+  auto client = ConnectTo(node);
+  auto consumer = *client->CreateConsumer(AllOf("kf-dml_0_orders"));
+  auto m = consumer->Next(absl::Now() + absl::Seconds(30));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->type, MessageType::kTxn);
+  auto spans = tracing.SpansNamed("wal.dist_consume");
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(spans[0].parent_span_id, source_span->context().span_id);
+  ASSERT_EQ(m->messages.size(), 3u);
+  EXPECT_EQ(m->messages[0].type, MessageType::kBeginTxn);
+  EXPECT_EQ(m->messages[2].type, MessageType::kCommitTxn);
+  const std::string& tc = m->properties.at("_tc");
+  for (auto& inner : m->messages) EXPECT_EQ(inner.properties.at("_tc"), tc);
+  EXPECT_EQ(m->trace.span_context().span_id, spans[0].context.span_id);
+}
+
+}  // namespace
+}  // namespace kf::client

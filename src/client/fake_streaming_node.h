@@ -1,0 +1,86 @@
+// FakeStreamingNode: an in-process StreamingNode gRPC service on 127.0.0.1:<ephemeral> for the
+// client library's tests. It appends into an in-memory log (deduplicating by `_ik`, as the WAL
+// does), can fail streams and requests on cue, can answer out of order, and serves Consume from
+// a scripted log.
+//
+// Thread-safety: configuration setters and accessors are thread-safe (one mutex). Test-only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/server.h"
+#include "kingfisher/v1/streaming.grpc.pb.h"
+#include "message/message_id.h"
+
+namespace kf::client::testing {
+
+class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
+ public:
+  FakeStreamingNode();
+  ~FakeStreamingNode() override;
+
+  const std::string& endpoint() const { return endpoint_; }
+
+  // --- Produce behaviour ---
+  // The first `n` produce streams record the first request they get as appended (so a retry
+  // is a duplicate) and then end with UNAVAILABLE without answering.
+  void FailStreamsAfterAppend(int n);
+  // Per-request verdict: return an Error to answer with it (nothing is appended).
+  void SetErrorInjector(
+      std::function<std::optional<kingfisher::v1::Error>(const kingfisher::v1::ProduceRequest&)> f);
+  // Hold answers until `n` requests arrived on the stream, then answer them in reverse.
+  void AnswerInReverseBatchesOf(int n);
+
+  std::vector<kingfisher::v1::ProduceRequest> produce_requests() const;
+  int produce_streams() const;
+  // Messages appended (after deduplication), in order.
+  std::vector<kingfisher::v1::Message> appended() const;
+
+  // --- Consume behaviour ---
+  // The log served to consumers: message i has id Local(i + 1).
+  void SetConsumeLog(std::vector<kingfisher::v1::Message> log);
+  // Inner messages of log entry `index` (a synthetic Txn); they get ids Local(1000 + j).
+  void SetConsumeInner(size_t index, std::vector<kingfisher::v1::Message> inner);
+  // The first consume stream sends `n` messages and then ends with UNAVAILABLE.
+  void BreakFirstConsumeStreamAfter(int n);
+  std::vector<kingfisher::v1::ConsumeRequest::Create> consume_creates() const;
+
+  grpc::Status Produce(grpc::ServerContext* ctx,
+                       grpc::ServerReaderWriter<kingfisher::v1::ProduceResponse,
+                                                kingfisher::v1::ProduceRequest>* stream) override;
+  grpc::Status Consume(grpc::ServerContext* ctx,
+                       grpc::ServerReaderWriter<kingfisher::v1::ConsumeResponse,
+                                                kingfisher::v1::ConsumeRequest>* stream) override;
+
+ private:
+  kingfisher::v1::ProduceResponse AppendLocked(const kingfisher::v1::ProduceRequest& req)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::unique_ptr<grpc::Server> server_;
+  std::string endpoint_;
+
+  mutable absl::Mutex mu_;
+  int fail_streams_ ABSL_GUARDED_BY(mu_) = 0;
+  int reverse_batch_ ABSL_GUARDED_BY(mu_) = 1;
+  std::function<std::optional<kingfisher::v1::Error>(const kingfisher::v1::ProduceRequest&)>
+      injector_ ABSL_GUARDED_BY(mu_);
+  std::vector<kingfisher::v1::ProduceRequest> requests_ ABSL_GUARDED_BY(mu_);
+  int streams_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<kingfisher::v1::Message> appended_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, kingfisher::v1::ProduceResponse> by_key_ ABSL_GUARDED_BY(mu_);
+
+  std::vector<kingfisher::v1::Message> consume_log_ ABSL_GUARDED_BY(mu_);
+  std::map<size_t, std::vector<kingfisher::v1::Message>> inner_ ABSL_GUARDED_BY(mu_);
+  int break_consume_after_ ABSL_GUARDED_BY(mu_) = -1;
+  std::vector<kingfisher::v1::ConsumeRequest::Create> creates_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace kf::client::testing

@@ -1,0 +1,356 @@
+#include "client/producer_impl.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/rpc_status.h"
+#include "client/wire.h"
+#include "common/absl_compat.h"
+#include "common/errors.h"
+#include "message/message_trace.h"
+#include "message/validate.h"
+#include "trace/tracer.h"
+
+namespace kf::client {
+
+struct ProducerImpl::Op {
+  uint64_t sequence = 0;
+  kingfisher::Message message;  // stamped; `_tc` = the logical span (or the caller's context)
+  std::string pchannel;
+  absl::Time deadline;
+  kingfisher::AppendCallback done;
+  trace::Context logical;                     // context of wal.autocommit
+  std::shared_ptr<trace::Span> logical_span;  // null when the caller owns the logical span
+  Backoff backoff;
+  int attempts = 0;
+  bool maybe_appended = false;  // some attempt ended ambiguously
+  bool finished = false;
+  absl::Status last_error;
+
+  explicit Op(const kingfisher::RetryPolicy& p) : backoff(p) {}
+};
+
+namespace {
+
+std::string RandomProducerId() {
+  std::random_device rd;
+  uint64_t v = (uint64_t{rd()} << 32) ^ rd();
+  return absl::StrFormat("%016x", v);
+}
+
+absl::Status WithContext(const absl::Status& s, std::string_view suffix) {
+  absl::Status out(s.code(), absl::StrCat(ToAbsl(ToStd(s.message())), ToAbsl(suffix)));
+  s.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
+absl::StatusOr<kingfisher::AppendResult> ResultOf(const kingfisher::v1::ProduceResponse& r) {
+  if (r.has_error() && (r.error().grpc_code() != 0 || r.error().streaming_code() != 0)) {
+    return FromErrorProto(r.error());
+  }
+  kingfisher::AppendResult out;
+  auto id = MessageId::Decode(r.message_id());
+  if (!id.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("bad message id in produce response: ", id.status().message()));
+  }
+  out.id = *id;
+  out.timetick = TimeTick(r.timetick());
+  if (!r.last_confirmed().empty()) {
+    auto lc = MessageId::Decode(r.last_confirmed());
+    if (lc.ok()) out.last_confirmed = *lc;
+  }
+  if (r.has_txn() && r.txn().txn_id() != 0) out.txn_id = TxnId(r.txn().txn_id());
+  return out;
+}
+
+}  // namespace
+
+ProducerImpl::ProducerImpl(std::shared_ptr<grpc::Channel> channel,
+                           kingfisher::ClientOptions client_options,
+                           kingfisher::ProducerOptions options)
+    : channel_(std::move(channel)),
+      stub_(kingfisher::v1::StreamingNode::NewStub(channel_)),
+      client_options_(std::move(client_options)),
+      producer_id_(options.producer_id.empty() ? RandomProducerId()
+                                               : std::move(options.producer_id)) {}
+
+ProducerImpl::~ProducerImpl() { Close(); }
+
+void ProducerImpl::AppendAsync(kingfisher::Message message, kingfisher::AppendCallback done,
+                               kingfisher::AppendOptions options) {
+  auto fail = [&done](absl::Status s) { std::move(done)(std::move(s)); };
+  if (message.type() == MessageType::kUnknown) {
+    return fail(StreamingError(StreamingCode::kInvalidArgument,
+                               "message has no known type (_t); nothing was sent"));
+  }
+  if (message.vchannel().empty()) {
+    return fail(StreamingError(StreamingCode::kInvalidArgument,
+                               "message has no vchannel (_vc); nothing was sent"));
+  }
+  auto pchannel = PChannelOfVChannel(message.vchannel());
+  if (!pchannel.ok()) return fail(pchannel.status());
+
+  auto op = std::make_shared<Op>(client_options_.retry);
+  op->pchannel = *std::move(pchannel);
+  op->deadline = options.deadline == absl::InfinitePast()
+                     ? absl::Now() + client_options_.append_timeout
+                     : options.deadline;
+  op->done = std::move(done);
+  bool closed;
+  {
+    absl::MutexLock l(&mu_);
+    closed = closed_;
+    if (!closed) {
+      op->sequence = next_sequence_++;
+      ops_.emplace(op->sequence, op);
+    }
+  }
+  if (closed) {
+    return Finish(op, absl::FailedPreconditionError("producer is closed; nothing was sent"));
+  }
+  if (!message.HasProperty(prop::kVersion)) {
+    message.SetProperty(std::string(prop::kVersion), std::string(prop::kCurrentVersion));
+  }
+  message.set_idempotency_key(absl::StrCat(producer_id_, ":", op->sequence));
+
+  // Logical write span (TRACING.md §5): only for autocommit messages; txn bodies and
+  // broadcasts belong to the caller's wal.txn / wal.broadcast context.
+  if (message.HasProperty(prop::kTxn) || message.HasProperty(prop::kBroadcast) ||
+      IsTxnControlType(message.type())) {
+    op->logical = options.trace;
+  } else {
+    auto [ctx, span] =
+        StartSpanForMessage(options.trace, &message, "wal.autocommit", trace::SpanKind::kProducer);
+    op->logical = std::move(ctx);
+    op->logical_span = std::move(span);
+  }
+  InjectTraceContext(op->logical, &message);
+  op->message = std::move(message);
+  StartAttempt(op);
+}
+
+void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
+  {
+    absl::MutexLock l(&mu_);
+    if (op->finished) return;
+  }
+  if (absl::Now() >= op->deadline) {
+    absl::Status s =
+        op->attempts == 0
+            ? absl::DeadlineExceededError("append deadline passed before it was sent")
+            : absl::DeadlineExceededError(absl::StrCat(
+                  "append deadline exceeded after ", op->attempts,
+                  " attempt(s); last error: ", op->last_error.ToString(),
+                  op->maybe_appended ? "; the message may or may not have been appended" : ""));
+    return Finish(op, s);
+  }
+  auto stream = GetStream(op->pchannel);
+  if (!stream.ok()) return AttemptDone(op, stream.status());
+
+  kingfisher::v1::ProduceRequest req;
+  kingfisher::Message copy = op->message;
+  auto [ctx, span] =
+      StartSpanForMessage(op->logical, &copy, "wal.dist_append", trace::SpanKind::kProducer);
+  OverwriteTraceContext(ctx, &copy);
+  ToWire(copy, req.mutable_message());
+  req.set_pchannel(op->pchannel);
+
+  uint64_t request_id;
+  {
+    absl::MutexLock l(&mu_);
+    request_id = next_request_id_++;
+    pending_[request_id] = Pending{op, *stream, span};
+    ++op->attempts;
+  }
+  req.set_request_id(request_id);
+  absl::Time attempt_deadline =
+      std::min(op->deadline, absl::Now() + client_options_.attempt_timeout);
+  timer_.Schedule(attempt_deadline, [this, op, request_id]() { OnAttemptTimeout(op, request_id); });
+  // A failed Write needs no handling here: the reader sees the broken stream and fails every
+  // attempt registered on it, this one included.
+  (*stream)->Write(req);
+}
+
+absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
+    const std::string& pchannel) {
+  ReapDeadStreams();
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return absl::CancelledError("producer closed");
+    auto it = streams_.find(pchannel);
+    if (it != streams_.end()) return it->second;
+  }
+  // Opening a stream may take a round trip: not under mu_.
+  auto stream = std::make_shared<ProduceStream>(
+      pchannel, stub_.get(),
+      [this](ProduceStream* s, const kingfisher::v1::ProduceResponse& r) { OnResponse(s, r); },
+      [this](ProduceStream* s, const absl::Status& st) { OnStreamBroken(s, st); });
+  absl::MutexLock l(&mu_);
+  auto [it, inserted] = streams_.emplace(pchannel, stream);
+  if (!inserted || closed_) {
+    // Lost a race (or closing): retire ours; its reader reports a broken stream with no
+    // attempts registered.
+    stream->Cancel();
+    dead_streams_.push_back(stream);
+    if (closed_) return absl::CancelledError("producer closed");
+  }
+  return it->second;
+}
+
+void ProducerImpl::ReapDeadStreams() {
+  std::vector<std::shared_ptr<ProduceStream>> reap;
+  {
+    absl::MutexLock l(&mu_);
+    auto keep = dead_streams_.begin();
+    for (auto& s : dead_streams_) {
+      if (s->finished() && !s->IsReaderThread()) {
+        reap.push_back(std::move(s));
+      } else {
+        *keep++ = std::move(s);
+      }
+    }
+    dead_streams_.erase(keep, dead_streams_.end());
+  }
+  for (auto& s : reap) s->Join();
+}
+
+void ProducerImpl::OnResponse(ProduceStream* /*stream*/,
+                              const kingfisher::v1::ProduceResponse& resp) {
+  Pending p;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = pending_.find(resp.request_id());
+    if (it == pending_.end()) return;  // a timed-out attempt: its answer is moot
+    p = std::move(it->second);
+    pending_.erase(it);
+  }
+  auto result = ResultOf(resp);
+  if (result.ok()) {
+    p.span->SetAttribute("message.timetick", static_cast<int64_t>(result->timetick.value()));
+  } else {
+    p.span->RecordError(result.status());
+  }
+  p.span->End();
+  AttemptDone(p.op, std::move(result));
+}
+
+void ProducerImpl::OnStreamBroken(ProduceStream* stream, const absl::Status& status) {
+  std::vector<Pending> failed;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = streams_.find(stream->pchannel());
+    if (it != streams_.end() && it->second.get() == stream) {
+      dead_streams_.push_back(it->second);
+      streams_.erase(it);
+    }
+    for (auto it2 = pending_.begin(); it2 != pending_.end();) {
+      if (it2->second.stream.get() == stream) {
+        failed.push_back(std::move(it2->second));
+        pending_.erase(it2++);
+      } else {
+        ++it2;
+      }
+    }
+  }
+  for (auto& p : failed) {
+    p.span->RecordError(status);
+    p.span->End();
+    AttemptDone(p.op, status);
+  }
+}
+
+void ProducerImpl::OnAttemptTimeout(const std::shared_ptr<Op>& op, uint64_t request_id) {
+  Pending p;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = pending_.find(request_id);
+    if (it == pending_.end()) return;  // answered in time
+    p = std::move(it->second);
+    pending_.erase(it);
+  }
+  absl::Status s = absl::DeadlineExceededError("append attempt timed out");
+  p.span->RecordError(s);
+  p.span->End();
+  // The stream may be stuck: reset it. Its other attempts fail as UNAVAILABLE and are
+  // retried with their own keys, which the WAL deduplicates.
+  p.stream->Cancel();
+  AttemptDone(op, s);
+}
+
+void ProducerImpl::AttemptDone(const std::shared_ptr<Op>& op,
+                               absl::StatusOr<kingfisher::AppendResult> r) {
+  if (r.ok()) return Finish(op, std::move(r));
+  const absl::Status& s = r.status();
+  if (IsAmbiguous(s)) op->maybe_appended = true;
+  op->last_error = s;
+  bool closed;
+  {
+    absl::MutexLock l(&mu_);
+    closed = closed_;
+  }
+  const int max = client_options_.retry.max_attempts;
+  if (!IsRetryableAppendError(s) || closed || (max > 0 && op->attempts >= max)) {
+    if (IsRetryableAppendError(s) || s.code() == absl::StatusCode::kCancelled) {
+      return Finish(
+          op, WithContext(
+                  s, op->maybe_appended ? "; the message may or may not have been appended" : ""));
+    }
+    return Finish(op, s);
+  }
+  absl::Time when = std::min(op->deadline, absl::Now() + op->backoff.Next());
+  timer_.Schedule(when, [this, op]() { StartAttempt(op); });
+}
+
+void ProducerImpl::Finish(const std::shared_ptr<Op>& op,
+                          absl::StatusOr<kingfisher::AppendResult> r) {
+  {
+    absl::MutexLock l(&mu_);
+    if (op->finished) return;
+    op->finished = true;
+    ops_.erase(op->sequence);
+  }
+  if (op->logical_span) {
+    if (r.ok()) {
+      op->logical_span->SetAttribute("message.timetick", static_cast<int64_t>(r->timetick.value()));
+    } else {
+      op->logical_span->RecordError(r.status());
+    }
+    op->logical_span->End();
+  }
+  auto done = std::move(op->done);
+  op->done = nullptr;
+  if (done) std::move(done)(std::move(r));
+}
+
+void ProducerImpl::Close() {
+  {
+    absl::MutexLock l(&mu_);
+    closed_ = true;  // new appends fail; pending ones finish (retries stop at the next error)
+    mu_.Await(absl::Condition(
+        +[](ProducerImpl* p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->ops_.empty(); }, this));
+  }
+  timer_.Stop();
+  std::map<std::string, std::shared_ptr<ProduceStream>, std::less<>> streams;
+  {
+    absl::MutexLock l(&mu_);
+    streams.swap(streams_);
+  }
+  for (auto& [name, s] : streams) s->Cancel();
+  for (auto& [name, s] : streams) s->Join();
+  std::vector<std::shared_ptr<ProduceStream>> dead;
+  {
+    absl::MutexLock l(&mu_);
+    dead.swap(dead_streams_);
+  }
+  for (auto& s : dead) {
+    s->Cancel();
+    s->Join();
+  }
+}
+
+}  // namespace kf::client

@@ -1,0 +1,80 @@
+// ProducerImpl: the Producer of include/kingfisher/producer.h over StreamingNode.Produce.
+//
+// Design: an append is an Op that lives until its callback ran. Each attempt gets a fresh
+// request id, registered in pending_ before the request is written; the stream's reader thread
+// matches responses by id, so answers may arrive in any order. A broken stream fails every
+// attempt registered on it; failed attempts are retried from the TimerQueue after a backoff.
+// An attempt that times out is forgotten (a late answer is ignored) and its stream reset.
+//
+// Thread-safety: all public methods are thread-safe; internal state is guarded by mu_. Never
+// hold mu_ while writing to a stream or running a user callback.
+// Ownership: owns its streams, their reader threads and the timer thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "client/produce_stream.h"
+#include "client/retry.h"
+#include "client/timer_queue.h"
+#include "grpcpp/channel.h"
+#include "kingfisher/client.h"
+#include "kingfisher/producer.h"
+#include "kingfisher/v1/streaming.grpc.pb.h"
+
+namespace kf::client {
+
+class ProducerImpl final : public kingfisher::Producer {
+ public:
+  ProducerImpl(std::shared_ptr<grpc::Channel> channel, kingfisher::ClientOptions client_options,
+               kingfisher::ProducerOptions options);
+  ~ProducerImpl() override;
+
+  const std::string& producer_id() const override { return producer_id_; }
+  void AppendAsync(kingfisher::Message message, kingfisher::AppendCallback done,
+                   kingfisher::AppendOptions options) override;
+  void Close() override;
+
+ private:
+  struct Op;
+  struct Pending {
+    std::shared_ptr<Op> op;
+    std::shared_ptr<ProduceStream> stream;
+    std::shared_ptr<trace::Span> span;  // wal.dist_append of this attempt
+  };
+
+  void StartAttempt(const std::shared_ptr<Op>& op);
+  absl::StatusOr<std::shared_ptr<ProduceStream>> GetStream(const std::string& pchannel);
+  void OnResponse(ProduceStream* stream, const kingfisher::v1::ProduceResponse& resp);
+  void OnStreamBroken(ProduceStream* stream, const absl::Status& status);
+  void OnAttemptTimeout(const std::shared_ptr<Op>& op, uint64_t request_id);
+  // The attempt ended (its Pending entry is already removed).
+  void AttemptDone(const std::shared_ptr<Op>& op, absl::StatusOr<kingfisher::AppendResult> r);
+  void Finish(const std::shared_ptr<Op>& op, absl::StatusOr<kingfisher::AppendResult> r);
+  void ReapDeadStreams() ABSL_LOCKS_EXCLUDED(mu_);
+
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::unique_ptr<kingfisher::v1::StreamingNode::Stub> stub_;
+  const kingfisher::ClientOptions client_options_;
+  const std::string producer_id_;
+  TimerQueue timer_;
+
+  absl::Mutex mu_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t next_request_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Appends whose callback has not run yet, by sequence.
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Op>> ops_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<ProduceStream>, std::less<>> streams_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<ProduceStream>> dead_streams_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace kf::client

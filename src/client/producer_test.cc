@@ -1,0 +1,270 @@
+#include <future>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "client/fake_streaming_node.h"
+#include "client/test_tracing.h"
+#include "client/wire.h"
+#include "common/errors.h"
+#include "gtest/gtest.h"
+#include "kingfisher/client.h"
+#include "message/message_trace.h"
+
+namespace kf::client {
+namespace {
+
+using kingfisher::AppendResult;
+using testing::FakeStreamingNode;
+namespace v1 = kingfisher::v1;
+
+kingfisher::Message Insert(std::string vchannel, std::string payload) {
+  kingfisher::Message m(MessageType::kInsert, std::move(payload));
+  m.set_vchannel(std::move(vchannel));
+  return m;
+}
+
+std::string Ik(const v1::ProduceRequest& r) {
+  auto it = r.message().properties().find("_ik");
+  return it == r.message().properties().end() ? "" : it->second;
+}
+
+std::unique_ptr<kingfisher::Client> ConnectTo(const FakeStreamingNode& node, int max_attempts = 0) {
+  kingfisher::ClientOptions o;
+  o.endpoint = node.endpoint();
+  o.retry.initial_backoff = absl::Milliseconds(1);
+  o.retry.max_backoff = absl::Milliseconds(10);
+  o.retry.max_attempts = max_attempts;
+  auto c = kingfisher::Client::Connect(o);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *std::move(c);
+}
+
+v1::Error MakeError(StreamingCode code) {
+  v1::Error e;
+  e.set_grpc_code(static_cast<int>(ToStatusCode(code)));
+  e.set_streaming_code(static_cast<int>(code));
+  e.set_message("injected");
+  return e;
+}
+
+TEST(ProducerTest, RetryAfterAmbiguousFailureCarriesTheSameKey) {
+  FakeStreamingNode node;
+  node.FailStreamsAfterAppend(1);
+  auto client = ConnectTo(node);
+  auto producer = *client->CreateProducer();
+  auto r = producer->AppendSync(Insert("kf-dml_0_orders", "a"));
+  ASSERT_TRUE(r.ok()) << r.status();
+
+  auto reqs = node.produce_requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(Ik(reqs[0]), Ik(reqs[1]));
+  EXPECT_EQ(Ik(reqs[0]), producer->producer_id() + ":1");
+  EXPECT_NE(reqs[0].request_id(), reqs[1].request_id());
+  EXPECT_EQ(reqs[0].pchannel(), "kf-dml_0");
+  EXPECT_EQ(node.produce_streams(), 2);
+  // Appended once; the retry got the original result.
+  ASSERT_EQ(node.appended().size(), 1u);
+  EXPECT_EQ(r->id, MessageId::Local(1));
+  EXPECT_EQ(r->timetick, TimeTick(1001));
+  EXPECT_EQ(r->last_confirmed, MessageId::Local(1));
+  EXPECT_FALSE(r->txn_id.has_value());
+}
+
+TEST(ProducerTest, StampsVersionTypeVChannelAndIncreasingKeys) {
+  FakeStreamingNode node;
+  auto client = ConnectTo(node);
+  auto producer = *client->CreateProducer();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(producer->AppendSync(Insert("kf-dml_1_orders", "x")).ok());
+  }
+  auto reqs = node.produce_requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const auto& p = reqs[i].message().properties();
+    EXPECT_EQ(p.at("_ik"), producer->producer_id() + ":" + std::to_string(i + 1));
+    EXPECT_EQ(p.at("_v"), "2");
+    EXPECT_EQ(p.at("_t"), "2");
+    EXPECT_EQ(p.at("_vc"), "kf-dml_1_orders");
+    EXPECT_EQ(reqs[i].pchannel(), "kf-dml_1");
+  }
+  auto other = *client->CreateProducer();
+  EXPECT_NE(other->producer_id(), producer->producer_id());
+}
+
+class NonRetryableTest : public ::testing::TestWithParam<StreamingCode> {};
+
+TEST_P(NonRetryableTest, FailsAtOnce) {
+  FakeStreamingNode node;
+  const StreamingCode code = GetParam();
+  node.SetErrorInjector([code](const v1::ProduceRequest&) { return MakeError(code); });
+  auto client = ConnectTo(node);
+  auto producer = *client->CreateProducer();
+  auto r = producer->AppendSync(Insert("kf-dml_0_orders", "a"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ToStatusCode(GetParam()));
+  EXPECT_EQ(GetStreamingCode(r.status()), GetParam());
+  EXPECT_EQ(node.produce_requests().size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Codes, NonRetryableTest,
+    ::testing::Values(StreamingCode::kInvalidArgument, StreamingCode::kInvalidTransactionState,
+                      StreamingCode::kCollectionNotFound, StreamingCode::kDataLoss,
+                      StreamingCode::kTransactionExpired, StreamingCode::kResourceAcquired));
+
+class RetryableTest : public ::testing::TestWithParam<StreamingCode> {};
+
+TEST_P(RetryableTest, RetriedWithTheSameKeyUntilSuccess) {
+  FakeStreamingNode node;
+  auto failures = std::make_shared<std::atomic<int>>(2);
+  const StreamingCode code = GetParam();
+  node.SetErrorInjector([failures, code](const v1::ProduceRequest&) -> std::optional<v1::Error> {
+    if (failures->fetch_sub(1) > 0) return MakeError(code);
+    return std::nullopt;
+  });
+  auto client = ConnectTo(node);
+  auto producer = *client->CreateProducer();
+  auto r = producer->AppendSync(Insert("kf-dml_0_orders", "a"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto reqs = node.produce_requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  EXPECT_EQ(Ik(reqs[0]), Ik(reqs[2]));
+  EXPECT_EQ(node.appended().size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Codes, RetryableTest,
+                         ::testing::Values(StreamingCode::kChannelFenced,
+                                           StreamingCode::kChannelNotExist,
+                                           StreamingCode::kUnmatchedChannelTerm,
+                                           StreamingCode::kOnShutdown,
+                                           StreamingCode::kRateLimited));
+
+TEST(ProducerTest, RetriesStopAtMaxAttemptsAndSayMaybeAppended) {
+  FakeStreamingNode node;
+  node.SetErrorInjector(
+      [](const v1::ProduceRequest&) { return MakeError(StreamingCode::kOnShutdown); });
+  auto client = ConnectTo(node, /*max_attempts=*/3);
+  auto producer = *client->CreateProducer();
+  auto r = producer->AppendSync(Insert("kf-dml_0_orders", "a"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("may or may not have been appended"), absl::string_view::npos)
+      << r.status();
+  EXPECT_EQ(node.produce_requests().size(), 3u);
+}
+
+TEST(ProducerTest, DeadlineBoundsRetries) {
+  FakeStreamingNode node;
+  node.SetErrorInjector(
+      [](const v1::ProduceRequest&) { return MakeError(StreamingCode::kChannelFenced); });
+  auto client = ConnectTo(node);
+  auto producer = *client->CreateProducer();
+  kingfisher::AppendOptions o;
+  o.deadline = absl::Now() + absl::Milliseconds(200);
+  auto r = producer->AppendSync(Insert("kf-dml_0_orders", "a"), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_GE(node.produce_requests().size(), 1u);
+}
+
+TEST(ProducerTest, ResponsesOutOfOrderAreMatchedByRequestId) {
+  FakeStreamingNode node;
+  node.AnswerInReverseBatchesOf(4);
+  auto client = ConnectTo(node);
+  auto producer = *client->CreateProducer();
+  std::vector<std::future<absl::StatusOr<AppendResult>>> futures;
+  for (int i = 0; i < 4; ++i) {
+    futures.push_back(producer->Append(Insert("kf-dml_0_orders", "payload-" + std::to_string(i))));
+  }
+  std::set<MessageId> ids;
+  for (int i = 0; i < 4; ++i) {
+    auto r = futures[i].get();
+    ASSERT_TRUE(r.ok()) << r.status();
+    auto appended = node.appended();
+    ASSERT_GE(appended.size(), r->id.entry());
+    EXPECT_EQ(appended[r->id.entry() - 1].payload(), "payload-" + std::to_string(i));
+    ids.insert(r->id);
+  }
+  EXPECT_EQ(ids.size(), 4u);
+}
+
+TEST(ProducerTest, BadMessagesFailWithoutBeingSent) {
+  FakeStreamingNode node;
+  auto client = ConnectTo(node);
+  auto producer = *client->CreateProducer();
+  auto no_vchannel = producer->AppendSync(kingfisher::Message(MessageType::kInsert, "x"));
+  EXPECT_EQ(no_vchannel.status().code(), absl::StatusCode::kInvalidArgument);
+  auto bad_vchannel = producer->AppendSync(Insert("orders", "x"));
+  EXPECT_EQ(bad_vchannel.status().code(), absl::StatusCode::kInvalidArgument);
+  kingfisher::Message untyped;
+  untyped.set_vchannel("kf-dml_0_orders");
+  EXPECT_EQ(producer->AppendSync(untyped).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(node.produce_requests().empty());
+  producer->Close();
+  EXPECT_EQ(producer->AppendSync(Insert("kf-dml_0_orders", "x")).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ProducerTest, UnreachableServerFailsAmbiguouslyAfterRetries) {
+  std::string endpoint;
+  {
+    FakeStreamingNode gone;
+    endpoint = gone.endpoint();
+  }
+  kingfisher::ClientOptions o;
+  o.endpoint = endpoint;
+  o.retry.initial_backoff = absl::Milliseconds(1);
+  o.retry.max_backoff = absl::Milliseconds(5);
+  o.retry.max_attempts = 3;
+  auto client = *kingfisher::Client::Connect(o);
+  auto producer = *client->CreateProducer();
+  auto r = producer->AppendSync(Insert("kf-dml_0_orders", "a"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+}
+
+// TRACING.md scenarios 6 and 9: wal.autocommit under the caller, one wal.dist_append per
+// attempt as its child, and the sent `_tc` is the attempt's span.
+TEST(ProducerTest, TracesAutocommitAndDistAppendPerAttempt) {
+  testing::ScopedInMemoryTracing tracing;
+  FakeStreamingNode node;
+  node.FailStreamsAfterAppend(1);
+  auto client = ConnectTo(node);
+  auto producer = *client->CreateProducer();
+  auto [caller, caller_span] = trace::WalTracer()->StartSpan(trace::Context(), "request");
+  kingfisher::AppendOptions o;
+  o.trace = caller;
+  ASSERT_TRUE(producer->AppendSync(Insert("kf-dml_0_orders", "a"), o).ok());
+  caller_span->End();
+
+  auto autocommit = tracing.SpansNamed("wal.autocommit");
+  ASSERT_EQ(autocommit.size(), 1u);
+  EXPECT_EQ(autocommit[0].kind, trace::SpanKind::kProducer);
+  EXPECT_EQ(autocommit[0].parent_span_id, caller_span->context().span_id);
+  EXPECT_EQ(autocommit[0].context.trace_id, caller_span->context().trace_id);
+  EXPECT_EQ(std::get<std::string>(autocommit[0].attributes.at("message.type")), "Insert");
+
+  auto dist = tracing.SpansNamed("wal.dist_append");
+  ASSERT_EQ(dist.size(), 2u);  // one per attempt
+  auto reqs = node.produce_requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(dist[i].kind, trace::SpanKind::kProducer);
+    EXPECT_EQ(dist[i].parent_span_id, autocommit[0].context.span_id);
+    MutableMessage sent = FromWire(reqs[i].message());
+    trace::SpanContext sc = ExtractTraceContext(trace::Context(), sent).span_context();
+    bool matches_some = false;
+    for (auto& d : dist) matches_some |= (d.context.span_id == sc.span_id);
+    EXPECT_TRUE(matches_some) << "the sent _tc must be a wal.dist_append span";
+    EXPECT_EQ(sc.trace_id, caller_span->context().trace_id);
+  }
+  EXPECT_NE(dist[0].status, dist[1].status);  // the failed attempt recorded its error
+  for (auto& s : tracing.Spans()) {
+    EXPECT_TRUE(s.name == "wal.autocommit" || s.name == "wal.dist_append" || s.name == "request")
+        << s.name;
+  }
+}
+
+}  // namespace
+}  // namespace kf::client

@@ -1,0 +1,38 @@
+#include "client/retry.h"
+
+#include <algorithm>
+
+#include "common/errors.h"
+
+namespace kf::client {
+
+bool IsRetryableAppendError(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kResourceExhausted:
+      return true;
+    case absl::StatusCode::kAborted: {
+      StreamingCode c = GetStreamingCode(s);
+      return c != StreamingCode::kTransactionExpired && c != StreamingCode::kResourceAcquired;
+    }
+    default:
+      return false;
+  }
+}
+
+bool IsRetryableConsumeError(const absl::Status& s) { return IsRetryableAppendError(s); }
+
+Backoff::Backoff(const kingfisher::RetryPolicy& p)
+    : policy_(p), current_(p.initial_backoff), rng_(std::random_device{}()) {}
+
+absl::Duration Backoff::Next() {
+  absl::Duration cap = std::min(current_, policy_.max_backoff);
+  current_ = std::min(current_ * policy_.multiplier, policy_.max_backoff);
+  int64_t us = absl::ToInt64Microseconds(cap);
+  if (us <= 0) return absl::ZeroDuration();
+  std::uniform_int_distribution<int64_t> dist(us / 2, us);
+  return absl::Microseconds(dist(rng_));
+}
+
+}  // namespace kf::client

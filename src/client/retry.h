@@ -1,0 +1,34 @@
+// Which failures the client retries (the SPEC §3 table) and the backoff between attempts.
+// Pure functions and a small value type: thread-compatible, no errors.
+#pragma once
+
+#include <random>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "kingfisher/client.h"
+
+namespace kf::client {
+
+// True for append failures worth retrying with the same `_ik`: UNAVAILABLE,
+// DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, and ABORTED unless it is TRANSACTION_EXPIRED or
+// RESOURCE_ACQUIRED (those need a new txn / a later decision by the caller).
+bool IsRetryableAppendError(const absl::Status& s);
+// Same classification for consume streams (a consumer re-opens after them).
+bool IsRetryableConsumeError(const absl::Status& s);
+
+// Exponential backoff with equal jitter: the n-th Next() returns a random duration in
+// [c/2, c], c = min(max_backoff, initial_backoff * multiplier^n).
+class Backoff {
+ public:
+  explicit Backoff(const kingfisher::RetryPolicy& p);
+  absl::Duration Next();
+  void Reset() { current_ = policy_.initial_backoff; }
+
+ private:
+  kingfisher::RetryPolicy policy_;
+  absl::Duration current_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace kf::client
