@@ -1,0 +1,251 @@
+// TRACING.md §8 scenarios 1-5: the message-carried trace context primitives.
+#include "message/message_trace.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/text_codec.h"
+#include "kingfisher/v1/message.pb.h"
+#include "trace/in_memory_span_exporter.h"
+#include "trace/sampler.h"
+#include "trace/sdk_tracer_provider.h"
+#include "trace/span_processor.h"
+#include "trace/traceparent.h"
+
+namespace kf {
+namespace {
+
+using trace::AttributeValue;
+using trace::Context;
+using trace::SpanContext;
+
+constexpr char kTraceHex[] = "0102030405060708090a0b0c0d0e0f10";
+constexpr char kSpanHex[] = "1112131415161718";
+
+SpanContext RemoteSc() {
+  auto sc = trace::ParseTraceparent(std::string("00-") + kTraceHex + "-" + kSpanHex + "-01");
+  return *sc;
+}
+
+MutableMessage Insert() { return MutableMessage(MessageType::kInsert, "row"); }
+MutableMessage TimeTickMsg() { return MutableMessage(MessageType::kTimeTick, ""); }
+
+std::string TcOf(const std::string& trace_id, const std::string& span_id, uint32_t flags) {
+  kingfisher::v1::TraceContextHeader h;
+  h.set_trace_id(trace_id);
+  h.set_span_id(span_id);
+  h.set_trace_flags(flags);
+  return Base64Encode(h.SerializeAsString());
+}
+
+// Always-on sampling into an in-memory exporter, installed as the global provider.
+class MessageTraceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    exporter_ = std::make_shared<trace::InMemorySpanExporter>();
+    provider_ = std::make_shared<trace::SdkTracerProvider>(
+        trace::Attributes{}, std::make_shared<trace::AlwaysOnSampler>(),
+        std::make_unique<trace::SimpleSpanProcessor>(exporter_));
+    trace::SetTracerProvider(provider_);
+  }
+  void TearDown() override {
+    trace::SetTracerProvider(nullptr);
+    provider_->Shutdown();
+  }
+  // A source span: started and ended by the test before the action.
+  Context SourceSpan() {
+    auto [ctx, span] = StartSpan(Context(), "source");
+    span->End();
+    return ctx;
+  }
+
+  std::shared_ptr<trace::InMemorySpanExporter> exporter_;
+  std::shared_ptr<trace::SdkTracerProvider> provider_;
+};
+
+// Scenario 1.
+TEST_F(MessageTraceTest, RoundTrip) {
+  MutableMessage msg = Insert();
+  InjectTraceContext(Context().WithRemoteParent(RemoteSc()), &msg);
+  ASSERT_TRUE(msg.HasProperty(prop::kTraceContext));
+  // The wire form is exactly base64(TraceContextHeader).
+  EXPECT_EQ(
+      *msg.GetProperty(prop::kTraceContext),
+      TcOf(std::string("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 16),
+           "\x11\x12\x13\x14\x15\x16\x17\x18", 1));
+
+  SpanContext sc = ExtractTraceContext(Context(), msg).span_context();
+  EXPECT_EQ(sc.trace_id.ToHex(), kTraceHex);
+  EXPECT_EQ(sc.span_id.ToHex(), kSpanHex);
+  EXPECT_EQ(sc.trace_flags, 0x01);
+  EXPECT_TRUE(sc.remote);
+
+  // A span started under the extracted context joins the trace as a child of the remote span.
+  auto [ctx, span] = StartSpan(ExtractTraceContext(Context(), msg), "wal.catchup_consume");
+  span->End();
+  auto spans = exporter_->GetFinishedSpans();
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(spans[0].context.trace_id.ToHex(), kTraceHex);
+  EXPECT_EQ(spans[0].parent_span_id.ToHex(), kSpanHex);
+  EXPECT_TRUE(spans[0].parent_remote);
+}
+
+TEST_F(MessageTraceTest, UnsampledContextIsStillWritten) {
+  SpanContext unsampled = RemoteSc();
+  unsampled.trace_flags = 0;
+  MutableMessage msg = Insert();
+  InjectTraceContext(Context().WithRemoteParent(unsampled), &msg);
+  SpanContext sc = ExtractTraceContext(Context(), msg).span_context();
+  EXPECT_EQ(sc.trace_id.ToHex(), kTraceHex);
+  EXPECT_EQ(sc.trace_flags, 0);
+}
+
+// Scenario 2.
+TEST_F(MessageTraceTest, InjectWithoutSpanInjectTwiceAndOverwrite) {
+  MutableMessage msg = Insert();
+  InjectTraceContext(Context(), &msg);
+  EXPECT_FALSE(msg.HasProperty(prop::kTraceContext));
+
+  Context first = SourceSpan();
+  Context second = SourceSpan();
+  ASSERT_NE(first.span_context().span_id, second.span_context().span_id);
+  InjectTraceContext(first, &msg);
+  InjectTraceContext(second, &msg);
+  EXPECT_EQ(ExtractTraceContext(Context(), msg).span_context().span_id,
+            first.span_context().span_id);
+
+  OverwriteTraceContext(second, &msg);
+  SpanContext sc = ExtractTraceContext(Context(), msg).span_context();
+  EXPECT_EQ(sc.trace_id, second.span_context().trace_id);
+  EXPECT_EQ(sc.span_id, second.span_context().span_id);
+
+  // Overwrite with no span changes nothing either.
+  OverwriteTraceContext(Context(), &msg);
+  EXPECT_EQ(ExtractTraceContext(Context(), msg).span_context().span_id,
+            second.span_context().span_id);
+  InjectTraceContext(first, nullptr);  // safe
+}
+
+// Scenario 3.
+TEST_F(MessageTraceTest, TimeTickIsNeverTraced) {
+  Context source = SourceSpan();
+  exporter_->Reset();
+  MutableMessage tt = TimeTickMsg();
+  tt.set_timetick(TimeTick(100));
+
+  auto [ctx, span] = StartSpanForMessage(source, &tt, "wal.append");
+  EXPECT_EQ(ctx.span(), source.span());  // the same context
+  EXPECT_EQ(ctx.span_context(), source.span_context());
+  EXPECT_FALSE(span->IsRecording());
+  span->SetStatus(trace::SpanStatusCode::kError, "x");
+  span->RecordError(absl::InternalError("boom"));
+  span->SetAttribute("k", int64_t{1});
+  span->End();
+
+  InjectTraceContext(source, &tt);
+  EXPECT_FALSE(tt.HasProperty(prop::kTraceContext));
+  OverwriteTraceContext(source, &tt);
+  EXPECT_FALSE(tt.HasProperty(prop::kTraceContext));
+
+  auto [nctx, nspan] = StartSpanForMessage(source, nullptr, "wal.append");
+  EXPECT_EQ(nctx.span(), source.span());
+  EXPECT_FALSE(nspan->IsRecording());
+  nspan->End();
+
+  EXPECT_TRUE(exporter_->GetFinishedSpans().empty());
+}
+
+// Scenario 4.
+TEST_F(MessageTraceTest, MessageAttributes) {
+  MutableMessage msg = Insert();
+  msg.set_vchannel("v1");
+  msg.set_timetick(TimeTick(100));
+  kingfisher::v1::TxnContext txn;
+  txn.set_txn_id(42);
+  txn.set_keepalive_ms(1000);
+  msg.set_txn(txn);
+
+  auto [ctx, span] = StartSpanForMessage(Context(), &msg, "wal.append");
+  EXPECT_TRUE(span->IsRecording());
+  span->End();
+  auto spans = exporter_->GetFinishedSpans();
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(spans[0].name, "wal.append");
+  const trace::Attributes want = {{"message.type", std::string("Insert")},
+                                  {"message.vchannel", std::string("v1")},
+                                  {"message.timetick", int64_t{100}},
+                                  {"txn.id", int64_t{42}},
+                                  {"message.replicate", false}};
+  EXPECT_EQ(spans[0].attributes, want);
+
+  exporter_->Reset();
+  kingfisher::v1::ReplicateHeader rh;
+  rh.set_cluster_id("primary");
+  msg.set_replicate_header(rh);
+  auto [ctx2, span2] = StartSpanForMessage(Context(), &msg, "wal.append");
+  span2->End();
+  spans = exporter_->GetFinishedSpans();
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(std::get<bool>(spans[0].attributes.at("message.replicate")), true);
+}
+
+TEST_F(MessageTraceTest, BroadcastAndTimetickLessAttributes) {
+  MutableMessage msg(MessageType::kDropCollection, "");
+  kingfisher::v1::BroadcastHeader bh;
+  bh.set_broadcast_id(7);
+  bh.add_vchannels("v1");
+  bh.add_vchannels("v2");
+  msg.set_broadcast_header(bh);
+
+  auto [ctx, span] =
+      StartSpanForMessage(Context(), &msg, "wal.broadcast", trace::SpanKind::kProducer);
+  span->End();
+  auto spans = exporter_->GetFinishedSpans();
+  ASSERT_EQ(spans.size(), 1u);
+  const trace::Attributes want = {{"message.type", std::string("DropCollection")},
+                                  {"message.vchannel", std::string("")},
+                                  {"message.replicate", false},
+                                  {"broadcast.id", int64_t{7}},
+                                  {"broadcast.vchannels", std::vector<std::string>{"v1", "v2"}}};
+  EXPECT_EQ(spans[0].attributes, want);  // no timetick yet, no txn
+  EXPECT_EQ(spans[0].kind, trace::SpanKind::kProducer);
+  EXPECT_EQ(spans[0].scope, "kingfisher.streaming.wal");
+}
+
+// Scenario 5.
+TEST_F(MessageTraceTest, BrokenTraceContextLeavesContextUnchanged) {
+  Context base = SourceSpan();
+  const std::string t16(16, '\x01');
+  const std::string s8(8, '\x02');
+  std::vector<std::pair<std::string, std::optional<std::string>>> cases = {
+      {"missing", std::nullopt},
+      {"not base64", "!!!not-base64!!!"},
+      {"short trace id", TcOf(t16.substr(1), s8, 1)},
+      {"long span id", TcOf(t16, s8 + "x", 1)},
+      {"empty ids", TcOf("", "", 1)},
+      {"zero trace id", TcOf(std::string(16, '\0'), s8, 1)},
+      {"zero span id", TcOf(t16, std::string(8, '\0'), 1)},
+      {"flags out of range", TcOf(t16, s8, 0x100)},
+      {"not a proto", Base64Encode("\xff\xff\xff")},
+  };
+  for (const auto& [what, tc] : cases) {
+    SCOPED_TRACE(what);
+    MutableMessage msg = Insert();
+    if (tc) msg.SetProperty(std::string(prop::kTraceContext), *tc);
+    Context got = ExtractTraceContext(base, msg);
+    EXPECT_EQ(got.span(), base.span());
+    EXPECT_EQ(got.span_context(), base.span_context());
+    // And from the background context: still no span.
+    EXPECT_FALSE(ExtractTraceContext(Context(), msg).span_context().IsValid());
+  }
+  // The control: a well-formed _tc does change the context.
+  MutableMessage ok = Insert();
+  ok.SetProperty(std::string(prop::kTraceContext), TcOf(t16, s8, 1));
+  EXPECT_NE(ExtractTraceContext(base, ok).span(), base.span());
+}
+
+}  // namespace
+}  // namespace kf
