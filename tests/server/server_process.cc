@@ -1,0 +1,204 @@
+#include "server_process.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "grpcpp/grpcpp.h"
+#include "kingfisher/v1/streaming.grpc.pb.h"
+
+extern char** environ;
+
+namespace kf::testing {
+namespace {
+
+std::string BinPath() {
+  const char* dir = std::getenv("KF_BIN_DIR");
+  return std::string(dir != nullptr ? dir : "build/bin") + "/kingfisher";
+}
+
+// fork + exec with stdout/stderr to `log_path`. Everything the child needs is prepared before
+// fork (only async-signal-safe calls in the child).
+pid_t Spawn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+            const std::string& log_path) {
+  std::vector<std::string> argv_s = {BinPath()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    if (env.count(kv.substr(0, kv.find('='))) == 0) env_s.push_back(kv);
+  }
+  for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int fd = ::open(log_path.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Polls waitpid until the child exits or the deadline passes.
+ProcessResult Reap(pid_t pid, absl::Duration timeout) {
+  ProcessResult r;
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    int status = 0;
+    pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid) {
+      r.exited = true;
+      if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
+      return r;
+    }
+    if (absl::Now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling a condition
+  }
+}
+
+}  // namespace
+
+int PickFreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "kf_server_test_XXXXXX").string();
+  path_ = mkdtemp(tmpl.data());
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+ProcessResult RunKingfisher(const std::vector<std::string>& args,
+                            const std::map<std::string, std::string>& env, absl::Duration timeout) {
+  TempDir logs;
+  const std::string log = logs.path() + "/out.log";
+  pid_t pid = Spawn(args, env, log);
+  ProcessResult r = Reap(pid, timeout);
+  r.output = ReadFile(log);
+  return r;
+}
+
+ServerProcess::ServerProcess(Options options) : options_(std::move(options)) {}
+
+ServerProcess::~ServerProcess() { Kill(); }
+
+bool ServerProcess::Start(absl::Duration timeout) {
+  address_ = "127.0.0.1:" + std::to_string(PickFreePort());
+  http_port_ = PickFreePort();
+  log_path_ = options_.data_dir + ".log";
+  std::vector<std::string> args = {"run",           "standalone",
+                                   "--listen",      address_,
+                                   "--http-listen", "127.0.0.1:" + std::to_string(http_port_),
+                                   "--data-dir",    options_.data_dir};
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  pid_ = Spawn(args, options_.env, log_path_);
+
+  auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  auto stub = kingfisher::v1::StreamingCoord::NewStub(channel);
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return false;  // exited during startup
+    }
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(200)));
+    ctx.set_wait_for_ready(true);
+    kingfisher::v1::GetStatusResponse resp;
+    if (stub->GetStatus(&ctx, {}, &resp).ok()) return true;
+  }
+  return false;
+}
+
+ProcessResult ServerProcess::Stop(absl::Duration timeout) {
+  if (pid_ <= 0) return {};
+  kill(pid_, SIGTERM);
+  return WaitForExit(timeout);
+}
+
+ProcessResult ServerProcess::WaitForExit(absl::Duration timeout) {
+  if (pid_ <= 0) return {};
+  ProcessResult r = Reap(pid_, timeout);
+  pid_ = -1;
+  r.output = Output();
+  return r;
+}
+
+void ServerProcess::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+std::string ServerProcess::Output() const { return ReadFile(log_path_); }
+
+std::string HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return "";
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) < 0) {
+    ::close(fd);
+    return "";
+  }
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+}  // namespace kf::testing

@@ -1,0 +1,81 @@
+// ServerProcess: starts the real `kingfisher` binary (build/bin, from KF_BIN_DIR) on free
+// loopback ports with a temp data dir, waits until it answers GetStatus, and stops it by pid.
+// For integration tests; reusable by other test suites.
+//
+// Thread-safety: one thread drives a ServerProcess. Ownership: owns the child process (killed
+// with SIGKILL in the destructor if still running) and, when it created it, the temp dir.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace kf::testing {
+
+// A loopback port that was free a moment ago.
+int PickFreePort();
+
+// A fresh temp directory (removed by TempDir's destructor).
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct ProcessResult {
+  bool exited = false;  // false: still running at the deadline (then killed)
+  int exit_code = -1;   // when it exited normally
+  int term_signal = 0;  // when a signal killed it
+  std::string output;   // stdout + stderr
+};
+
+// Runs the binary with `args` and `env` (added to the environment) to completion.
+ProcessResult RunKingfisher(const std::vector<std::string>& args,
+                            const std::map<std::string, std::string>& env = {},
+                            absl::Duration timeout = absl::Seconds(30));
+
+class ServerProcess {
+ public:
+  struct Options {
+    std::string data_dir;  // required
+    std::vector<std::string> extra_args;
+    std::map<std::string, std::string> env;
+  };
+
+  explicit ServerProcess(Options options);
+  ~ServerProcess();
+
+  // Starts the server and waits until GetStatus answers (false + output on failure).
+  bool Start(absl::Duration timeout = absl::Seconds(30));
+  // SIGTERM, then waits for the exit.
+  ProcessResult Stop(absl::Duration timeout = absl::Seconds(30));
+  // Waits for the process to exit on its own (e.g. a test crash hook).
+  ProcessResult WaitForExit(absl::Duration timeout = absl::Seconds(30));
+  void Kill();
+
+  const std::string& address() const { return address_; }
+  int http_port() const { return http_port_; }
+  pid_t pid() const { return pid_; }
+  std::string Output() const;
+
+ private:
+  Options options_;
+  std::string address_;
+  int http_port_ = 0;
+  std::string log_path_;
+  pid_t pid_ = -1;
+};
+
+// GET http://127.0.0.1:<port><path>; the raw response ("" on connection failure).
+std::string HttpGet(int port, const std::string& path);
+
+}  // namespace kf::testing

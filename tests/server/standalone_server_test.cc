@@ -1,0 +1,451 @@
+// Integration tests of `kingfisher run standalone` over loopback gRPC with the generated stubs.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/errors.h"
+#include "grpcpp/grpcpp.h"
+#include "kingfisher/v1/streaming.grpc.pb.h"
+#include "message/message.h"
+#include "rpc/message_convert.h"
+#include "rpc/status_convert.h"
+#include "server_process.h"
+
+namespace kf::testing {
+namespace {
+
+using kingfisher::v1::ConsumeRequest;
+using kingfisher::v1::ConsumeResponse;
+using kingfisher::v1::ProduceRequest;
+using kingfisher::v1::ProduceResponse;
+using ProduceStream = grpc::ClientReaderWriter<ProduceRequest, ProduceResponse>;
+using ConsumeStream = grpc::ClientReaderWriter<ConsumeRequest, ConsumeResponse>;
+
+constexpr char kVChannel[] = "kf-dml_0_orders";
+
+ProduceRequest InsertRequest(uint64_t request_id, const std::string& vchannel,
+                             const std::string& payload) {
+  MutableMessage m(MessageType::kInsert, payload);
+  m.set_vchannel(vchannel);
+  ProduceRequest req;
+  req.set_request_id(request_id);
+  rpc::MessageToProto(m, req.mutable_message());
+  return req;
+}
+
+absl::Status ErrorOf(const ProduceResponse& r) {
+  return r.has_error() ? rpc::FromProtoError(r.error()) : absl::OkStatus();
+}
+
+class Client {
+ public:
+  explicit Client(const std::string& address)
+      : channel_(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), Args())),
+        node_(kingfisher::v1::StreamingNode::NewStub(channel_)),
+        coord_(kingfisher::v1::StreamingCoord::NewStub(channel_)) {}
+
+  static grpc::ChannelArguments Args() {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(128 << 20);
+    args.SetMaxSendMessageSize(128 << 20);
+    return args;
+  }
+
+  // A fresh context with a deadline: no test waits forever on a broken server.
+  std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration d = absl::Seconds(30)) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(absl::ToChronoTime(absl::Now() + d));
+    return ctx;
+  }
+
+  kingfisher::v1::StreamingNode::Stub* node() { return node_.get(); }
+  kingfisher::v1::StreamingCoord::Stub* coord() { return coord_.get(); }
+
+  // One produce on its own stream.
+  ProduceResponse ProduceOne(const ProduceRequest& req) {
+    auto ctx = Ctx();
+    auto stream = node_->Produce(ctx.get());
+    EXPECT_TRUE(stream->Write(req));
+    ProduceResponse resp;
+    EXPECT_TRUE(stream->Read(&resp));
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+    return resp;
+  }
+
+  // Consumes `vchannel` from the start until `want` non-TimeTick messages arrived (or the
+  // deadline passes); returns them.
+  std::vector<kingfisher::v1::ConsumedMessage> ConsumeAll(
+      const std::string& vchannel, size_t want, absl::Duration timeout = absl::Seconds(20)) {
+    auto ctx = Ctx(timeout);
+    auto stream = node_->Consume(ctx.get());
+    ConsumeRequest create;
+    create.mutable_create()->set_vchannel(vchannel);
+    create.mutable_create()->mutable_policy()->set_kind(kingfisher::v1::DeliverPolicy::ALL);
+    EXPECT_TRUE(stream->Write(create));
+    ConsumeResponse resp;
+    EXPECT_TRUE(stream->Read(&resp));
+    EXPECT_TRUE(resp.created()) << resp.DebugString();
+    std::vector<kingfisher::v1::ConsumedMessage> out;
+    while (out.size() < want && stream->Read(&resp)) {
+      if (!resp.has_message()) {
+        ADD_FAILURE() << "unexpected consume response " << resp.DebugString();
+        break;
+      }
+      const auto& props = resp.message().message().properties();
+      auto t = props.find("_t");
+      if (t != props.end() &&
+          t->second == std::to_string(static_cast<int>(MessageType::kTimeTick))) {
+        continue;
+      }
+      out.push_back(resp.message());
+    }
+    ctx->TryCancel();
+    stream->Finish();
+    return out;
+  }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<kingfisher::v1::StreamingNode::Stub> node_;
+  std::unique_ptr<kingfisher::v1::StreamingCoord::Stub> coord_;
+};
+
+class StandaloneServerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> extra_args = {},
+                                             std::map<std::string, std::string> env = {}) {
+    auto server = std::make_unique<ServerProcess>(
+        ServerProcess::Options{data_dir(), std::move(extra_args), std::move(env)});
+    if (!server->Start()) {
+      ADD_FAILURE() << "server did not start:\n" << server->Output();
+      return nullptr;
+    }
+    return server;
+  }
+  std::string data_dir() const { return tmp_.path() + "/data"; }
+
+  TempDir tmp_;
+};
+
+TEST_F(StandaloneServerTest, ProduceConsumeRoundTripAndStatus) {
+  auto server = StartServer();
+  ASSERT_NE(server, nullptr);
+  Client client(server->address());
+
+  // Status: one node, every pchannel assigned to it.
+  {
+    auto ctx = client.Ctx();
+    kingfisher::v1::GetStatusResponse status;
+    ASSERT_TRUE(client.coord()->GetStatus(ctx.get(), {}, &status).ok());
+    ASSERT_EQ(status.nodes_size(), 1);
+    EXPECT_EQ(status.nodes(0).id(), 1);
+    EXPECT_EQ(status.nodes(0).address(), server->address());
+    EXPECT_EQ(status.nodes(0).state(), "ONLINE");
+    ASSERT_EQ(status.pchannels_size(), 4);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(status.pchannels(i).pchannel(), absl::StrCat("kf-dml_", i));
+      EXPECT_EQ(status.pchannels(i).node(), 1);
+      EXPECT_GE(status.pchannels(i).term(), 1);
+      EXPECT_EQ(status.pchannels(i).state(), "ASSIGNED");
+    }
+  }
+
+  auto ctx = client.Ctx();
+  auto stream = client.node()->Produce(ctx.get());
+  const int kCount = 5;
+  for (int i = 1; i <= kCount; ++i) {
+    ASSERT_TRUE(stream->Write(InsertRequest(i, kVChannel, absl::StrCat("payload-", i))));
+  }
+  std::map<uint64_t, ProduceResponse> acks;
+  for (int i = 0; i < kCount; ++i) {
+    ProduceResponse r;
+    ASSERT_TRUE(stream->Read(&r));
+    ASSERT_TRUE(ErrorOf(r).ok()) << ErrorOf(r);
+    EXPECT_FALSE(r.message_id().empty());
+    EXPECT_GT(r.timetick(), 0u);
+    EXPECT_GE(r.term(), 1);
+    acks[r.request_id()] = r;
+  }
+  ASSERT_EQ(acks.size(), static_cast<size_t>(kCount));
+  for (int i = 2; i <= kCount; ++i) EXPECT_LT(acks[i - 1].timetick(), acks[i].timetick());
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+
+  auto messages = client.ConsumeAll(kVChannel, kCount);
+  ASSERT_EQ(messages.size(), static_cast<size_t>(kCount));
+  for (int i = 1; i <= kCount; ++i) {
+    EXPECT_EQ(messages[i - 1].message().payload(), absl::StrCat("payload-", i));
+    EXPECT_EQ(messages[i - 1].message_id(), acks[i].message_id());
+    EXPECT_EQ(messages[i - 1].message().properties().at("_vc"), kVChannel);
+  }
+
+  // /healthz on the HTTP port.
+  std::string health = HttpGet(server->http_port(), "/healthz");
+  EXPECT_NE(health.find(" 200 "), std::string::npos) << health;
+  EXPECT_NE(health.find("ok"), std::string::npos) << health;
+
+  ProcessResult stopped = server->Stop();
+  EXPECT_TRUE(stopped.exited);
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.output;
+}
+
+TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
+  std::ofstream(tmp_.path() + "/kf.yaml") << "max_payload_bytes: 1024\n";
+  auto server = StartServer({"--config", tmp_.path() + "/kf.yaml"});
+  ASSERT_NE(server, nullptr);
+  Client client(server->address());
+  auto ctx = client.Ctx();
+  auto stream = client.node()->Produce(ctx.get());
+
+  // Each bad request is answered (INVALID_ARGUMENT, its own request_id) before the next is
+  // sent: nothing waits on a WAL.
+  auto expect_invalid = [&](const ProduceRequest& req, const std::string& what) {
+    SCOPED_TRACE(what);
+    ASSERT_TRUE(stream->Write(req));
+    ProduceResponse r;
+    ASSERT_TRUE(stream->Read(&r));
+    EXPECT_EQ(r.request_id(), req.request_id());
+    absl::Status s = ErrorOf(r);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_EQ(GetStreamingCode(s), StreamingCode::kInvalidArgument);
+    EXPECT_FALSE(s.message().empty());
+  };
+
+  ProduceRequest unknown_type = InsertRequest(1, kVChannel, "x");
+  (*unknown_type.mutable_message()->mutable_properties())["_t"] = "77";
+  expect_invalid(unknown_type, "unknown message type");
+
+  ProduceRequest reserved = InsertRequest(2, kVChannel, "x");
+  (*reserved.mutable_message()->mutable_properties())["_tt"] = "abc";
+  expect_invalid(reserved, "user-set reserved property _tt");
+
+  expect_invalid(InsertRequest(3, kVChannel, std::string(2000, 'p')), "oversize payload");
+
+  expect_invalid(InsertRequest(4, "kf-dml_9_x", "x"), "vchannel on a pchannel that does not exist");
+
+  // Garbage where the message should be: field 4 holds bytes that are no Message.
+  ProduceRequest garbage;
+  garbage.set_request_id(5);
+  garbage.GetReflection()->MutableUnknownFields(&garbage)->AddLengthDelimited(
+      4, std::string("\xff\xff\xff\xff\x0f\x12garbage", 13));
+  expect_invalid(garbage, "garbage bytes as the message");
+
+  // The same stream still appends.
+  ASSERT_TRUE(stream->Write(InsertRequest(6, kVChannel, "good")));
+  ProduceResponse ok;
+  ASSERT_TRUE(stream->Read(&ok));
+  EXPECT_EQ(ok.request_id(), 6u);
+  EXPECT_TRUE(ErrorOf(ok).ok()) << ErrorOf(ok);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+
+  // Consume without create: a terminal INVALID_ARGUMENT.
+  {
+    auto cctx = client.Ctx();
+    auto consume = client.node()->Consume(cctx.get());
+    ConsumeRequest close;
+    close.set_close(true);
+    ASSERT_TRUE(consume->Write(close));
+    ConsumeResponse r;
+    ASSERT_TRUE(consume->Read(&r));
+    ASSERT_TRUE(r.has_error()) << r.DebugString();
+    EXPECT_TRUE(absl::IsInvalidArgument(rpc::FromProtoError(r.error())));
+    EXPECT_FALSE(consume->Read(&r));
+    grpc::Status st = consume->Finish();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(GetStreamingCode(rpc::FromGrpcStatus(st)), StreamingCode::kInvalidArgument);
+  }
+  // Consume of a vchannel on a pchannel that does not exist.
+  {
+    auto cctx = client.Ctx();
+    auto consume = client.node()->Consume(cctx.get());
+    ConsumeRequest create;
+    create.mutable_create()->set_vchannel("kf-dml_9_x");
+    ASSERT_TRUE(consume->Write(create));
+    ConsumeResponse r;
+    ASSERT_TRUE(consume->Read(&r));
+    ASSERT_TRUE(r.has_error()) << r.DebugString();
+    EXPECT_TRUE(absl::IsInvalidArgument(rpc::FromProtoError(r.error())));
+    EXPECT_EQ(consume->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+
+  // And a later valid consumer still works: only the good message was written.
+  auto messages = client.ConsumeAll(kVChannel, 1);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].message().payload(), "good");
+
+  ProcessResult stopped = server->Stop();
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.output;
+}
+
+TEST_F(StandaloneServerTest, SigtermWithAppendsInFlightKeepsEveryAck) {
+  auto server = StartServer();
+  ASSERT_NE(server, nullptr);
+  std::map<std::string, std::string> acked;  // payload -> message id
+  {
+    Client client(server->address());
+    auto ctx = client.Ctx();
+    auto stream = client.node()->Produce(ctx.get());
+    std::atomic<bool> stop_writing{false};
+    std::thread writer([&] {
+      for (uint64_t i = 1; i <= 100000 && !stop_writing.load(); ++i) {
+        if (!stream->Write(InsertRequest(i, kVChannel, absl::StrCat("m-", i)))) break;
+      }
+    });
+    ProduceResponse r;
+    size_t responses = 0;
+    bool signalled = false;
+    size_t shutdown_errors = 0;
+    while (stream->Read(&r)) {
+      ++responses;
+      absl::Status s = ErrorOf(r);
+      if (s.ok()) {
+        acked[absl::StrCat("m-", r.request_id())] = r.message_id();
+      } else {
+        // After SIGTERM new appends are refused with ON_SHUTDOWN (retryable).
+        EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+        EXPECT_EQ(GetStreamingCode(s), StreamingCode::kOnShutdown) << s;
+        ++shutdown_errors;
+      }
+      if (!signalled && acked.size() >= 200) {
+        ASSERT_EQ(kill(server->pid(), SIGTERM), 0);
+        signalled = true;
+      }
+    }
+    stop_writing = true;
+    grpc::Status st = stream->Finish();
+    writer.join();
+    EXPECT_TRUE(signalled) << "stream ended after " << responses
+                           << " responses: " << st.error_message();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+  }
+  ProcessResult stopped = server->WaitForExit();
+  ASSERT_TRUE(stopped.exited);
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.output;
+  ASSERT_GE(acked.size(), 200u);
+
+  // Every ack the client received is readable after a restart.
+  auto restarted = StartServer();
+  ASSERT_NE(restarted, nullptr);
+  Client client(restarted->address());
+  auto messages = client.ConsumeAll(kVChannel, acked.size());
+  std::map<std::string, std::string> found;
+  for (const auto& m : messages) found[m.message().payload()] = m.message_id();
+  for (const auto& [payload, id] : acked) {
+    auto it = found.find(payload);
+    ASSERT_NE(it, found.end()) << "acked message " << payload << " lost";
+    EXPECT_EQ(it->second, id) << payload;
+  }
+  // The node's term grew with the restart.
+  auto ctx = client.Ctx();
+  kingfisher::v1::GetStatusResponse status;
+  ASSERT_TRUE(client.coord()->GetStatus(ctx.get(), {}, &status).ok());
+  EXPECT_EQ(status.pchannels(0).term(), 2);
+  EXPECT_EQ(restarted->Stop().exit_code, 0);
+}
+
+TEST_F(StandaloneServerTest, CrashHookDiesBeforeTheAck) {
+  auto server = StartServer({}, {{"KINGFISHER_TEST_CRASH_AFTER_DURABLE", "2"}});
+  ASSERT_NE(server, nullptr);
+  {
+    Client client(server->address());
+    auto ctx = client.Ctx();
+    auto stream = client.node()->Produce(ctx.get());
+    ProduceRequest first = InsertRequest(1, kVChannel, "first");
+    (*first.mutable_message()->mutable_properties())["_ik"] = "p1:1";
+    ASSERT_TRUE(stream->Write(first));
+    ProduceResponse r;
+    ASSERT_TRUE(stream->Read(&r));
+    EXPECT_TRUE(ErrorOf(r).ok());
+    ProduceRequest second = InsertRequest(2, kVChannel, "second");
+    (*second.mutable_message()->mutable_properties())["_ik"] = "p1:2";
+    ASSERT_TRUE(stream->Write(second));
+    EXPECT_FALSE(stream->Read(&r)) << "the ack of the crashing append must never arrive";
+    stream->Finish();
+  }
+  ProcessResult died = server->WaitForExit();
+  ASSERT_TRUE(died.exited);
+  EXPECT_EQ(died.exit_code, 137) << died.output;
+
+  // The unacked append was durable: a retry with the same key is answered, not re-appended.
+  auto restarted = StartServer();
+  ASSERT_NE(restarted, nullptr);
+  Client client(restarted->address());
+  ProduceRequest retry = InsertRequest(3, kVChannel, "second");
+  (*retry.mutable_message()->mutable_properties())["_ik"] = "p1:2";
+  ProduceResponse r = client.ProduceOne(retry);
+  ASSERT_TRUE(ErrorOf(r).ok()) << ErrorOf(r);
+  auto messages = client.ConsumeAll(kVChannel, 2);
+  ASSERT_EQ(messages.size(), 2u);
+  EXPECT_EQ(messages[1].message().payload(), "second");
+  EXPECT_EQ(messages[1].message_id(), r.message_id());
+  EXPECT_EQ(restarted->Stop().exit_code, 0);
+}
+
+TEST(KingfisherCliTest, UnknownFlagExits2) {
+  ProcessResult r = RunKingfisher({"run", "standalone", "--no-such-flag"});
+  ASSERT_TRUE(r.exited);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no-such-flag"), std::string::npos) << r.output;
+}
+
+TEST(KingfisherCliTest, HelpListsTheFlags) {
+  ProcessResult r = RunKingfisher({"run", "standalone", "--help"});
+  ASSERT_TRUE(r.exited);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* flag : {"--listen", "--http-listen", "--data-dir", "--config", "--cluster",
+                           "--pchannels", "--wal-backend", "--max-payload-bytes"}) {
+    EXPECT_NE(r.output.find(flag), std::string::npos) << flag << "\n" << r.output;
+  }
+}
+
+TEST(KingfisherCliTest, UnavailableBackendIsAClearError) {
+  TempDir tmp;
+  ProcessResult r = RunKingfisher({"run", "standalone", "--data-dir", tmp.path() + "/d"},
+                                  {{"KINGFISHER_WAL_BACKEND", "quorum"}});
+  ASSERT_TRUE(r.exited);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("not available yet"), std::string::npos) << r.output;
+}
+
+TEST(KingfisherCliTest, RefusesADataDirThatIsNotOurs) {
+  TempDir tmp;
+  std::ofstream(tmp.path() + "/precious.txt") << "someone else's data";
+  ProcessResult r = RunKingfisher({"run", "standalone", "--data-dir", tmp.path(), "--listen",
+                                   "127.0.0.1:0", "--http-listen", "127.0.0.1:0"});
+  ASSERT_TRUE(r.exited);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("not a Kingfisher data dir"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/KINGFISHER"));
+}
+
+TEST(KingfisherCliTest, RefusesADataDirItCannotCreateOrWrite) {
+  TempDir tmp;
+  std::ofstream(tmp.path() + "/file") << "x";
+  ProcessResult r = RunKingfisher({"run", "standalone", "--data-dir", tmp.path() + "/file/data",
+                                   "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"});
+  ASSERT_TRUE(r.exited);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("cannot create data dir"), std::string::npos) << r.output;
+
+  if (geteuid() == 0) GTEST_SKIP() << "root ignores permission bits: read-only case skipped";
+  const std::string ro = tmp.path() + "/ro";
+  ASSERT_EQ(mkdir(ro.c_str(), 0555), 0);
+  r = RunKingfisher({"run", "standalone", "--data-dir", ro, "--listen", "127.0.0.1:0",
+                     "--http-listen", "127.0.0.1:0"});
+  ASSERT_TRUE(r.exited);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("not writable"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace kf::testing
