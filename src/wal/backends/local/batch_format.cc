@@ -37,7 +37,10 @@ void BatchBuilder::Finish() {
 }
 
 bool ParseBatchHeader(const char* p, BatchHeader* header) {
-  if (DecodeFixed32(p) != kBatchMagic || static_cast<uint8_t>(p[4]) != kBatchVersion) {
+  // Flags and reserved bytes sit before the crc field: version 1 defines none, so anything
+  // but zero is damage.
+  if (DecodeFixed32(p) != kBatchMagic || static_cast<uint8_t>(p[4]) != kBatchVersion || p[5] != 0 ||
+      p[6] != 0 || p[7] != 0) {
     return false;
   }
   header->masked_crc = DecodeFixed32(p + 8);

@@ -49,7 +49,8 @@ class BatchBuilder {
   uint32_t count_ = 0;
 };
 
-// Parses the fixed header at `p` (kBatchHeaderSize bytes). False on a bad magic or version.
+// Parses the fixed header at `p` (kBatchHeaderSize bytes). False on a bad magic or version
+// or non-zero flags/reserved bytes.
 bool ParseBatchHeader(const char* p, BatchHeader* header);
 
 // True iff the crc over header fields and `payload` (header.payload_len bytes) matches.

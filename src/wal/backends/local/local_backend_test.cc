@@ -285,7 +285,10 @@ TEST_F(LocalBackendTest, GroupCommitSharesSyncs) {
 }
 
 TEST_F(LocalBackendTest, TailStartCoversRequestedBytes) {
-  auto opener = Opener(64 << 20);
+  LocalOpenerOptions o;
+  o.root = root_;
+  o.max_batch_bytes = 8 << 10;  // several batches, so the index has points to choose from
+  auto opener = NewLocalOpener(o);
   auto b = OpenOrDie(opener.get());
   for (int i = 0; i < 399; ++i) ASSERT_TRUE(b->Append(std::string(1000, 'z'), nullptr).ok());
   ASSERT_TRUE(AppendSync(b.get(), std::string(1000, 'z')).ok());

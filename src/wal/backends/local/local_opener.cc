@@ -32,6 +32,8 @@ class WriterRegistry {
         return FencedError(absl::StrCat("local WAL ", pchannel, ": term ", t.value(),
                                         " is open, cannot open term ", term.value()));
       }
+    }
+    for (const auto& [t, weak] : list) {
       if (t == term) {
         return absl::FailedPreconditionError(
             absl::StrCat("local WAL ", pchannel, ": already open at term ", term.value()));

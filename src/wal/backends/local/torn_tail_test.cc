@@ -1,0 +1,171 @@
+// Acceptance: a torn or corrupted last batch is dropped or reported as DATA_LOSS, never read
+// back as a wrong entry; damage before valid data is DATA_LOSS.
+#include <filesystem>
+#include <fstream>
+
+#include "common/errors.h"
+#include "gtest/gtest.h"
+#include "wal/backends/local/local_opener.h"
+#include "wal/backends/local/test_util.h"
+
+namespace kf::wal::local {
+namespace {
+
+namespace stdfs = std::filesystem;
+using testing::AppendSync;
+using testing::MakeTempDir;
+using testing::ReadAll;
+using testing::Writer;
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+class TornTailTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LocalOpenerOptions o;
+    o.root = root_;
+    opener_ = NewLocalOpener(o);
+    auto b = opener_->Open(Writer("p", 1));
+    ASSERT_TRUE(b.ok());
+    for (int i = 0; i < 10; ++i) {
+      written_.push_back("entry-" + std::to_string(i) + std::string(i * 3, 'x'));
+      ASSERT_TRUE(AppendSync(b->get(), written_.back()).ok());
+      if (i == 4) batch5_start_ = SegmentSize();
+      if (i == 5) batch5_end_ = SegmentSize();
+    }
+    last_start_ = SegmentSize();
+    // The last batch holds three entries: queue them together behind one wait.
+    for (int i = 10; i < 13; ++i) {
+      written_.push_back("last-" + std::to_string(i) + std::string(40, 'y'));
+    }
+    ASSERT_TRUE((*b)->Append(written_[10], nullptr).ok());
+    ASSERT_TRUE((*b)->Append(written_[11], nullptr).ok());
+    ASSERT_TRUE(AppendSync(b->get(), written_[12]).ok());
+    ASSERT_TRUE((*b)->Close().ok());
+    original_ = ReadBytes(SegmentPath());
+    ASSERT_GT(original_.size(), last_start_);
+  }
+
+  std::string SegmentPath() {
+    for (const auto& e : stdfs::directory_iterator(root_ + "/p")) {
+      if (e.path().extension() == ".log") return e.path().string();
+    }
+    return "";
+  }
+  uint64_t SegmentSize() { return stdfs::file_size(SegmentPath()); }
+
+  // Reopens after damage; every entry read must be what was written at that id.
+  // Returns the number of entries recovered, or -1 for DATA_LOSS.
+  int ReopenAndCheck(const std::string& what) {
+    auto b = opener_->Open(Writer("p", 1));
+    if (!b.ok()) {
+      EXPECT_TRUE(absl::IsDataLoss(b.status())) << what << ": " << b.status();
+      return -1;
+    }
+    auto all = ReadAll(b->get());
+    if (!all.ok()) {
+      EXPECT_TRUE(absl::IsDataLoss(all.status())) << what << ": " << all.status();
+      return -1;
+    }
+    for (const auto& e : *all) {
+      EXPECT_LT(e.id.entry(), written_.size()) << what;
+      if (e.id.entry() < written_.size()) {
+        EXPECT_EQ(e.data, written_[e.id.entry()]) << what;
+      }
+    }
+    // The log stays appendable and dense after recovery.
+    auto next = AppendSync(b->get(), "after");
+    EXPECT_TRUE(next.ok()) << what << ": " << next.status();
+    if (next.ok()) {
+      EXPECT_EQ(next->entry(), all->size()) << what;
+    }
+    return static_cast<int>(all->size());
+  }
+
+  std::string root_ = MakeTempDir("torn");
+  std::unique_ptr<WalOpener> opener_;
+  std::vector<std::string> written_;
+  uint64_t last_start_ = 0, batch5_start_ = 0, batch5_end_ = 0;
+  std::string original_;
+};
+
+TEST_F(TornTailTest, EveryTruncationPointOfTheLastBatch) {
+  const std::string path = SegmentPath();
+  for (uint64_t cut = last_start_; cut < original_.size(); ++cut) {
+    WriteBytes(path, original_.substr(0, cut));
+    int n = ReopenAndCheck("cut at " + std::to_string(cut));
+    EXPECT_EQ(n, 10) << "a torn last batch is dropped, everything before stays; cut " << cut;
+    // Undo the extra "after" entry for the next round.
+    for (const auto& e : stdfs::directory_iterator(root_ + "/p")) {
+      if (e.path().extension() == ".log" && e.path().string() != path) stdfs::remove(e.path());
+    }
+  }
+  WriteBytes(path, original_);
+  EXPECT_EQ(ReopenAndCheck("intact"), 13);
+}
+
+TEST_F(TornTailTest, EveryByteFlipOfTheLastBatch) {
+  const std::string path = SegmentPath();
+  int dropped = 0, data_loss = 0;
+  for (uint64_t pos = last_start_; pos < original_.size(); ++pos) {
+    std::string damaged = original_;
+    damaged[pos] = static_cast<char>(damaged[pos] ^ 0x5a);
+    WriteBytes(path, damaged);
+    int n = ReopenAndCheck("flip at " + std::to_string(pos));
+    if (n == -1) {
+      ++data_loss;
+    } else {
+      EXPECT_EQ(n, 10) << "flip at " << pos;
+      ++dropped;
+    }
+  }
+  EXPECT_GT(dropped, 0);
+  RecordProperty("dropped", dropped);
+  RecordProperty("data_loss", data_loss);
+}
+
+TEST_F(TornTailTest, DamageBeforeValidDataIsDataLoss) {
+  const std::string path = SegmentPath();
+  for (uint64_t pos : {batch5_start_, batch5_start_ + 3, batch5_start_ + 13,
+                       (batch5_start_ + batch5_end_) / 2, batch5_end_ - 1}) {
+    std::string damaged = original_;
+    damaged[pos] = static_cast<char>(damaged[pos] ^ 0x01);
+    WriteBytes(path, damaged);
+    auto b = opener_->Open(Writer("p", 1));
+    EXPECT_TRUE(absl::IsDataLoss(b.status())) << "flip at " << pos << ": " << b.status();
+    if (!b.ok()) {
+      EXPECT_NE(b.status().message().find(".log"), absl::string_view::npos) << b.status();
+    }
+  }
+}
+
+TEST_F(TornTailTest, DamageInAnOlderSegmentIsDataLossOnRead) {
+  // Start a new segment at a new term, then damage the first (now sealed) one.
+  {
+    auto b = opener_->Open(Writer("p", 2));
+    ASSERT_TRUE(b.ok()) << b.status();
+    ASSERT_TRUE(AppendSync(b->get(), "t2").ok());
+  }
+  std::string path;
+  for (const auto& e : stdfs::directory_iterator(root_ + "/p")) {
+    if (e.path().filename().string().starts_with("00000000000000000000-")) path = e.path();
+  }
+  ASSERT_FALSE(path.empty());
+  std::string damaged = original_;
+  damaged[batch5_start_ + 30] ^= 0x10;
+  WriteBytes(path, damaged);
+  auto b = opener_->Open(Writer("p", 2));
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto all = ReadAll(b->get());
+  EXPECT_TRUE(absl::IsDataLoss(all.status())) << all.status();
+}
+
+}  // namespace
+}  // namespace kf::wal::local
