@@ -1,0 +1,222 @@
+// End-to-end tests of `kfctl` (SPEC §8) against the real `kingfisher run standalone` server:
+// both binaries run as child processes; kfctl's JSON output is parsed with nlohmann::json, a
+// parser we did not write.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "server_process.h"
+
+extern char** environ;
+
+namespace kf::testing {
+namespace {
+
+struct KfctlResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  std::vector<nlohmann::json> lines;  // stdout parsed line by line
+  bool all_lines_parse = true;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs build/bin/kfctl with `args` to completion (kfctl's own --timeout / --idle-timeout bound
+// every run); stdout and stderr go to files in `dir`.
+KfctlResult RunKfctl(const std::string& dir, const std::vector<std::string>& args) {
+  const char* bin_dir = std::getenv("KF_BIN_DIR");
+  std::string bin = std::string(bin_dir ? bin_dir : "build/bin") + "/kfctl";
+  std::string out_path = dir + "/kfctl.out", err_path = dir + "/kfctl.err";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> full = {bin};
+  full.insert(full.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : full) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  KfctlResult r;
+  int rc = posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    r.err = "posix_spawn failed";
+    return r;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = ReadFile(out_path);
+  r.err = ReadFile(err_path);
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      r.all_lines_parse = false;
+    } else {
+      r.lines.push_back(std::move(j));
+    }
+  }
+  return r;
+}
+
+std::string Describe(const KfctlResult& r) {
+  return "exit=" + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+class KfctlTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    data_dir_ = new TempDir();
+    work_dir_ = new TempDir();
+    ServerProcess::Options o;
+    o.data_dir = data_dir_->path() + "/data";
+    server_ = new ServerProcess(o);
+    ASSERT_TRUE(server_->Start()) << server_->Output();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete data_dir_;
+    delete work_dir_;
+  }
+  void SetUp() override {
+    if (server_ == nullptr || server_->pid() <= 0) GTEST_SKIP() << "server did not start";
+  }
+
+  KfctlResult Run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--endpoint", server_->address(), "--timeout", "20"});
+    return RunKfctl(work_dir_->path(), args);
+  }
+
+  static TempDir* data_dir_;
+  static TempDir* work_dir_;
+  static ServerProcess* server_;
+};
+
+TempDir* KfctlTest::data_dir_ = nullptr;
+TempDir* KfctlTest::work_dir_ = nullptr;
+ServerProcess* KfctlTest::server_ = nullptr;
+
+bool IsDecimal(const nlohmann::json& j) {
+  if (!j.is_string()) return false;
+  const std::string& s = j.get_ref<const std::string&>();
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+TEST_F(KfctlTest, ProduceThenConsumeGivesTheSameIdsInTimetickOrder) {
+  const std::string vchannel = "kf-dml_1_kfctl_roundtrip";
+  auto produced = Run({"produce", "--vchannel", vchannel, "--count", "20", "--concurrency", "4",
+                       "--rows", "3", "--dim", "4"});
+  ASSERT_EQ(produced.exit_code, 0) << Describe(produced);
+  ASSERT_TRUE(produced.all_lines_parse) << Describe(produced);
+  ASSERT_EQ(produced.lines.size(), 20u) << Describe(produced);
+  std::set<std::string> produced_ids;
+  for (const auto& j : produced.lines) {
+    ASSERT_TRUE(j.is_object());
+    EXPECT_EQ(j.size(), 4u) << j.dump();
+    ASSERT_TRUE(j["message_id"].is_string()) << j.dump();
+    EXPECT_EQ(j["message_id"].get<std::string>().find(' '), std::string::npos);
+    EXPECT_TRUE(IsDecimal(j["timetick"])) << j.dump();
+    EXPECT_EQ(j["vchannel"], vchannel);
+    EXPECT_TRUE(j["txn_id"].is_null());
+    produced_ids.insert(j["message_id"].get<std::string>());
+  }
+  EXPECT_EQ(produced_ids.size(), 20u);
+
+  auto consumed = Run({"consume", "--vchannel", vchannel, "--from", "earliest", "--limit", "20",
+                       "--idle-timeout", "20"});
+  ASSERT_EQ(consumed.exit_code, 0) << Describe(consumed);
+  ASSERT_TRUE(consumed.all_lines_parse) << Describe(consumed);
+  ASSERT_EQ(consumed.lines.size(), 20u) << Describe(consumed);
+  std::set<std::string> consumed_ids;
+  uint64_t last_tt = 0;
+  for (const auto& j : consumed.lines) {
+    ASSERT_TRUE(j["message_id"].is_string()) << j.dump();
+    consumed_ids.insert(j["message_id"].get<std::string>());
+    EXPECT_EQ(j["type"], "Insert");
+    ASSERT_TRUE(IsDecimal(j["timetick"])) << j.dump();
+    uint64_t tt = std::stoull(j["timetick"].get<std::string>());
+    EXPECT_GT(tt, last_tt) << "timeticks must be strictly increasing";
+    last_tt = tt;
+    EXPECT_EQ(j["vchannel"], vchannel);
+    EXPECT_TRUE(j["txn_id"].is_null());
+    EXPECT_EQ(j["rows"], 3);
+    ASSERT_TRUE(j["properties"].is_object());
+    EXPECT_TRUE(j["properties"].contains("_ik")) << j.dump();
+    EXPECT_TRUE(j["properties"].contains("_tc")) << j.dump();
+    EXPECT_EQ(j["properties"]["_vc"], vchannel);
+  }
+  EXPECT_EQ(consumed_ids, produced_ids);
+
+  // --from <id> is inclusive, --after <id> exclusive; the ids kfctl printed are accepted back.
+  const std::string first = consumed.lines.front()["message_id"];
+  const std::string last = consumed.lines.back()["message_id"];
+  auto from = Run(
+      {"consume", "--vchannel", vchannel, "--from", first, "--limit", "1", "--idle-timeout", "20"});
+  ASSERT_EQ(from.exit_code, 0) << Describe(from);
+  ASSERT_EQ(from.lines.size(), 1u) << Describe(from);
+  EXPECT_EQ(from.lines[0]["message_id"], first);
+  auto after = Run({"consume", "--vchannel", vchannel, "--after", last, "--idle-timeout", "1"});
+  ASSERT_EQ(after.exit_code, 0) << Describe(after);
+  EXPECT_TRUE(after.lines.empty()) << Describe(after);
+}
+
+TEST_F(KfctlTest, StatusHasTheDocumentedShape) {
+  auto r = Run({"status"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  ASSERT_EQ(r.lines.size(), 1u) << Describe(r);
+  const auto& j = r.lines[0];
+  ASSERT_TRUE(j["nodes"].is_array()) << j.dump();
+  ASSERT_FALSE(j["nodes"].empty()) << j.dump();
+  for (const auto& n : j["nodes"]) {
+    EXPECT_TRUE(n.contains("id") && n.contains("address") && n.contains("state")) << n.dump();
+  }
+  ASSERT_TRUE(j["pchannels"].is_array()) << j.dump();
+  EXPECT_EQ(j["pchannels"].size(), 4u) << j.dump();
+  for (const auto& p : j["pchannels"]) {
+    EXPECT_TRUE(p.contains("pchannel") && p.contains("node") && p.contains("term") &&
+                p.contains("state"))
+        << p.dump();
+  }
+}
+
+TEST_F(KfctlTest, UnknownPChannelFailsWithAnErrorOnStderr) {
+  auto produced = Run({"produce", "--vchannel", "kf-dml_9_x"});
+  EXPECT_NE(produced.exit_code, 0) << Describe(produced);
+  EXPECT_FALSE(produced.err.empty()) << Describe(produced);
+  EXPECT_TRUE(produced.out.empty()) << Describe(produced);
+
+  auto consumed = Run({"consume", "--vchannel", "kf-dml_9_x", "--idle-timeout", "5"});
+  EXPECT_NE(consumed.exit_code, 0) << Describe(consumed);
+  EXPECT_FALSE(consumed.err.empty()) << Describe(consumed);
+}
+
+TEST_F(KfctlTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(Run({"produce", "--vchannel", "kf-dml_0_x", "--bogus"}).exit_code, 2);
+  EXPECT_EQ(Run({"consume", "--vchannel", "kf-dml_0_x", "--from", "yesterday"}).exit_code, 2);
+  auto txn = Run({"produce", "--vchannel", "kf-dml_0_x", "--txn"});
+  EXPECT_EQ(txn.exit_code, 2);
+  EXPECT_NE(txn.err.find("transactions arrive with the WAL semantics issue"), std::string::npos)
+      << Describe(txn);
+}
+
+}  // namespace
+}  // namespace kf::testing
