@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/synchronization/notification.h"
 #include "common/errors.h"
 #include "gtest/gtest.h"
 #include "wal/backends/local/local_opener.h"
@@ -36,18 +37,32 @@ class TornTailTest : public ::testing::Test {
     ASSERT_TRUE(b.ok());
     for (int i = 0; i < 10; ++i) {
       written_.push_back("entry-" + std::to_string(i) + std::string(i * 3, 'x'));
-      ASSERT_TRUE(AppendSync(b->get(), written_.back()).ok());
+    }
+    for (int i = 0; i < 9; ++i) {
+      ASSERT_TRUE(AppendSync(b->get(), written_[i]).ok());
       if (i == 4) batch5_start_ = SegmentSize();
       if (i == 5) batch5_end_ = SegmentSize();
     }
+    // Hold the writer in entry 9's callback so entries 10..12 queue up behind it and form
+    // one batch, the last one.
+    absl::Notification entered, release;
+    ASSERT_TRUE((*b)->Append(written_[9],
+                             [&](absl::Status) {
+                               entered.Notify();
+                               release.WaitForNotification();
+                             })
+                    .ok());
+    entered.WaitForNotification();
     last_start_ = SegmentSize();
-    // The last batch holds three entries: queue them together behind one wait.
     for (int i = 10; i < 13; ++i) {
       written_.push_back("last-" + std::to_string(i) + std::string(40, 'y'));
     }
+    std::promise<absl::Status> last_done;
     ASSERT_TRUE((*b)->Append(written_[10], nullptr).ok());
     ASSERT_TRUE((*b)->Append(written_[11], nullptr).ok());
-    ASSERT_TRUE(AppendSync(b->get(), written_[12]).ok());
+    ASSERT_TRUE((*b)->Append(written_[12], [&](absl::Status s) { last_done.set_value(s); }).ok());
+    release.Notify();
+    ASSERT_TRUE(last_done.get_future().get().ok());
     ASSERT_TRUE((*b)->Close().ok());
     original_ = ReadBytes(SegmentPath());
     ASSERT_GT(original_.size(), last_start_);

@@ -1,0 +1,246 @@
+// local_wal_bench: the local WAL backend against raw-disk baselines measured in the same run
+// on the same directory (SPEC §9 quality bars):
+//  (a) 1 KiB appends with >= 1024 in flight vs sequential 1 MiB write + fdatasync bandwidth;
+//  (b) 64 appender threads (each waits for its ack) vs a raw loop writing the WAL's own
+//      average batch size + fdatasync each;
+//  (c) one appender's p50/p99 latency vs one 1 KiB write + fdatasync.
+// Usage: local_wal_bench [--dir DIR] [--seconds S]
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "storage/fs/fault_injection_file_system.h"
+#include "storage/fs/posix_file_system.h"
+#include "wal/backends/local/local_opener.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace stdfs = std::filesystem;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "local_wal_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// Raw loop: `size`-byte write + fdatasync, until `seconds` pass. Returns per-op latencies (s).
+std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
+                                 size_t max_ops = SIZE_MAX) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) Die("open " + path);
+  std::string buf(size, 'r');
+  std::vector<double> lat;
+  const auto start = Clock::now();
+  while (Seconds(Clock::now() - start) < seconds && lat.size() < max_ops) {
+    const auto t0 = Clock::now();
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = ::write(fd, buf.data() + done, size - done);
+      if (n < 0) Die("write");
+      done += static_cast<size_t>(n);
+    }
+    if (::fdatasync(fd) != 0) Die("fdatasync");
+    lat.push_back(Seconds(Clock::now() - t0));
+  }
+  ::close(fd);
+  ::unlink(path.c_str());
+  return lat;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+struct Wal {
+  kf::fs::PosixFileSystem posix;
+  kf::fs::FaultInjectionFileSystem counting{&posix};  // only its counters are used
+  std::unique_ptr<kf::wal::WalOpener> opener;
+  std::unique_ptr<kf::wal::WalBackend> backend;
+  std::string dir;
+
+  Wal(const std::string& root, const std::string& name) {
+    kf::wal::local::LocalOpenerOptions o;
+    o.root = root;
+    o.fs = &counting;
+    opener = kf::wal::local::NewLocalOpener(o);
+    kf::wal::OpenOptions oo;
+    oo.pchannel = name;
+    oo.term = kf::Term(1);
+    auto b = opener->Open(oo);
+    if (!b.ok()) Die(b.status().ToString());
+    backend = std::move(*b);
+    dir = root + "/" + name;
+  }
+  ~Wal() {
+    (void)backend->Close();
+    backend.reset();
+    std::error_code ec;
+    stdfs::remove_all(dir, ec);
+  }
+  uint64_t FileBytes() const {
+    uint64_t total = 0;
+    for (const auto& e : stdfs::directory_iterator(dir)) {
+      if (e.path().extension() == ".log") total += e.file_size();
+    }
+    return total;
+  }
+};
+
+// (a) ---------------------------------------------------------------------------------------
+void BenchInFlight(const std::string& root, double seconds) {
+  auto seq = RawWriteSync(root + "/seq.raw", 1 << 20, seconds);
+  double seq_total = 0;
+  for (double l : seq) seq_total += l;
+  const double seq_mibs = static_cast<double>(seq.size()) / seq_total;
+
+  Wal wal(root, "inflight");
+  constexpr int kWindow = 2048;  // >= 1024 in flight
+  const std::string entry(1024, 'e');
+  absl::Mutex mu;
+  int in_flight = 0;
+  uint64_t acked = 0;
+  const auto start = Clock::now();
+  uint64_t sent = 0;
+  while (Seconds(Clock::now() - start) < seconds) {
+    {
+      absl::MutexLock l(&mu);
+      mu.Await(absl::Condition(
+          +[](int* n) { return *n < kWindow; }, &in_flight));
+      ++in_flight;
+    }
+    auto id = wal.backend->Append(entry, [&](absl::Status s) {
+      if (!s.ok()) Die(s.ToString());
+      absl::MutexLock l(&mu);
+      --in_flight;
+      ++acked;
+    });
+    if (!id.ok()) Die(id.status().ToString());
+    ++sent;
+  }
+  {
+    absl::MutexLock l(&mu);
+    mu.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &in_flight));
+  }
+  const double elapsed = Seconds(Clock::now() - start);
+  const double wal_mibs = static_cast<double>(acked) * 1024 / elapsed / (1 << 20);
+  const uint64_t syncs = wal.counting.sync_count();
+  std::printf(
+      "(a) in-flight 1KiB: wal %.1f MiB/s (%.0f appends/s, %.0f fdatasync/s, %.0f KiB/batch)"
+      " | seq 1MiB write+fdatasync %.1f MiB/s | ratio %.2f (bar >= 0.85)\n",
+      wal_mibs, static_cast<double>(acked) / elapsed, static_cast<double>(syncs) / elapsed,
+      static_cast<double>(wal.FileBytes()) / std::max<uint64_t>(syncs, 1) / 1024, seq_mibs,
+      wal_mibs / seq_mibs);
+}
+
+// (b) ---------------------------------------------------------------------------------------
+void BenchAppenders(const std::string& root, double seconds) {
+  constexpr int kThreads = 64;
+  double wal_bytes_per_s = 0, syncs_per_s = 0, avg_batch = 0, appends_per_s = 0;
+  {
+    Wal wal(root, "appenders");
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> ops{0};
+    const uint64_t syncs0 = wal.counting.sync_count();
+    const uint64_t bytes0 = wal.FileBytes();
+    std::vector<std::thread> threads;
+    const auto start = Clock::now();
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        const std::string entry(1024, 'p');
+        while (!stop.load(std::memory_order_relaxed)) {
+          std::promise<absl::Status> done;
+          auto id = wal.backend->Append(entry, [&](absl::Status s) { done.set_value(s); });
+          if (!id.ok() || !done.get_future().get().ok()) Die("append failed");
+          ops.fetch_add(1, std::memory_order_relaxed);
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));  // bench pacing
+    stop = true;
+    for (auto& th : threads) th.join();
+    const double elapsed = Seconds(Clock::now() - start);
+    const uint64_t syncs = wal.counting.sync_count() - syncs0;
+    const uint64_t bytes = wal.FileBytes() - bytes0;
+    wal_bytes_per_s = static_cast<double>(bytes) / elapsed;
+    syncs_per_s = static_cast<double>(syncs) / elapsed;
+    avg_batch = static_cast<double>(bytes) / static_cast<double>(std::max<uint64_t>(syncs, 1));
+    appends_per_s = static_cast<double>(ops.load()) / elapsed;
+  }
+  auto raw = RawWriteSync(root + "/batch.raw", static_cast<size_t>(avg_batch), seconds);
+  double raw_total = 0;
+  for (double l : raw) raw_total += l;
+  const double raw_bytes_per_s = static_cast<double>(raw.size()) * avg_batch / raw_total;
+  std::printf(
+      "(b) 64 appenders: wal %.0f appends/s, %.1f MiB/s, %.0f fdatasync/s, avg batch %.0f B"
+      " | raw %.0f B write+fdatasync %.1f MiB/s (%.0f/s) | ratio %.2f (bar >= 0.85)\n",
+      appends_per_s, wal_bytes_per_s / (1 << 20), syncs_per_s, avg_batch, avg_batch,
+      raw_bytes_per_s / (1 << 20), static_cast<double>(raw.size()) / raw_total,
+      wal_bytes_per_s / raw_bytes_per_s);
+}
+
+// (c) ---------------------------------------------------------------------------------------
+void BenchLatency(const std::string& root, double seconds) {
+  constexpr size_t kMaxOps = 5000;
+  std::vector<double> wal_lat;
+  {
+    Wal wal(root, "latency");
+    const std::string entry(1024, 'l');
+    const auto start = Clock::now();
+    while (Seconds(Clock::now() - start) < seconds && wal_lat.size() < kMaxOps) {
+      const auto t0 = Clock::now();
+      std::promise<absl::Status> done;
+      auto id = wal.backend->Append(entry, [&](absl::Status s) { done.set_value(s); });
+      if (!id.ok() || !done.get_future().get().ok()) Die("append failed");
+      wal_lat.push_back(Seconds(Clock::now() - t0));
+    }
+  }
+  auto raw = RawWriteSync(root + "/lat.raw", 1024, seconds, kMaxOps);
+  const double wp50 = Percentile(wal_lat, 0.5) * 1e3, wp99 = Percentile(wal_lat, 0.99) * 1e3;
+  const double rp50 = Percentile(raw, 0.5) * 1e3, rp99 = Percentile(raw, 0.99) * 1e3;
+  std::printf(
+      "(c) 1 appender 1KiB: wal p50 %.3f ms p99 %.3f ms | raw write+fdatasync p50 %.3f ms"
+      " p99 %.3f ms | p50 ratio %.2f (bar <= 1.5)\n",
+      wp50, wp99, rp50, rp99, wp50 / rp50);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = stdfs::path(argv[0]).parent_path().parent_path().string() + "/bench-data";
+  double seconds = 4;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+      dir = argv[++i];
+    } else if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+      seconds = std::atof(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: %s [--dir DIR] [--seconds S]\n", argv[0]);
+      return 2;
+    }
+  }
+  const std::string root = dir + "/local_wal_bench";
+  stdfs::create_directories(root);
+  std::printf("local_wal_bench: dir %s, %.1f s per measurement\n", root.c_str(), seconds);
+  BenchInFlight(root, seconds);
+  BenchAppenders(root, seconds);
+  BenchLatency(root, seconds);
+  std::error_code ec;
+  stdfs::remove_all(root, ec);
+  return 0;
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs the benchmark binaries of a build dir and prints their figures.
+# Usage: bench/run.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+BUILD_DIR="${1:-build}"
+BIN="$BUILD_DIR/bin"
+
+run() {
+  local name="$1"; shift
+  if [[ -x "$BIN/$name" ]]; then
+    echo "== $name"
+    "$BIN/$name" "$@"
+  else
+    echo "== $name: not built (cmake --build $BUILD_DIR --target $name)" >&2
+  fi
+}
+
+run local_wal_bench --dir "$BUILD_DIR"
