@@ -1,5 +1,6 @@
 #include "trace/batch_span_processor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -44,6 +45,8 @@ BatchSpanProcessor::BatchSpanProcessor(std::shared_ptr<SpanExporter> exporter,
     : exporter_(std::move(exporter)),
       options_([&] {
         if (options.max_queue_size == 0) options.max_queue_size = 1;
+        // A zero delay would make the idle worker spin.
+        options.schedule_delay = std::max(options.schedule_delay, absl::Milliseconds(1));
         if (options.max_export_batch_size == 0) options.max_export_batch_size = 1;
         if (options.max_export_batch_size > options.max_queue_size) {
           options.max_export_batch_size = options.max_queue_size;
