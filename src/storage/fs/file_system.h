@@ -3,7 +3,9 @@
 // FaultInjectionFileSystem wraps another to simulate crashes and I/O errors in tests.
 //
 // Thread-safety: FileSystem implementations are thread-safe. A WritableFile is used by one
-// thread at a time; a RandomAccessFile may be read concurrently.
+// thread at a time, except that Sync and Size may run on a second thread while Append runs
+// (a Sync covers what was appended before it started); a RandomAccessFile may be read
+// concurrently.
 // Ownership: files are returned as unique_ptr and own their descriptor; closing happens in
 // Close() or the destructor (whose error is dropped; call Close() to see it).
 // Errors: absl::Status per call; NOT_FOUND for a missing path, ALREADY_EXISTS for an exclusive

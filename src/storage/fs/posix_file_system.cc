@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 
 #include "common/file_util.h"
@@ -31,7 +32,7 @@ class PosixWritableFile final : public WritableFile {
       }
       p += n;
       left -= static_cast<size_t>(n);
-      size_ += static_cast<uint64_t>(n);
+      size_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     }
     return absl::OkStatus();
   }
@@ -49,7 +50,7 @@ class PosixWritableFile final : public WritableFile {
     if (::lseek(fd_, static_cast<off_t>(size), SEEK_SET) < 0) {
       return ErrnoStatus(errno, "lseek", path_);
     }
-    size_ = size;
+    size_.store(size, std::memory_order_relaxed);
     return absl::OkStatus();
   }
 
@@ -61,12 +62,13 @@ class PosixWritableFile final : public WritableFile {
     return absl::OkStatus();
   }
 
-  uint64_t Size() const override { return size_; }
+  uint64_t Size() const override { return size_.load(std::memory_order_relaxed); }
 
  private:
   const std::string path_;
   int fd_;
-  uint64_t size_;
+  // Atomic because Sync may run on another thread while Append runs (see file_system.h).
+  std::atomic<uint64_t> size_;
 };
 
 class PosixRandomAccessFile final : public RandomAccessFile {

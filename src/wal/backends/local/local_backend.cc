@@ -39,6 +39,7 @@ LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchann
     absl::MutexLock l(&mu_);
     next_id_ = init.next_offset;
   }
+  syncer_ = std::jthread([this] { SyncLoop(); });
   writer_ = std::jthread([this] { WriterLoop(); });
 }
 
@@ -74,50 +75,101 @@ absl::StatusOr<MessageId> LocalBackend::Append(std::string data, AppendCallback 
 }
 
 void LocalBackend::WriterLoop() {
-  std::vector<Pending> group;
-  std::vector<Written> written;
   for (;;) {
-    group.clear();
+    SyncJob job;
+    bool failed_before = false;
     {
       absl::MutexLock l(&mu_);
       while (queue_.empty() && !closing_) work_cv_.Wait(&mu_);
-      if (queue_.empty()) return;  // closing and drained
-      group.swap(queue_);
+      if (queue_.empty()) break;  // closing and drained
+      job.group.swap(queue_);
+      failed_before = !error_.ok();
     }
-    uint64_t bytes = 0;
-    for (const auto& p : group) bytes += p.data.size();
-    written.clear();
-    absl::Status s = WriteGroup(group, &written);
-    // Only after the sync: a fence written before our data hit the disk must win.
-    if (s.ok()) s = CheckFence();
-    if (s.ok()) Publish(written);
-    std::vector<Pending> rest;
-    absl::Status rest_status;
-    if (!s.ok()) {
-      if (!IsFenced(s)) {
-        s = absl::Status(s.code(),
-                         absl::StrCat("local WAL ", pchannel_, ": write failed: ", s.message()));
+    for (const auto& p : job.group) job.bytes += p.data.size();
+    if (failed_before) {
+      job.status = absl::FailedPreconditionError("earlier write error");  // replaced in SyncLoop
+    } else {
+      // The gate orders our write against a failure the sync thread observes: once it has
+      // marked the log failed, nothing more reaches the file.
+      absl::MutexLock gate(&gate_mu_);
+      if (write_failed_) {
+        job.status = absl::FailedPreconditionError("earlier write error");
+      } else {
+        job.status = WriteGroup(job.group, &job.written);
+        if (!job.status.ok()) write_failed_ = true;
       }
-      absl::MutexLock l(&mu_);
-      error_ = s;
-      rest.swap(queue_);
-      rest_status = IsFenced(s)
-                        ? s
-                        : absl::FailedPreconditionError(absl::StrCat(
-                              "local WAL ", pchannel_, ": earlier write error: ", s.message()));
     }
-    for (auto& p : group) {
-      if (p.done) std::move(p.done)(s);
+    job.file = active_;
+    job.new_segments.swap(new_segments_);
+    // Hand over; wait only if the sync thread still has the previous job queued (depth 2:
+    // one group syncing, one written and waiting), so appends pile up for the next group.
+    absl::MutexLock l(&sync_mu_);
+    sync_mu_.Await(absl::Condition(
+        +[](std::optional<SyncJob>* j) { return !j->has_value(); }, &job_));
+    job_ = std::move(job);
+  }
+  absl::MutexLock l(&sync_mu_);
+  writer_done_ = true;
+}
+
+void LocalBackend::SyncLoop() {
+  for (;;) {
+    SyncJob job;
+    {
+      absl::MutexLock l(&sync_mu_);
+      sync_mu_.Await(absl::Condition(this, &LocalBackend::SyncWorkReady));
+      if (!job_.has_value()) return;
+      job = std::move(*job_);
+      job_.reset();
     }
-    for (auto& p : rest) {
-      bytes += p.data.size();
-      if (p.done) std::move(p.done)(rest_status);
-    }
+    absl::Status s = job.status;
+    absl::Status earlier;
     {
       absl::MutexLock l(&mu_);
-      queue_bytes_ -= bytes;
+      earlier = error_;
     }
-    if (!s.ok()) return;  // sticky: never write after a failed write, sync or fence check
+    if (!earlier.ok()) {
+      // A previous group failed: this one was never synced after that, it fails as well.
+      s = IsFenced(earlier)
+              ? earlier
+              : absl::FailedPreconditionError(absl::StrCat(
+                    "local WAL ", pchannel_, ": earlier write error: ", earlier.message()));
+    } else {
+      if (s.ok()) s = job.file->Sync();
+      // Only after the sync: a fence written before our data hit the disk must win.
+      if (s.ok()) s = CheckFence();
+      if (s.ok()) {
+        Publish(job.written, job.new_segments);
+      } else {
+        if (!IsFenced(s)) {
+          s = absl::Status(s.code(),
+                           absl::StrCat("local WAL ", pchannel_, ": write failed: ", s.message()));
+        }
+        {
+          absl::MutexLock gate(&gate_mu_);
+          write_failed_ = true;
+        }
+        std::vector<Pending> rest;
+        {
+          absl::MutexLock l(&mu_);
+          error_ = s;
+          rest.swap(queue_);
+        }
+        absl::Status rest_status =
+            IsFenced(s) ? s
+                        : absl::FailedPreconditionError(absl::StrCat(
+                              "local WAL ", pchannel_, ": earlier write error: ", s.message()));
+        for (auto& p : rest) {
+          job.bytes += p.data.size();
+          if (p.done) std::move(p.done)(rest_status);
+        }
+      }
+    }
+    for (auto& p : job.group) {
+      if (p.done) std::move(p.done)(s);
+    }
+    absl::MutexLock l(&mu_);
+    queue_bytes_ -= job.bytes;
   }
 }
 
@@ -155,8 +207,8 @@ absl::Status LocalBackend::WriteGroup(std::vector<Pending>& group, std::vector<W
                                write_offset_, batch.count()});
     write_offset_ += batch.count();
   }
-  RETURN_IF_ERROR(FlushBuffer());
-  return active_->Sync();
+  // The sync thread fdatasyncs (so the next group can be written meanwhile).
+  return FlushBuffer();
 }
 
 absl::Status LocalBackend::Roll() {
@@ -164,7 +216,7 @@ absl::Status LocalBackend::Roll() {
   const std::string path = fs::JoinPath(state_->dir(), name);
   ASSIGN_OR_RETURN(auto file, fs_->OpenWritable(path, fs::OpenMode::kCreateExclusive));
   RETURN_IF_ERROR(fs_->SyncDir(state_->dir()));
-  RETURN_IF_ERROR(active_->Close());
+  // The sync thread may still hold the old file for its fdatasync; it closes when released.
   active_ = std::move(file);
   active_segment_ = std::make_shared<Segment>(name, path, write_offset_, term_);
   new_segments_.push_back(active_segment_);
@@ -186,7 +238,8 @@ absl::Status LocalBackend::CheckFence() {
   return absl::OkStatus();
 }
 
-void LocalBackend::Publish(const std::vector<Written>& written) {
+void LocalBackend::Publish(const std::vector<Written>& written,
+                           std::vector<std::shared_ptr<Segment>>& new_segments) {
   absl::MutexLock l(&state_->mu);
   for (const auto& w : written) {
     Segment* seg = w.segment;
@@ -195,8 +248,8 @@ void LocalBackend::Publish(const std::vector<Written>& written) {
     seg->indexed_pos = seg->limit;
     seg->indexed_offset = w.base + w.count;
   }
-  for (auto& seg : new_segments_) state_->segments.push_back(std::move(seg));
-  new_segments_.clear();
+  for (auto& seg : new_segments) state_->segments.push_back(std::move(seg));
+  new_segments.clear();
   ++state_->version;
   state_->cv.SignalAll();
 }
@@ -302,6 +355,7 @@ absl::Status LocalBackend::Close() {
     work_cv_.Signal();
   }
   if (writer_.joinable()) writer_.join();
+  if (syncer_.joinable()) syncer_.join();
   absl::Status s;
   if (active_ != nullptr) {
     s = active_->Close();

@@ -1,19 +1,21 @@
 // LocalBackend: one open pchannel log on local disk (the WalBackend of NewLocalOpener).
 //
-// Writing: Append assigns the id under a lock and queues the entry; one writer thread per
-// backend takes everything queued, encodes it into record batches, writes them with one
-// write, fdatasyncs once, re-checks the fence, publishes the new durable end to readers and
-// then runs the callbacks in id order (group commit; appends arriving during an fdatasync
-// form the next group). A write or sync error is sticky: that group and everything after
-// fail, nothing is written again. A higher fence fails the group with FENCED.
+// Writing: Append assigns the id under a lock and queues the entry. A writer thread takes
+// everything queued, encodes it into record batches and writes them with one write; a sync
+// thread then fdatasyncs once, re-checks the fence, publishes the new durable end to readers
+// and runs the callbacks in id order (group commit). The two threads pipeline: group N+1 is
+// written while group N is being fdatasynced, and appends arriving meanwhile form group N+2. A
+// write or sync error is sticky: that group and everything after fail, nothing is written again. A
+// higher fence fails the group with FENCED.
 //
-// Thread-safety: thread-safe. Callbacks run on the writer thread without locks held; they
+// Thread-safety: thread-safe. Callbacks run on the sync thread without locks held; they
 // must be cheap and must not call Close().
 // Ownership: owns its files and writer thread; scanners share the LogState and may outlive it.
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>  // std::jthread
 #include <vector>
@@ -75,13 +77,28 @@ class LocalBackend final : public WalBackend {
     uint32_t count;
   };
 
+  // A written group on its way to the sync thread.
+  struct SyncJob {
+    std::vector<Pending> group;
+    std::vector<Written> written;
+    std::shared_ptr<fs::WritableFile> file;  // the file to fdatasync (last one written)
+    std::vector<std::shared_ptr<Segment>> new_segments;
+    uint64_t bytes = 0;
+    absl::Status status;  // of the write
+  };
+
   void WriterLoop();
-  // Writes and syncs one group (writer thread only).
+  void SyncLoop();
+  bool SyncWorkReady() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_) {
+    return job_.has_value() || writer_done_;
+  }
+  // Writes one group (writer thread only); the sync thread fdatasyncs it.
   absl::Status WriteGroup(std::vector<Pending>& group, std::vector<Written>* written);
   absl::Status Roll();
   absl::Status FlushBuffer();
   absl::Status CheckFence();
-  void Publish(const std::vector<Written>& written);
+  void Publish(const std::vector<Written>& written,
+               std::vector<std::shared_ptr<Segment>>& new_segments);
 
   const LocalOpenerOptions options_;
   fs::FileSystem* const fs_;
@@ -100,8 +117,17 @@ class LocalBackend final : public WalBackend {
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // sticky write error or FENCED
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 
+  // Writer thread -> sync thread hand-off (at most one job waiting).
+  mutable absl::Mutex sync_mu_;
+  std::optional<SyncJob> job_ ABSL_GUARDED_BY(sync_mu_);
+  bool writer_done_ ABSL_GUARDED_BY(sync_mu_) = false;
+
+  // Held around each write so no write starts after the sync thread saw a failure.
+  absl::Mutex gate_mu_;
+  bool write_failed_ ABSL_GUARDED_BY(gate_mu_) = false;
+
   // Writer thread only.
-  std::unique_ptr<fs::WritableFile> active_;
+  std::shared_ptr<fs::WritableFile> active_;
   std::shared_ptr<Segment> active_segment_;
   std::vector<std::shared_ptr<Segment>> new_segments_;  // rolled, not yet published
   uint64_t write_offset_ = 0;
@@ -109,6 +135,7 @@ class LocalBackend final : public WalBackend {
   std::string buf_;
 
   absl::Mutex close_mu_;  // serialises Close()
+  std::jthread syncer_;
   std::jthread writer_;
 };
 

@@ -252,7 +252,7 @@ TEST_F(LocalBackendTest, FailedWriteIsStickyToo) {
 TEST_F(LocalBackendTest, GroupCommitSharesSyncs) {
   auto opener = Opener(64 << 20);
   auto b = OpenOrDie(opener.get());
-  // Park the writer thread in a callback so the 256 appends are all queued behind it.
+  // Park the sync thread in a callback so the 256 appends queue up behind it.
   absl::Notification entered, release;
   ASSERT_TRUE(b->Append("gate", [&](absl::Status) {
                  entered.Notify();
@@ -285,8 +285,10 @@ TEST_F(LocalBackendTest, GroupCommitSharesSyncs) {
   }
   EXPECT_EQ(failed, 0);
   const uint64_t syncs = fs_.sync_count() - syncs_before;
-  EXPECT_EQ(syncs, 1u) << "256 queued appends must share one fdatasync";
-  EXPECT_LT(fs_.write_count(), 10u);
+  // With the sync thread parked, at most one group waits for it and one more is written;
+  // everything else queues into a single third group.
+  EXPECT_LE(syncs, 3u) << "256 queued appends must share fdatasyncs";
+  EXPECT_LE(fs_.write_count(), 3u + 2u);
   auto all = ReadAll(b.get());
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), static_cast<size_t>(kAppends) + 1);
