@@ -160,17 +160,20 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   ToWire(copy, req.mutable_message());
   req.set_pchannel(op->pchannel);
 
+  const absl::Time attempt_deadline =
+      std::min(op->deadline, absl::Now() + client_options_.attempt_timeout);
   uint64_t request_id;
   {
+    // The timeout is scheduled under mu_ so that it is registered with the attempt before any
+    // answer can cancel it (lock order: mu_, then the timer's).
     absl::MutexLock l(&mu_);
     request_id = next_request_id_++;
-    pending_[request_id] = Pending{op, *stream, span};
+    auto timeout = timer_.Schedule(attempt_deadline,
+                                   [this, op, request_id]() { OnAttemptTimeout(op, request_id); });
+    pending_[request_id] = Pending{op, *stream, span, timeout};
     ++op->attempts;
   }
   req.set_request_id(request_id);
-  absl::Time attempt_deadline =
-      std::min(op->deadline, absl::Now() + client_options_.attempt_timeout);
-  timer_.Schedule(attempt_deadline, [this, op, request_id]() { OnAttemptTimeout(op, request_id); });
   // A failed Write needs no handling here: the reader sees the broken stream and fails every
   // attempt registered on it, this one included.
   (*stream)->Write(req);
@@ -228,6 +231,7 @@ void ProducerImpl::OnResponse(ProduceStream* /*stream*/,
     if (it == pending_.end()) return;  // a timed-out attempt: its answer is moot
     p = std::move(it->second);
     pending_.erase(it);
+    timer_.Cancel(p.timeout);
   }
   auto result = ResultOf(resp);
   if (result.ok()) {
@@ -250,6 +254,7 @@ void ProducerImpl::OnStreamBroken(ProduceStream* stream, const absl::Status& sta
     }
     for (auto it2 = pending_.begin(); it2 != pending_.end();) {
       if (it2->second.stream.get() == stream) {
+        timer_.Cancel(it2->second.timeout);
         failed.push_back(std::move(it2->second));
         pending_.erase(it2++);
       } else {

@@ -48,6 +48,7 @@ class ProducerImpl final : public kingfisher::Producer {
     std::shared_ptr<Op> op;
     std::shared_ptr<ProduceStream> stream;
     std::shared_ptr<trace::Span> span;  // wal.dist_append of this attempt
+    TimerQueue::TaskId timeout;         // the attempt's timeout task
   };
 
   void StartAttempt(const std::shared_ptr<Op>& op);

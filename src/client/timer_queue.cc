@@ -6,10 +6,16 @@ TimerQueue::TimerQueue() : thread_([this] { Run(); }) {}
 
 TimerQueue::~TimerQueue() { Stop(); }
 
-void TimerQueue::Schedule(absl::Time when, absl::AnyInvocable<void() &&> fn) {
+TimerQueue::TaskId TimerQueue::Schedule(absl::Time when, absl::AnyInvocable<void() &&> fn) {
   absl::MutexLock l(&mu_);
-  if (stopped_) return;
-  tasks_.emplace(std::make_pair(when, next_seq_++), std::move(fn));
+  TaskId id(when, next_seq_++);
+  if (!stopped_) tasks_.emplace(id, std::move(fn));
+  return id;
+}
+
+void TimerQueue::Cancel(const TaskId& id) {
+  absl::MutexLock l(&mu_);
+  tasks_.erase(id);
 }
 
 void TimerQueue::Stop() {

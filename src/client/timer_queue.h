@@ -26,8 +26,12 @@ class TimerQueue {
   TimerQueue(const TimerQueue&) = delete;
   TimerQueue& operator=(const TimerQueue&) = delete;
 
+  using TaskId = std::pair<absl::Time, uint64_t>;
+
   // Runs `fn` at or after `when`. After Stop, `fn` is dropped.
-  void Schedule(absl::Time when, absl::AnyInvocable<void() &&> fn);
+  TaskId Schedule(absl::Time when, absl::AnyInvocable<void() &&> fn);
+  // Drops the task if it has not started yet (no-op otherwise).
+  void Cancel(const TaskId& id);
   // Joins the timer thread (must not be called from a callback). Idempotent.
   void Stop();
 
@@ -36,8 +40,7 @@ class TimerQueue {
 
   absl::Mutex mu_;
   // Keyed by (time, sequence) so equal times keep their order.
-  std::map<std::pair<absl::Time, uint64_t>, absl::AnyInvocable<void() &&>> tasks_
-      ABSL_GUARDED_BY(mu_);
+  std::map<TaskId, absl::AnyInvocable<void() &&>> tasks_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
