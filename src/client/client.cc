@@ -47,10 +47,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   // Payloads up to 64 MiB plus properties (SPEC §8: limits raised above the largest payload).
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  // Detect a dead peer on an idle stream (an append waiting for its ack holds no traffic).
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // No client keepalive pings: a server that does not permit them answers frequent pings with
+  // GOAWAY (too_many_pings), which would break healthy idle streams. A stuck append is caught
+  // by ClientOptions::attempt_timeout instead.
   // Reconnect promptly after a server restart (the default backoff grows to 120 s).
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);

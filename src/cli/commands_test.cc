@@ -1,0 +1,171 @@
+// The kfctl commands against the in-process fake StreamingNode (no real server): output lines,
+// flushing, exit codes and the error line.
+#include "cli/commands.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "client/fake_streaming_node.h"
+#include "client/wire.h"
+#include "common/errors.h"
+#include "gtest/gtest.h"
+#include "kingfisher/v1/message.pb.h"
+#include "message/builders.h"
+#include "message/payload.h"
+
+namespace kf::cli {
+namespace {
+
+using client::testing::FakeStreamingNode;
+
+// A FILE* backed by memory, read back as lines.
+class Capture {
+ public:
+  Capture() : f_(std::tmpfile()) {}
+  ~Capture() { std::fclose(f_); }
+  std::FILE* file() { return f_; }
+  std::string Text() {
+    std::fflush(f_);
+    std::rewind(f_);
+    std::string s;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), f_)) > 0) s.append(buf, n);
+    return s;
+  }
+  std::vector<std::string> Lines() {
+    std::vector<std::string> out;
+    std::string t = Text();
+    size_t start = 0;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i] == '\n') {
+        out.push_back(t.substr(start, i - start));
+        start = i + 1;
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::FILE* f_;
+};
+
+TEST(CommandsTest, ProducePrintsOneLinePerAckAndSendsInsertBatches) {
+  FakeStreamingNode node;
+  Args a;
+  a.endpoint = node.endpoint();
+  a.produce.vchannel = "kf-dml_2_17v0";
+  a.produce.count = 6;
+  a.produce.rows = 2;
+  a.produce.dim = 3;
+  a.produce.concurrency = 3;
+  Capture out, err;
+  EXPECT_EQ(RunProduce(a, out.file(), err.file()), kExitOk) << err.Text();
+  auto lines = out.Lines();
+  ASSERT_EQ(lines.size(), 6u);
+  for (const auto& l : lines) {
+    EXPECT_EQ(l.rfind(R"({"message_id":"local:)", 0), 0u) << l;
+    EXPECT_NE(l.find(R"("vchannel":"kf-dml_2_17v0","txn_id":null})"), std::string::npos) << l;
+  }
+  auto appended = node.appended();
+  ASSERT_EQ(appended.size(), 6u);
+  for (const auto& m : appended) {
+    auto batch = DecodeInsertBatch(m.payload());
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    EXPECT_EQ(batch->collection_id(), 17);
+    EXPECT_EQ(batch->pks_size(), 2);
+    EXPECT_EQ(batch->dim(), 3u);
+    EXPECT_EQ(batch->vectors_size(), 6);
+  }
+}
+
+TEST(CommandsTest, ProduceServerErrorExitsOneWithCodeOnStderr) {
+  FakeStreamingNode node;
+  node.SetErrorInjector([](const kingfisher::v1::ProduceRequest&) {
+    kingfisher::v1::Error e;
+    e.set_grpc_code(static_cast<int>(absl::StatusCode::kInvalidArgument));
+    e.set_streaming_code(static_cast<int>(StreamingCode::kInvalidArgument));
+    e.set_message("unknown pchannel kf-dml_9");
+    return std::optional<kingfisher::v1::Error>(e);
+  });
+  Args a;
+  a.endpoint = node.endpoint();
+  a.produce.vchannel = "kf-dml_9_x";
+  Capture out, err;
+  EXPECT_EQ(RunProduce(a, out.file(), err.file()), kExitServerError);
+  EXPECT_TRUE(out.Text().empty());
+  EXPECT_EQ(err.Text(), "kfctl: INVALID_ARGUMENT: unknown pchannel kf-dml_9\n");
+}
+
+TEST(CommandsTest, ProduceTxnIsNotAvailableYet) {
+  Args a;
+  a.produce.vchannel = "kf-dml_0_x";
+  a.produce.txn = true;
+  Capture out, err;
+  EXPECT_EQ(RunProduce(a, out.file(), err.file()), kExitUsage);
+  EXPECT_NE(err.Text().find("transactions arrive with the WAL semantics issue"), std::string::npos);
+}
+
+TEST(CommandsTest, ConsumeStopsAtLimitAndSkipsTimeTicksUnlessAsked) {
+  FakeStreamingNode node;
+  std::vector<kingfisher::v1::Message> log;
+  for (int i = 0; i < 4; ++i) {
+    MutableMessage m = i % 2 == 0 ? MutableMessage(MessageType::kInsert, "opaque")
+                                  : NewTimeTickMessage(TimeTick(100 + i));
+    if (i % 2 == 0) {
+      m.set_vchannel("kf-dml_0_x");
+      m.set_timetick(TimeTick(100 + i));
+    }
+    kingfisher::v1::Message w;
+    client::ToWire(m, &w);
+    log.push_back(w);
+  }
+  node.SetConsumeLog(log);
+  Args a;
+  a.endpoint = node.endpoint();
+  a.consume.vchannel = "kf-dml_0_x";
+  a.consume.policy = kingfisher::DeliverPolicy::All();
+  a.consume.limit = 2;
+  {
+    Capture out, err;
+    EXPECT_EQ(RunConsume(a, out.file(), err.file()), kExitOk) << err.Text();
+    auto lines = out.Lines();
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_EQ(lines[0].rfind(R"({"message_id":"local:1","type":"Insert","timetick":"100")", 0), 0u)
+        << lines[0];
+    EXPECT_NE(lines[0].find(R"("rows":null)"), std::string::npos) << lines[0];  // opaque
+    EXPECT_EQ(lines[1].rfind(R"({"message_id":"local:3","type":"Insert")", 0), 0u) << lines[1];
+  }
+  {
+    a.consume.with_timeticks = true;
+    Capture out, err;
+    EXPECT_EQ(RunConsume(a, out.file(), err.file()), kExitOk) << err.Text();
+    auto lines = out.Lines();
+    ASSERT_EQ(lines.size(), 3u);  // the TimeTick is printed but does not count
+    EXPECT_NE(lines[1].find(R"("type":"TimeTick")"), std::string::npos) << lines[1];
+  }
+}
+
+TEST(CommandsTest, ConsumeIdleTimeoutExitsZero) {
+  FakeStreamingNode node;
+  Args a;
+  a.endpoint = node.endpoint();
+  a.consume.vchannel = "kf-dml_0_x";
+  a.consume.idle_timeout_seconds = 0.2;
+  Capture out, err;
+  EXPECT_EQ(RunConsume(a, out.file(), err.file()), kExitOk) << err.Text();
+  EXPECT_TRUE(out.Text().empty());
+}
+
+TEST(CommandsTest, StatusAgainstANodeWithoutCoordIsAServerError) {
+  FakeStreamingNode node;  // serves StreamingNode only: GetStatus is UNIMPLEMENTED
+  Args a;
+  a.endpoint = node.endpoint();
+  Capture out, err;
+  EXPECT_EQ(RunStatus(a, out.file(), err.file()), kExitServerError);
+  EXPECT_EQ(err.Text().rfind("kfctl: UNIMPLEMENTED", 0), 0u) << err.Text();
+}
+
+}  // namespace
+}  // namespace kf::cli
