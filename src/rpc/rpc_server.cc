@@ -65,7 +65,11 @@ void RpcServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
   node_service_->BeginShutdown();
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  // Wait for our own streams (in-flight appends acked) rather than inside grpc::Server::Shutdown:
+  // that one also waits for idle client connections to go away, which can take until the
+  // deadline when a client is not polling its channel.
+  node_service_->WaitForStreams(absl::Now() + grace);
+  server_->Shutdown(absl::ToChronoTime(absl::Now()));  // cancels whatever is left
   server_->Wait();
 }
 

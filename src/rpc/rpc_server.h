@@ -44,7 +44,7 @@ class RpcServer {
 
   // Graceful: new streams/appends fail with ON_SHUTDOWN, in-flight appends finish and their
   // acks are written; after `grace` the remaining calls are cancelled. Returns when every call
-  // has finished.
+  // has finished (then the Wals may be closed).
   void Shutdown(absl::Duration grace);
 
  private:

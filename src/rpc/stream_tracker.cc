@@ -33,4 +33,10 @@ void StreamTracker::BeginShutdown() {
   for (auto& s : live) s->OnServerShutdown();
 }
 
+bool StreamTracker::WaitUntilEmpty(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto empty = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return streams_.empty(); };
+  return mu_.AwaitWithDeadline(absl::Condition(&empty), deadline);
+}
+
 }  // namespace kf::rpc

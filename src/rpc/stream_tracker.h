@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace kf::rpc {
 
@@ -31,6 +32,10 @@ class StreamTracker {
 
   // Marks the tracker as shutting down and notifies every live stream (outside the lock).
   void BeginShutdown();
+
+  // Waits until every registered stream has unregistered (its OnDone ran: its final status was
+  // sent) or `deadline` passes. Returns true when none is left.
+  bool WaitUntilEmpty(absl::Time deadline);
 
  private:
   mutable absl::Mutex mu_;

@@ -23,4 +23,8 @@ StreamingNodeService::Consume(grpc::CallbackServerContext* /*context*/) {
 
 void StreamingNodeService::BeginShutdown() { tracker_.BeginShutdown(); }
 
+bool StreamingNodeService::WaitForStreams(absl::Time deadline) {
+  return tracker_.WaitUntilEmpty(deadline);
+}
+
 }  // namespace kf::rpc

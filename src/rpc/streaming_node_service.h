@@ -10,6 +10,7 @@
 // every stream; i.e. the grpc::Server). Errors: per SPEC §3, on the wire (see status_convert.h).
 #pragma once
 
+#include "absl/time/time.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "rpc/node_options.h"
 #include "rpc/stream_tracker.h"
@@ -34,6 +35,10 @@ class StreamingNodeService final
   // ON_SHUTDOWN; consumers end at once with ON_SHUTDOWN. Does not wait: grpc::Server::Shutdown
   // waits for the streams to finish. Idempotent.
   void BeginShutdown();
+
+  // Graceful shutdown, step 2: waits until every stream finished (acks written, final status
+  // sent) or `deadline` passed. True when all finished.
+  bool WaitForStreams(absl::Time deadline);
 
  private:
   const WalRegistry* const registry_;

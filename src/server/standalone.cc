@@ -108,8 +108,11 @@ absl::Status Open(const ServerConfig& config, Standalone* s) {
 
 void Close(const ServerConfig& config, Standalone* s) {
   if (s->http) s->http->Stop();
+  spdlog::debug("shutdown: http stopped");
   if (s->rpc) s->rpc->Shutdown(absl::Seconds(config.shutdown_grace_seconds));
+  spdlog::debug("shutdown: rpc stopped");
   for (const auto& w : s->registry.All()) w->Close();
+  spdlog::debug("shutdown: wals closed");
   s->tracing.Shutdown(absl::Seconds(5));
 }
 

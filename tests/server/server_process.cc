@@ -136,7 +136,13 @@ bool ServerProcess::Start(absl::Duration timeout) {
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   pid_ = Spawn(args, options_.env, log_path_);
 
-  auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  // Short reconnect backoff: the first attempts hit a port nobody listens on yet.
+  grpc::ChannelArguments channel_args;
+  channel_args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 20);
+  channel_args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20);
+  channel_args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 100);
+  auto channel =
+      grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), channel_args);
   auto stub = kingfisher::v1::StreamingCoord::NewStub(channel);
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
