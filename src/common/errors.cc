@@ -45,22 +45,38 @@ absl::StatusCode ToStatusCode(StreamingCode code) {
 
 std::string_view StreamingCodeName(StreamingCode code) {
   switch (code) {
-    case StreamingCode::kOk: return "OK";
-    case StreamingCode::kChannelNotExist: return "CHANNEL_NOT_EXIST";
-    case StreamingCode::kUnmatchedChannelTerm: return "UNMATCHED_CHANNEL_TERM";
-    case StreamingCode::kChannelFenced: return "CHANNEL_FENCED";
-    case StreamingCode::kOnShutdown: return "ON_SHUTDOWN";
-    case StreamingCode::kRateLimited: return "RATE_LIMITED";
-    case StreamingCode::kTransactionExpired: return "TRANSACTION_EXPIRED";
-    case StreamingCode::kInvalidTransactionState: return "INVALID_TRANSACTION_STATE";
-    case StreamingCode::kCollectionNotFound: return "COLLECTION_NOT_FOUND";
-    case StreamingCode::kCollectionExists: return "COLLECTION_EXISTS";
-    case StreamingCode::kResourceAcquired: return "RESOURCE_ACQUIRED";
-    case StreamingCode::kInvalidArgument: return "INVALID_ARGUMENT";
-    case StreamingCode::kDataLoss: return "DATA_LOSS";
-    case StreamingCode::kUnrecoverable: return "UNRECOVERABLE";
-    case StreamingCode::kInner: return "INNER";
-    case StreamingCode::kTransport: return "TRANSPORT";
+    case StreamingCode::kOk:
+      return "OK";
+    case StreamingCode::kChannelNotExist:
+      return "CHANNEL_NOT_EXIST";
+    case StreamingCode::kUnmatchedChannelTerm:
+      return "UNMATCHED_CHANNEL_TERM";
+    case StreamingCode::kChannelFenced:
+      return "CHANNEL_FENCED";
+    case StreamingCode::kOnShutdown:
+      return "ON_SHUTDOWN";
+    case StreamingCode::kRateLimited:
+      return "RATE_LIMITED";
+    case StreamingCode::kTransactionExpired:
+      return "TRANSACTION_EXPIRED";
+    case StreamingCode::kInvalidTransactionState:
+      return "INVALID_TRANSACTION_STATE";
+    case StreamingCode::kCollectionNotFound:
+      return "COLLECTION_NOT_FOUND";
+    case StreamingCode::kCollectionExists:
+      return "COLLECTION_EXISTS";
+    case StreamingCode::kResourceAcquired:
+      return "RESOURCE_ACQUIRED";
+    case StreamingCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case StreamingCode::kDataLoss:
+      return "DATA_LOSS";
+    case StreamingCode::kUnrecoverable:
+      return "UNRECOVERABLE";
+    case StreamingCode::kInner:
+      return "INNER";
+    case StreamingCode::kTransport:
+      return "TRANSPORT";
   }
   return "UNKNOWN";
 }
@@ -80,16 +96,25 @@ StreamingCode GetStreamingCode(const absl::Status& status) {
     }
   }
   switch (status.code()) {
-    case absl::StatusCode::kOk: return StreamingCode::kOk;
-    case absl::StatusCode::kInvalidArgument: return StreamingCode::kInvalidArgument;
+    case absl::StatusCode::kOk:
+      return StreamingCode::kOk;
+    case absl::StatusCode::kInvalidArgument:
+      return StreamingCode::kInvalidArgument;
     case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded: return StreamingCode::kTransport;
-    case absl::StatusCode::kResourceExhausted: return StreamingCode::kRateLimited;
-    case absl::StatusCode::kDataLoss: return StreamingCode::kDataLoss;
-    case absl::StatusCode::kNotFound: return StreamingCode::kCollectionNotFound;
-    case absl::StatusCode::kAlreadyExists: return StreamingCode::kCollectionExists;
-    case absl::StatusCode::kFailedPrecondition: return StreamingCode::kInvalidTransactionState;
-    default: return StreamingCode::kInner;
+    case absl::StatusCode::kDeadlineExceeded:
+      return StreamingCode::kTransport;
+    case absl::StatusCode::kResourceExhausted:
+      return StreamingCode::kRateLimited;
+    case absl::StatusCode::kDataLoss:
+      return StreamingCode::kDataLoss;
+    case absl::StatusCode::kNotFound:
+      return StreamingCode::kCollectionNotFound;
+    case absl::StatusCode::kAlreadyExists:
+      return StreamingCode::kCollectionExists;
+    case absl::StatusCode::kFailedPrecondition:
+      return StreamingCode::kInvalidTransactionState;
+    default:
+      return StreamingCode::kInner;
   }
 }
 

@@ -15,21 +15,21 @@ namespace kf {
 
 enum class StreamingCode : int {
   kOk = 0,
-  kChannelNotExist = 1,        // pchannel not on this node          -> ABORTED
-  kUnmatchedChannelTerm = 2,   // request carries another term        -> ABORTED
-  kChannelFenced = 3,          // ownership taken over (FENCED)       -> ABORTED
-  kOnShutdown = 4,             // server stopping                     -> UNAVAILABLE
-  kRateLimited = 5,            // back-pressure                       -> RESOURCE_EXHAUSTED
-  kTransactionExpired = 6,     //                                     -> ABORTED
-  kInvalidTransactionState = 7,//                                     -> FAILED_PRECONDITION
-  kCollectionNotFound = 8,     //                                     -> NOT_FOUND
-  kCollectionExists = 9,       //                                     -> ALREADY_EXISTS
-  kResourceAcquired = 10,      // non-blocking DDL on a locked key    -> ABORTED
-  kInvalidArgument = 11,       //                                     -> INVALID_ARGUMENT
-  kDataLoss = 12,              // checksum, missing data              -> DATA_LOSS
-  kUnrecoverable = 13,         //                                     -> INTERNAL
-  kInner = 14,                 //                                     -> INTERNAL
-  kTransport = 15,             // connection loss, deadline           -> UNAVAILABLE
+  kChannelNotExist = 1,          // pchannel not on this node          -> ABORTED
+  kUnmatchedChannelTerm = 2,     // request carries another term        -> ABORTED
+  kChannelFenced = 3,            // ownership taken over (FENCED)       -> ABORTED
+  kOnShutdown = 4,               // server stopping                     -> UNAVAILABLE
+  kRateLimited = 5,              // back-pressure                       -> RESOURCE_EXHAUSTED
+  kTransactionExpired = 6,       //                                     -> ABORTED
+  kInvalidTransactionState = 7,  //                                     -> FAILED_PRECONDITION
+  kCollectionNotFound = 8,       //                                     -> NOT_FOUND
+  kCollectionExists = 9,         //                                     -> ALREADY_EXISTS
+  kResourceAcquired = 10,        // non-blocking DDL on a locked key    -> ABORTED
+  kInvalidArgument = 11,         //                                     -> INVALID_ARGUMENT
+  kDataLoss = 12,                // checksum, missing data              -> DATA_LOSS
+  kUnrecoverable = 13,           //                                     -> INTERNAL
+  kInner = 14,                   //                                     -> INTERNAL
+  kTransport = 15,               // connection loss, deadline           -> UNAVAILABLE
 };
 
 // The gRPC/absl code a streaming code maps to (SPEC §3 table).

@@ -14,13 +14,17 @@ namespace kf {
 absl::Status ErrnoStatus(int err, const std::string& op, const std::string& path) {
   std::string msg = absl::StrCat(op, " ", path, ": ", std::strerror(err));
   switch (err) {
-    case ENOENT: return absl::NotFoundError(msg);
+    case ENOENT:
+      return absl::NotFoundError(msg);
     case EACCES:
     case EPERM:
-    case EROFS: return absl::PermissionDeniedError(msg);
+    case EROFS:
+      return absl::PermissionDeniedError(msg);
     case ENOSPC:
-    case EDQUOT: return absl::ResourceExhaustedError(msg);
-    default: return absl::InternalError(msg);
+    case EDQUOT:
+      return absl::ResourceExhaustedError(msg);
+    default:
+      return absl::InternalError(msg);
   }
 }
 

@@ -25,14 +25,13 @@ absl::StatusOr<std::unique_ptr<TimestampAllocator>> TimestampAllocator::Open(
   if (contents.ok()) {
     absl::string_view text = absl::StripTrailingAsciiWhitespace(*contents);
     if (!absl::SimpleAtoi(text, &hwm)) {
-      return absl::DataLossError(absl::StrCat("timestamp high-water mark ", path,
-                                              " is corrupt: '", text, "'"));
+      return absl::DataLossError(
+          absl::StrCat("timestamp high-water mark ", path, " is corrupt: '", text, "'"));
     }
   } else if (!absl::IsNotFound(contents.status())) {
     return contents.status();
   }
-  return std::unique_ptr<TimestampAllocator>(
-      new TimestampAllocator(path, std::move(options), hwm));
+  return std::unique_ptr<TimestampAllocator>(new TimestampAllocator(path, std::move(options), hwm));
 }
 
 TimestampAllocator::TimestampAllocator(std::string path, Options options, uint64_t hwm)

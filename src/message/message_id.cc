@@ -9,10 +9,14 @@ namespace kf {
 namespace {
 absl::string_view KindPrefix(WalKind kind) {
   switch (kind) {
-    case WalKind::kLocal: return "local";
-    case WalKind::kObjectStore: return "os";
-    case WalKind::kQuorum: return "q";
-    default: return "";
+    case WalKind::kLocal:
+      return "local";
+    case WalKind::kObjectStore:
+      return "os";
+    case WalKind::kQuorum:
+      return "q";
+    default:
+      return "";
   }
 }
 }  // namespace
@@ -48,8 +52,8 @@ std::string MessageId::ToText() const {
 
 absl::StatusOr<MessageId> MessageId::FromText(std::string_view text) {
   auto bad = [&] {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "malformed message id '", ToAbsl(text), "' (expected e.g. local:42, os:3.17, q:3.17)"));
+    return absl::InvalidArgumentError(absl::StrCat("malformed message id '", ToAbsl(text),
+                                                   "' (expected e.g. local:42, os:3.17, q:3.17)"));
   };
   size_t colon = text.find(':');
   if (colon == std::string_view::npos) return bad();

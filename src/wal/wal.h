@@ -39,7 +39,7 @@ struct AppendResult {
   MessageId last_confirmed;  // the LCMID of the message
   std::optional<kingfisher::v1::TxnContext> txn;
 };
-using AppendCallback = absl::AnyInvocable<void(absl::StatusOr<AppendResult>) &&>;
+using AppendResultCallback = absl::AnyInvocable<void(absl::StatusOr<AppendResult>) &&>;
 
 struct WalOptions {
   std::string pchannel;
@@ -80,7 +80,7 @@ class Scanner {
   // usable). Catch-up reads open a `wal.catchup_consume` span per non-txn message under the
   // message's own trace (`ctx` is only the cancellation/base context) and overwrite its `_tc`.
   virtual absl::StatusOr<ImmutableMessagePtr> Next(const trace::Context& ctx,
-                                                    absl::Time deadline) = 0;
+                                                   absl::Time deadline) = 0;
 };
 
 class Wal {
@@ -94,7 +94,7 @@ class Wal {
   // `ctx` and calls `done` exactly once: with the result once the message is durable, or
   // with the error. A message whose `_ik` was seen before gets the original result and is not
   // appended again (if the original is still in flight, `done` waits for it).
-  virtual void Append(const trace::Context& ctx, MutableMessage msg, AppendCallback done) = 0;
+  virtual void Append(const trace::Context& ctx, MutableMessage msg, AppendResultCallback done) = 0;
 
   // Blocking convenience over Append.
   absl::StatusOr<AppendResult> AppendSync(const trace::Context& ctx, MutableMessage msg);

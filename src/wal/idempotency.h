@@ -1,0 +1,175 @@
+// IdempotencyTable: exactly-once appends under client retries (SPEC §3).
+//
+// A client stamps every message with `_ik` = "<producer-id>:<sequence>" and resends the same
+// key after an ambiguous failure. The table remembers, per producer, the outcome of its most
+// recent sequences: a duplicate of a completed append gets the original result; a duplicate
+// of an append still in flight waits for it. The state is rebuilt from the log tail when a
+// WAL opens (Recover), so it survives restarts and pchannel migrations.
+//
+// Memory is bounded: `window` results per producer and `max_producers` producers (least
+// recently used evicted). A retry of a sequence that fell out of the window cannot be told
+// apart from a new message and is refused with FAILED_PRECONDITION rather than risk a
+// duplicate.
+//
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace kf::wal {
+
+struct IdempotencyKey {
+  std::string producer;
+  uint64_t sequence = 0;
+};
+
+// Parses "<producer-id>:<sequence>" (producer non-empty, sequence canonical decimal).
+absl::StatusOr<IdempotencyKey> ParseIdempotencyKey(std::string_view text);
+
+template <typename Result>
+class IdempotencyTable {
+ public:
+  using Waiter = absl::AnyInvocable<void(absl::StatusOr<Result>) &&>;
+
+  IdempotencyTable(size_t window, size_t max_producers)
+      : window_(window), max_producers_(max_producers) {}
+
+  enum class Outcome { kNew, kDuplicate };
+
+  // Registers an append of `key`. kNew: the caller appends and later calls Complete or Fail.
+  // kDuplicate: `waiter` has been (or will be, when the original finishes) called with the
+  // original result; the caller must not append. `waiter` is consumed only for kDuplicate.
+  Outcome Begin(const IdempotencyKey& key, Waiter& waiter) {
+    std::vector<Waiter> run_now;
+    absl::StatusOr<Result> result{absl::UnknownError("unset")};
+    {
+      absl::MutexLock lock(&mu_);
+      Producer& p = Touch(key.producer);
+      auto it = p.entries.find(key.sequence);
+      if (it == p.entries.end()) {
+        if (!p.entries.empty() && key.sequence < p.entries.begin()->first &&
+            p.entries.size() >= window_) {
+          result = absl::FailedPreconditionError(
+              "idempotency key " + key.producer + ":" + std::to_string(key.sequence) +
+              " is older than the deduplication window; refusing a possible duplicate");
+          run_now.push_back(std::move(waiter));
+        } else {
+          p.entries.emplace(key.sequence, Entry{});
+          Trim(p);
+          return Outcome::kNew;
+        }
+      } else if (it->second.done) {
+        result = it->second.result;
+        run_now.push_back(std::move(waiter));
+      } else {
+        it->second.waiters.push_back(std::move(waiter));
+      }
+    }
+    for (auto& w : run_now) std::move(w)(result);
+    return Outcome::kDuplicate;
+  }
+
+  // The append of `key` is durable with `result`: remember it and answer waiting duplicates.
+  void Complete(const IdempotencyKey& key, const Result& result) {
+    Finish(key, result, /*keep=*/true);
+  }
+
+  // The append of `key` failed: waiting duplicates get `status`; a later retry appends anew.
+  void Fail(const IdempotencyKey& key, const absl::Status& status) {
+    Finish(key, status, /*keep=*/false);
+  }
+
+  // Records a result found in the log while recovering.
+  void Recover(const IdempotencyKey& key, const Result& result) {
+    absl::MutexLock lock(&mu_);
+    Producer& p = Touch(key.producer);
+    Entry& e = p.entries[key.sequence];
+    e.done = true;
+    e.result = result;
+    Trim(p);
+  }
+
+  size_t producer_count() const {
+    absl::MutexLock lock(&mu_);
+    return producers_.size();
+  }
+
+ private:
+  struct Entry {
+    bool done = false;
+    absl::StatusOr<Result> result{absl::UnknownError("in flight")};
+    std::vector<Waiter> waiters;
+  };
+  struct Producer {
+    std::map<uint64_t, Entry> entries;  // by sequence; the smallest is evicted first
+    std::list<std::string>::iterator lru;
+  };
+
+  Producer& Touch(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = producers_.find(name);
+    if (it != producers_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      return it->second;
+    }
+    while (producers_.size() >= max_producers_ && !lru_.empty()) {
+      // Never evict a producer with appends in flight: their waiters would be lost.
+      auto victim = std::prev(lru_.end());
+      auto vit = producers_.find(*victim);
+      bool busy = false;
+      for (auto& [seq, e] : vit->second.entries) busy |= !e.done;
+      if (busy) break;
+      producers_.erase(vit);
+      lru_.erase(victim);
+    }
+    lru_.push_front(name);
+    Producer& p = producers_[name];
+    p.lru = lru_.begin();
+    return p;
+  }
+
+  void Trim(Producer& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (p.entries.size() > window_ && p.entries.begin()->second.done) {
+      p.entries.erase(p.entries.begin());
+    }
+  }
+
+  void Finish(const IdempotencyKey& key, const absl::StatusOr<Result>& result, bool keep) {
+    std::vector<Waiter> waiters;
+    {
+      absl::MutexLock lock(&mu_);
+      auto pit = producers_.find(key.producer);
+      if (pit == producers_.end()) return;
+      auto it = pit->second.entries.find(key.sequence);
+      if (it == pit->second.entries.end()) return;
+      waiters = std::move(it->second.waiters);
+      if (keep) {
+        it->second.done = true;
+        it->second.result = result;
+        it->second.waiters.clear();
+        Trim(pit->second);
+      } else {
+        pit->second.entries.erase(it);
+      }
+    }
+    for (auto& w : waiters) std::move(w)(result);
+  }
+
+  const size_t window_;
+  const size_t max_producers_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Producer> producers_ ABSL_GUARDED_BY(mu_);
+  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);  // most recently used first
+};
+
+}  // namespace kf::wal
