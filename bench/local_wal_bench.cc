@@ -4,7 +4,9 @@
 //  (b) 64 appender threads (each waits for its ack) vs a raw loop writing the WAL's own
 //      average batch size + fdatasync each;
 //  (c) one appender's p50/p99 latency vs one 1 KiB write + fdatasync.
-// Usage: local_wal_bench [--dir DIR] [--seconds S]
+// Each WAL figure is measured twice: on the backend alone, and through the full Wal adaptor
+// (timetick stamping, message encoding, `_ik` deduplication, no-op spans) with 1 KiB payloads.
+// Usage: local_wal_bench [--dir DIR] [--seconds S] [--layer backend|wal|both]
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -20,9 +22,12 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/timestamp_allocator.h"
+#include "message/message.h"
 #include "storage/fs/fault_injection_file_system.h"
 #include "storage/fs/posix_file_system.h"
 #include "wal/backends/local/local_opener.h"
+#include "wal/wal.h"
 
 namespace {
 
@@ -66,14 +71,22 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
+// Which append path a measurement drives.
+enum class Layer { kBackend, kAdaptor };
+const char* LayerName(Layer l) { return l == Layer::kBackend ? "backend" : "wal adaptor"; }
+
 struct Wal {
+  Layer layer;
+  std::unique_ptr<kf::TimestampAllocator> tso;
+  std::unique_ptr<kf::wal::Wal> adaptor;
+  std::atomic<uint64_t> next_seq{0};
   kf::fs::PosixFileSystem posix;
   kf::fs::FaultInjectionFileSystem counting{&posix};  // only its counters are used
   std::unique_ptr<kf::wal::WalOpener> opener;
   std::unique_ptr<kf::wal::WalBackend> backend;
   std::string dir;
 
-  Wal(const std::string& root, const std::string& name) {
+  Wal(const std::string& root, const std::string& name, Layer l) : layer(l) {
     kf::wal::local::LocalOpenerOptions o;
     o.root = root;
     o.fs = &counting;
@@ -85,12 +98,40 @@ struct Wal {
     if (!b.ok()) Die(b.status().ToString());
     backend = std::move(*b);
     dir = root + "/" + name;
+    if (layer == Layer::kAdaptor) {
+      auto t = kf::TimestampAllocator::Open(root + "/" + name + ".tso", {});
+      if (!t.ok()) Die(t.status().ToString());
+      tso = std::move(*t);
+      auto w = kf::wal::OpenWal({.pchannel = name, .tso = tso.get()}, std::move(backend));
+      if (!w.ok()) Die(w.status().ToString());
+      adaptor = std::move(*w);
+    }
   }
   ~Wal() {
-    (void)backend->Close();
+    if (adaptor) adaptor->Close();
+    if (backend) (void)backend->Close();
+    adaptor.reset();
     backend.reset();
     std::error_code ec;
     stdfs::remove_all(dir, ec);
+  }
+  // Appends a 1 KiB-payload entry; `done` runs once durable. Thread-safe.
+  template <typename Done>
+  void Append(const std::string& payload, Done done) {
+    if (layer == Layer::kBackend) {
+      auto id = backend->Append(
+          payload, [done = std::move(done)](absl::Status s) mutable { done(std::move(s)); });
+      if (!id.ok()) Die(id.status().ToString());
+      return;
+    }
+    kf::MutableMessage m(kf::MessageType::kInsert, payload);
+    m.set_vchannel(std::string(adaptor->pchannel()) + "_bench");
+    m.set_idempotency_key("bench:" +
+                          std::to_string(next_seq.fetch_add(1, std::memory_order_relaxed)));
+    adaptor->Append({}, std::move(m),
+                    [done = std::move(done)](absl::StatusOr<kf::wal::AppendResult> r) mutable {
+                      done(r.status());
+                    });
   }
   uint64_t FileBytes() const {
     uint64_t total = 0;
@@ -102,13 +143,15 @@ struct Wal {
 };
 
 // (a) ---------------------------------------------------------------------------------------
-void BenchInFlight(const std::string& root, double seconds) {
+double SeqBandwidthMiBs(const std::string& root, double seconds) {
   auto seq = RawWriteSync(root + "/seq.raw", 1 << 20, seconds);
   double seq_total = 0;
   for (double l : seq) seq_total += l;
-  const double seq_mibs = static_cast<double>(seq.size()) / seq_total;
+  return static_cast<double>(seq.size()) / seq_total;
+}
 
-  Wal wal(root, "inflight");
+void BenchInFlight(const std::string& root, double seconds, Layer layer, double seq_mibs) {
+  Wal wal(root, "inflight", layer);
   constexpr int kWindow = 4096;  // >= 1024 in flight; ~2 MiB per group over the pipeline
   const std::string entry(1024, 'e');
   absl::Mutex mu;
@@ -123,13 +166,12 @@ void BenchInFlight(const std::string& root, double seconds) {
           +[](int* n) { return *n < kWindow; }, &in_flight));
       ++in_flight;
     }
-    auto id = wal.backend->Append(entry, [&](absl::Status s) {
+    wal.Append(entry, [&](absl::Status s) {
       if (!s.ok()) Die(s.ToString());
       absl::MutexLock l(&mu);
       --in_flight;
       ++acked;
     });
-    if (!id.ok()) Die(id.status().ToString());
     ++sent;
   }
   {
@@ -141,20 +183,21 @@ void BenchInFlight(const std::string& root, double seconds) {
   const double wal_mibs = static_cast<double>(acked) * 1024 / elapsed / (1 << 20);
   const uint64_t syncs = wal.counting.sync_count();
   std::printf(
-      "(a) in-flight 1KiB (4096 in flight): wal %.1f MiB/s (%.0f appends/s, %.0f fdatasync/s, %.0f "
+      "(a) %s, 1KiB with 4096 in flight: %.1f MiB/s (%.0f appends/s, %.0f fdatasync/s, %.0f "
       "KiB/batch)"
       " | seq 1MiB write+fdatasync %.1f MiB/s | ratio %.2f (bar >= 0.85)\n",
-      wal_mibs, static_cast<double>(acked) / elapsed, static_cast<double>(syncs) / elapsed,
+      LayerName(layer), wal_mibs, static_cast<double>(acked) / elapsed,
+      static_cast<double>(syncs) / elapsed,
       static_cast<double>(wal.FileBytes()) / std::max<uint64_t>(syncs, 1) / 1024, seq_mibs,
       wal_mibs / seq_mibs);
 }
 
 // (b) ---------------------------------------------------------------------------------------
-void BenchAppenders(const std::string& root, double seconds) {
+void BenchAppenders(const std::string& root, double seconds, Layer layer) {
   constexpr int kThreads = 64;
   double wal_bytes_per_s = 0, syncs_per_s = 0, avg_batch = 0, appends_per_s = 0;
   {
-    Wal wal(root, "appenders");
+    Wal wal(root, "appenders", layer);
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> ops{0};
     const uint64_t syncs0 = wal.counting.sync_count();
@@ -166,8 +209,8 @@ void BenchAppenders(const std::string& root, double seconds) {
         const std::string entry(1024, 'p');
         while (!stop.load(std::memory_order_relaxed)) {
           std::promise<absl::Status> done;
-          auto id = wal.backend->Append(entry, [&](absl::Status s) { done.set_value(s); });
-          if (!id.ok() || !done.get_future().get().ok()) Die("append failed");
+          wal.Append(entry, [&](absl::Status s) { done.set_value(s); });
+          if (!done.get_future().get().ok()) Die("append failed");
           ops.fetch_add(1, std::memory_order_relaxed);
         }
       });
@@ -188,26 +231,26 @@ void BenchAppenders(const std::string& root, double seconds) {
   for (double l : raw) raw_total += l;
   const double raw_bytes_per_s = static_cast<double>(raw.size()) * avg_batch / raw_total;
   std::printf(
-      "(b) 64 appenders: wal %.0f appends/s, %.1f MiB/s, %.0f fdatasync/s, avg batch %.0f B"
+      "(b) %s, 64 appenders: %.0f appends/s, %.1f MiB/s, %.0f fdatasync/s, avg batch %.0f B"
       " | raw %.0f B write+fdatasync %.1f MiB/s (%.0f/s) | ratio %.2f (bar >= 0.85)\n",
-      appends_per_s, wal_bytes_per_s / (1 << 20), syncs_per_s, avg_batch, avg_batch,
-      raw_bytes_per_s / (1 << 20), static_cast<double>(raw.size()) / raw_total,
+      LayerName(layer), appends_per_s, wal_bytes_per_s / (1 << 20), syncs_per_s, avg_batch,
+      avg_batch, raw_bytes_per_s / (1 << 20), static_cast<double>(raw.size()) / raw_total,
       wal_bytes_per_s / raw_bytes_per_s);
 }
 
 // (c) ---------------------------------------------------------------------------------------
-void BenchLatency(const std::string& root, double seconds) {
+void BenchLatency(const std::string& root, double seconds, Layer layer) {
   constexpr size_t kMaxOps = 5000;
   std::vector<double> wal_lat;
   {
-    Wal wal(root, "latency");
+    Wal wal(root, "latency", layer);
     const std::string entry(1024, 'l');
     const auto start = Clock::now();
     while (Seconds(Clock::now() - start) < seconds && wal_lat.size() < kMaxOps) {
       const auto t0 = Clock::now();
       std::promise<absl::Status> done;
-      auto id = wal.backend->Append(entry, [&](absl::Status s) { done.set_value(s); });
-      if (!id.ok() || !done.get_future().get().ok()) Die("append failed");
+      wal.Append(entry, [&](absl::Status s) { done.set_value(s); });
+      if (!done.get_future().get().ok()) Die("append failed");
       wal_lat.push_back(Seconds(Clock::now() - t0));
     }
   }
@@ -215,9 +258,9 @@ void BenchLatency(const std::string& root, double seconds) {
   const double wp50 = Percentile(wal_lat, 0.5) * 1e3, wp99 = Percentile(wal_lat, 0.99) * 1e3;
   const double rp50 = Percentile(raw, 0.5) * 1e3, rp99 = Percentile(raw, 0.99) * 1e3;
   std::printf(
-      "(c) 1 appender 1KiB: wal p50 %.3f ms p99 %.3f ms | raw write+fdatasync p50 %.3f ms"
+      "(c) %s, 1 appender 1KiB: p50 %.3f ms p99 %.3f ms | raw write+fdatasync p50 %.3f ms"
       " p99 %.3f ms | p50 ratio %.2f (bar <= 1.5)\n",
-      wp50, wp99, rp50, rp99, wp50 / rp50);
+      LayerName(layer), wp50, wp99, rp50, rp99, wp50 / rp50);
 }
 
 }  // namespace
@@ -225,22 +268,37 @@ void BenchLatency(const std::string& root, double seconds) {
 int main(int argc, char** argv) {
   std::string dir = stdfs::path(argv[0]).parent_path().parent_path().string() + "/bench-data";
   double seconds = 4;
+  std::vector<Layer> layers = {Layer::kBackend, Layer::kAdaptor};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
       dir = argv[++i];
     } else if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
       seconds = std::atof(argv[++i]);
+    } else if (std::strcmp(argv[i], "--layer") == 0 && i + 1 < argc) {
+      std::string l = argv[++i];
+      if (l == "backend") {
+        layers = {Layer::kBackend};
+      } else if (l == "wal") {
+        layers = {Layer::kAdaptor};
+      } else if (l != "both") {
+        std::fprintf(stderr, "--layer must be backend, wal or both\n");
+        return 2;
+      }
     } else {
-      std::fprintf(stderr, "usage: %s [--dir DIR] [--seconds S]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--dir DIR] [--seconds S] [--layer backend|wal|both]\n",
+                   argv[0]);
       return 2;
     }
   }
   const std::string root = dir + "/local_wal_bench";
   stdfs::create_directories(root);
   std::printf("local_wal_bench: dir %s, %.1f s per measurement\n", root.c_str(), seconds);
-  BenchInFlight(root, seconds);
-  BenchAppenders(root, seconds);
-  BenchLatency(root, seconds);
+  const double seq_mibs = SeqBandwidthMiBs(root, seconds);
+  for (Layer layer : layers) {
+    BenchInFlight(root, seconds, layer, seq_mibs);
+    BenchAppenders(root, seconds, layer);
+    BenchLatency(root, seconds, layer);
+  }
   std::error_code ec;
   stdfs::remove_all(root, ec);
   return 0;
