@@ -126,8 +126,12 @@ ServerProcess::ServerProcess(Options options) : options_(std::move(options)) {}
 ServerProcess::~ServerProcess() { Kill(); }
 
 bool ServerProcess::Start(absl::Duration timeout) {
-  address_ = "127.0.0.1:" + std::to_string(PickFreePort());
-  http_port_ = PickFreePort();
+  // A restart keeps the addresses, so clients reconnect to the same endpoint.
+  if (address_.empty()) {
+    address_ = options_.listen.empty() ? "127.0.0.1:" + std::to_string(PickFreePort())
+                                       : options_.listen;
+    http_port_ = PickFreePort();
+  }
   log_path_ = options_.data_dir + ".log";
   std::vector<std::string> args = {"run",           "standalone",
                                    "--listen",      address_,

@@ -49,12 +49,14 @@ class ServerProcess {
     std::string data_dir;  // required
     std::vector<std::string> extra_args;
     std::map<std::string, std::string> env;
+    std::string listen;  // fixed gRPC address; empty = a free loopback port
   };
 
   explicit ServerProcess(Options options);
   ~ServerProcess();
 
-  // Starts the server and waits until GetStatus answers (false + output on failure).
+  // Starts the server and waits until GetStatus answers (false + output on failure). A second
+  // Start after Stop/Kill/WaitForExit restarts it on the same addresses.
   bool Start(absl::Duration timeout = absl::Seconds(30));
   // SIGTERM, then waits for the exit.
   ProcessResult Stop(absl::Duration timeout = absl::Seconds(30));

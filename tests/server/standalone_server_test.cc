@@ -239,6 +239,19 @@ TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
       4, std::string("\xff\xff\xff\xff\x0f\x12garbage", 13));
   expect_invalid(garbage, "garbage bytes as the message");
 
+  // A stale term is ABORTED / UNMATCHED_CHANNEL_TERM (the client re-resolves the assignment).
+  {
+    ProduceRequest stale = InsertRequest(7, kVChannel, "x");
+    stale.set_term(99);
+    ASSERT_TRUE(stream->Write(stale));
+    ProduceResponse r;
+    ASSERT_TRUE(stream->Read(&r));
+    EXPECT_EQ(r.request_id(), 7u);
+    absl::Status s = ErrorOf(r);
+    EXPECT_TRUE(absl::IsAborted(s)) << s;
+    EXPECT_EQ(GetStreamingCode(s), StreamingCode::kUnmatchedChannelTerm) << s;
+  }
+
   // The same stream still appends.
   ASSERT_TRUE(stream->Write(InsertRequest(6, kVChannel, "good")));
   ProduceResponse ok;
@@ -285,6 +298,21 @@ TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
 
   ProcessResult stopped = server->Stop();
   EXPECT_EQ(stopped.exit_code, 0) << stopped.output;
+}
+
+// gRPC's default 4 MiB message limit is raised above the largest payload.
+TEST_F(StandaloneServerTest, PayloadAboveTheGrpcDefaultLimitRoundTrips) {
+  auto server = StartServer();
+  ASSERT_NE(server, nullptr);
+  Client client(server->address());
+  const std::string big(6 << 20, 'b');
+  ProduceResponse r = client.ProduceOne(InsertRequest(1, kVChannel, big));
+  ASSERT_TRUE(ErrorOf(r).ok()) << ErrorOf(r);
+  auto messages = client.ConsumeAll(kVChannel, 1);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_EQ(messages[0].message().payload().size(), big.size());
+  EXPECT_EQ(messages[0].message().payload(), big);
+  EXPECT_EQ(server->Stop().exit_code, 0);
 }
 
 TEST_F(StandaloneServerTest, SigtermWithAppendsInFlightKeepsEveryAck) {
