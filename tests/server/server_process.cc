@@ -128,8 +128,8 @@ ServerProcess::~ServerProcess() { Kill(); }
 bool ServerProcess::Start(absl::Duration timeout) {
   // A restart keeps the addresses, so clients reconnect to the same endpoint.
   if (address_.empty()) {
-    address_ = options_.listen.empty() ? "127.0.0.1:" + std::to_string(PickFreePort())
-                                       : options_.listen;
+    address_ =
+        options_.listen.empty() ? "127.0.0.1:" + std::to_string(PickFreePort()) : options_.listen;
     http_port_ = PickFreePort();
   }
   log_path_ = options_.data_dir + ".log";
