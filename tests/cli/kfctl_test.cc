@@ -1,86 +1,20 @@
 // End-to-end tests of `kfctl` (SPEC §8) against the real `kingfisher run standalone` server:
 // both binaries run as child processes; kfctl's JSON output is parsed with nlohmann::json, a
 // parser we did not write.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kfctl_runner.h"
 #include "nlohmann/json.hpp"
 #include "server_process.h"
 
-extern char** environ;
-
 namespace kf::testing {
 namespace {
-
-struct KfctlResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-  std::vector<nlohmann::json> lines;  // stdout parsed line by line
-  bool all_lines_parse = true;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// Runs build/bin/kfctl with `args` to completion (kfctl's own --timeout / --idle-timeout bound
-// every run); stdout and stderr go to files in `dir`.
-KfctlResult RunKfctl(const std::string& dir, const std::vector<std::string>& args) {
-  const char* bin_dir = std::getenv("KF_BIN_DIR");
-  std::string bin = std::string(bin_dir ? bin_dir : "build/bin") + "/kfctl";
-  std::string out_path = dir + "/kfctl.out", err_path = dir + "/kfctl.err";
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> full = {bin};
-  full.insert(full.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : full) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  KfctlResult r;
-  int rc = posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    r.err = "posix_spawn failed";
-    return r;
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = ReadFile(out_path);
-  r.err = ReadFile(err_path);
-  std::istringstream lines(r.out);
-  for (std::string line; std::getline(lines, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) {
-      r.all_lines_parse = false;
-    } else {
-      r.lines.push_back(std::move(j));
-    }
-  }
-  return r;
-}
-
-std::string Describe(const KfctlResult& r) {
-  return "exit=" + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
 
 class KfctlTest : public ::testing::Test {
  protected:
