@@ -1,5 +1,7 @@
 #include "message/message_trace.h"
 
+#include <array>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -10,9 +12,32 @@
 namespace kf {
 namespace {
 
-template <size_t N>
-std::string Bytes(const std::array<uint8_t, N>& b) {
-  return std::string(reinterpret_cast<const char*>(b.data()), N);
+// kingfisher.v1.TraceContextHeader exactly as protobuf serializes it: trace_id = 1 and
+// span_id = 2 (LEN, always 16 and 8 bytes here), trace_flags = 3 (VARINT, omitted when 0 as
+// proto3 does). Hand-written because `_tc` is overwritten on every append and the generated
+// message costs four heap allocations per call (two id strings, the serialization and a
+// temporary); message_trace_test checks the bytes against the generated code.
+std::string EncodeTraceContextHeader(const trace::SpanContext& sc) {
+  std::array<char, 2 + 16 + 2 + 8 + 3> buf;
+  size_t n = 0;
+  auto put_bytes = [&](char tag, const auto& bytes) {
+    buf[n++] = tag;
+    buf[n++] = static_cast<char>(bytes.size());
+    std::memcpy(buf.data() + n, bytes.data(), bytes.size());
+    n += bytes.size();
+  };
+  put_bytes(0x0A, sc.trace_id.bytes);
+  put_bytes(0x12, sc.span_id.bytes);
+  if (sc.trace_flags != 0) {
+    buf[n++] = 0x18;
+    uint32_t v = sc.trace_flags;
+    while (v >= 0x80) {
+      buf[n++] = static_cast<char>(v | 0x80);
+      v >>= 7;
+    }
+    buf[n++] = static_cast<char>(v);
+  }
+  return Base64Encode(std::string_view(buf.data(), n));
 }
 
 template <size_t N>
@@ -27,11 +52,7 @@ void Write(const trace::Context& ctx, MutableMessage* msg, bool overwrite) {
   const trace::SpanContext sc = ctx.span_context();
   if (!sc.IsValid()) return;
   if (!overwrite && msg->HasProperty(prop::kTraceContext)) return;
-  kingfisher::v1::TraceContextHeader h;
-  h.set_trace_id(Bytes(sc.trace_id.bytes));
-  h.set_span_id(Bytes(sc.span_id.bytes));
-  h.set_trace_flags(sc.trace_flags);
-  msg->SetProperty(std::string(prop::kTraceContext), Base64Encode(h.SerializeAsString()));
+  msg->SetProperty(std::string(prop::kTraceContext), EncodeTraceContextHeader(sc));
 }
 
 // The span returned for messages that are never traced; shared, so it costs nothing.

@@ -103,6 +103,20 @@ TEST_F(MessageTraceTest, UnsampledContextIsStillWritten) {
   EXPECT_EQ(sc.trace_flags, 0);
 }
 
+// `_tc` is serialized by hand; every flags value must give protobuf's exact bytes (0 omits
+// the field, >= 0x80 needs a two-byte varint).
+TEST_F(MessageTraceTest, WireFormMatchesProtobufForEveryFlagsValue) {
+  const std::string trace_id(reinterpret_cast<const char*>(RemoteSc().trace_id.bytes.data()), 16);
+  const std::string span_id(reinterpret_cast<const char*>(RemoteSc().span_id.bytes.data()), 8);
+  for (uint32_t flags = 0; flags <= 0xff; ++flags) {
+    SpanContext sc = RemoteSc();
+    sc.trace_flags = static_cast<uint8_t>(flags);
+    MutableMessage msg = Insert();
+    OverwriteTraceContext(Context().WithRemoteParent(sc), &msg);
+    EXPECT_EQ(*msg.GetProperty(prop::kTraceContext), TcOf(trace_id, span_id, flags)) << flags;
+  }
+}
+
 // Scenario 2.
 TEST_F(MessageTraceTest, InjectWithoutSpanInjectTwiceAndOverwrite) {
   MutableMessage msg = Insert();

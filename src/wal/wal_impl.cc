@@ -16,13 +16,15 @@ namespace kf::wal {
 // One append travelling through the adaptor. Owned by shared_ptr because the backend callback
 // and the retry path both need it.
 struct WalImpl::Pending {
+  WalImpl* wal;  // the backend callback captures only the shared_ptr (fits AnyInvocable inline)
   MutableMessage msg;
   AppendResultCallback done;
   std::optional<IdempotencyKey> key;
-  trace::Context append_ctx;                 // wal.append (or the caller's for TimeTick)
-  std::shared_ptr<trace::Span> append_span;  // wal.append
-  std::shared_ptr<trace::Span> impl_span;    // the current attempt's wal.appendimpl
-  bool counted = false;                      // counts toward in_flight_
+  trace::Context append_ctx;                      // wal.append (or the caller's for TimeTick)
+  std::shared_ptr<trace::Span> append_span;       // wal.append
+  std::shared_ptr<trace::Span> impl_span;         // the current attempt's wal.appendimpl
+  bool counted = false;                           // counts toward in_flight_
+  std::optional<kingfisher::v1::TxnContext> txn;  // for the result; msg is gone by then
   // The backend may report durability before Append has returned the id (even on the same
   // thread), so both events arrive here and the second one completes the append.
   TimeTick timetick;
@@ -30,6 +32,21 @@ struct WalImpl::Pending {
   absl::Status durable_status;
   std::atomic<int> arrivals{0};
 };
+
+// Completions run on the backend's callback thread. Memory freed there goes back to glibc's
+// arena under the arena lock while this thread allocates from the same arena, so every object
+// that died over there was a lock hand-off between the two threads (malloc/free were half of
+// the CPU profile, much of it futex). Freed here, the message's payload, property nodes and
+// no-op spans land in this thread's malloc cache and serve the next append (tmpfs, 1 KiB,
+// 4096 in flight: 160k -> 200k appends/s, 6.4 -> 4.9 us CPU per append).
+void WalImpl::ReleaseEnqueued(Pending& p) {
+  p.txn = p.msg.txn();
+  p.msg = MutableMessage();
+  p.append_ctx = trace::Context();  // only a retry would start another wal.appendimpl under it
+  // End() of a span that records nothing is a no-op, so such spans are not needed later.
+  if (p.impl_span != nullptr && !p.impl_span->IsRecording()) p.impl_span.reset();
+  if (p.append_span != nullptr && !p.append_span->IsRecording()) p.append_span.reset();
+}
 
 void WalImpl::Arrive(const std::shared_ptr<Pending>& p) {
   if (p->arrivals.fetch_add(1, std::memory_order_acq_rel) == 1) {
@@ -84,6 +101,25 @@ void WalImpl::Start() {
   ticker_ = std::jthread([this](std::stop_token st) { TimeTickLoop(st); });
 }
 
+absl::Status WalImpl::BeginInFlight() {
+  in_flight_.fetch_add(1);
+  if (!rejecting_.load()) return absl::OkStatus();
+  absl::Status rejection;
+  {
+    absl::MutexLock lock(&state_mu_);
+    rejection = Rejection();
+  }
+  EndInFlight();
+  return rejection;
+}
+
+void WalImpl::EndInFlight() {
+  if (in_flight_.fetch_sub(1) == 1 && rejecting_.load()) {
+    // Close may be waiting for the count to drain; releasing the mutex makes it re-check.
+    absl::MutexLock lock(&state_mu_);
+  }
+}
+
 absl::Status WalImpl::Rejection() const {
   if (!broken_.ok()) return broken_;
   if (closed_) {
@@ -95,6 +131,7 @@ absl::Status WalImpl::Rejection() const {
 
 void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResultCallback done) {
   auto p = std::make_shared<Pending>();
+  p->wal = this;
   if (auto ik = msg.idempotency_key()) {
     auto key = ParseIdempotencyKey(*ik);
     if (!key.ok()) {
@@ -104,17 +141,11 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
     if (dedup_.Begin(*key, done) == IdempotencyTable<AppendResult>::Outcome::kDuplicate) return;
     p->key = std::move(*key);
   }
-  absl::Status rejection;
-  {
-    absl::MutexLock lock(&state_mu_);
-    rejection = Rejection();
-    if (rejection.ok()) {
-      ++in_flight_;
-      ++appends_since_tick_;
-      p->counted = true;
-    }
-  }
-  if (!rejection.ok()) {
+  absl::Status rejection = BeginInFlight();
+  if (rejection.ok()) {
+    p->counted = true;
+    appends_since_tick_.fetch_add(1, std::memory_order_relaxed);
+  } else {
     if (p->key) dedup_.Fail(*p->key, rejection);
     std::move(done)(rejection);
     return;
@@ -145,14 +176,15 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
         OverwriteTraceContext(impl_ctx, &p->msg);
         p->timetick = *tt;
         p->arrivals.store(0, std::memory_order_relaxed);
-        auto id = backend_->Append(p->msg.Encode(), [this, p](absl::Status s) {
+        auto id = backend_->Append(p->msg.Encode(), [p](absl::Status s) {
           p->durable_status = std::move(s);
-          Arrive(p);
+          p->wal->Arrive(p);
         });
         if (id.ok()) {
           p->id = *id;
           last_timetick_ = *tt;
           lock.Release();
+          ReleaseEnqueued(*p);
           Arrive(p);
           return;
         }
@@ -193,11 +225,12 @@ void WalImpl::OnDurable(const std::shared_ptr<Pending>& p, const MessageId& id, 
     {
       absl::MutexLock lock(&state_mu_);
       if (broken_.ok()) broken_ = sticky;
+      rejecting_.store(true);
     }
     Finish(p, sticky);
     return;
   }
-  Finish(p, AppendResult{.id = id, .timetick = tt, .last_confirmed = id, .txn = p->msg.txn()});
+  Finish(p, AppendResult{.id = id, .timetick = tt, .last_confirmed = id, .txn = std::move(p->txn)});
 }
 
 void WalImpl::Finish(const std::shared_ptr<Pending>& p, absl::StatusOr<AppendResult> result) {
@@ -213,10 +246,7 @@ void WalImpl::Finish(const std::shared_ptr<Pending>& p, absl::StatusOr<AppendRes
     p->append_span->End();
   }
   if (p->done) std::move(p->done)(std::move(result));
-  if (p->counted) {
-    absl::MutexLock lock(&state_mu_);
-    --in_flight_;
-  }
+  if (p->counted) EndInFlight();
 }
 
 void WalImpl::TimeTickLoop(std::stop_token stop) {
@@ -233,13 +263,10 @@ void WalImpl::TimeTickLoop(std::stop_token stop) {
       wake.WaitWithTimeout(&wake_mu, options_.timetick_interval);
       if (stop.stop_requested()) return;
     }
-    {
-      absl::MutexLock lock(&state_mu_);
-      if (appends_since_tick_ == 0 || !Rejection().ok()) continue;
-      appends_since_tick_ = 0;
-      ++in_flight_;
-    }
+    if (appends_since_tick_.exchange(0, std::memory_order_relaxed) == 0) continue;
+    if (!BeginInFlight().ok()) continue;
     auto p = std::make_shared<Pending>();
+    p->wal = this;
     p->msg = NewTimeTickMessage(TimeTick(0));
     p->counted = true;
     Persist(std::move(p));
@@ -281,6 +308,7 @@ void WalImpl::Close() {
     absl::MutexLock lock(&state_mu_);
     if (closed_ && !ticker_.joinable()) return;
     closed_ = true;
+    rejecting_.store(true);
   }
   if (ticker_.joinable()) {
     ticker_.request_stop();
@@ -289,7 +317,7 @@ void WalImpl::Close() {
   {
     absl::MutexLock lock(&state_mu_);
     state_mu_.Await(absl::Condition(
-        +[](int64_t* n) { return *n == 0; }, &in_flight_));
+        +[](std::atomic<int64_t>* n) { return n->load() == 0; }, &in_flight_));
   }
   backend_->Close().IgnoreError();  // every queued callback has run; nothing left to report
 }

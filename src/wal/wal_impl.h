@@ -35,6 +35,13 @@ class WalImpl final : public Wal {
 
   // Stamps and hands one message to the backend; retries recoverable enqueue failures.
   void Persist(std::shared_ptr<Pending> p);
+  // Counts an append in in_flight_ unless the WAL rejects appends (closed or broken); returns
+  // the rejection then.
+  absl::Status BeginInFlight();
+  void EndInFlight();
+  // Frees, on the appending thread, what the completion no longer needs once the backend
+  // holds the encoded entry.
+  static void ReleaseEnqueued(Pending& p);
   void Arrive(const std::shared_ptr<Pending>& p);
   void OnDurable(const std::shared_ptr<Pending>& p, const MessageId& id, TimeTick tt,
                  absl::Status status);
@@ -52,11 +59,19 @@ class WalImpl final : public Wal {
   mutable absl::Mutex seq_mu_;
   TimeTick last_timetick_ ABSL_GUARDED_BY(seq_mu_);
 
+  // Admission is lock-free: every append enters it on the appending thread and leaves it on
+  // the backend's callback thread, and a mutex here made the two threads hand it back and forth
+  // per message (tmpfs, 1 KiB, 4096 in flight: 184k -> 220k appends/s, 5.8 -> 4.7 us CPU per
+  // append). An append first counts itself in in_flight_, then reads rejecting_; Close sets
+  // rejecting_, then waits under state_mu_ for in_flight_ to drain. Both are seq_cst, so either
+  // the append sees the close and backs out or Close sees the append and waits for it; the
+  // completion that drains the count takes state_mu_ once so that the waiting Close re-checks.
+  std::atomic<bool> rejecting_{false};  // closed_ or broken_ is set; never cleared
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<uint64_t> appends_since_tick_{0};
   mutable absl::Mutex state_mu_;
   bool closed_ ABSL_GUARDED_BY(state_mu_) = false;
   absl::Status broken_ ABSL_GUARDED_BY(state_mu_);  // sticky: a durable-path failure
-  int64_t in_flight_ ABSL_GUARDED_BY(state_mu_) = 0;
-  uint64_t appends_since_tick_ ABSL_GUARDED_BY(state_mu_) = 0;
 
   std::jthread ticker_;
 };
