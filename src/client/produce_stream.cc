@@ -41,6 +41,7 @@ void ProduceStream::ReadLoop() {
     write_closed_ = true;
     st = rw_->Finish();
   }
+  broken_.store(true, std::memory_order_release);
   absl::Status s = FromGrpcStatus(st);
   if (s.ok() || s.code() == absl::StatusCode::kCancelled) {
     s = absl::UnavailableError(st.ok() ? "produce stream closed by the server"

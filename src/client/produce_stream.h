@@ -38,6 +38,10 @@ class ProduceStream {
   void Cancel() { context_.TryCancel(); }
   // True once the reader thread has returned (Join is then immediate).
   bool finished() const { return finished_.load(std::memory_order_acquire); }
+  // True once the call is over (set before the broken handler runs): nothing written to it
+  // will be answered. The broken handler may run before the stream is published anywhere, so
+  // whoever holds a stream must check this rather than rely on the handler alone.
+  bool broken() const { return broken_.load(std::memory_order_acquire); }
   bool IsReaderThread() const { return std::this_thread::get_id() == reader_id_; }
   void Join();
 
@@ -54,6 +58,7 @@ class ProduceStream {
   absl::Mutex write_mu_;
   bool write_closed_ ABSL_GUARDED_BY(write_mu_) = false;
   std::atomic<bool> finished_{false};
+  std::atomic<bool> broken_{false};
   std::thread reader_;
   std::thread::id reader_id_;
 };

@@ -174,9 +174,27 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
     ++op->attempts;
   }
   req.set_request_id(request_id);
-  // A failed Write needs no handling here: the reader sees the broken stream and fails every
-  // attempt registered on it, this one included.
-  (*stream)->Write(req);
+  if ((*stream)->Write(req)) return;
+  // The stream is over. Its reader fails the attempts it knows of, but this one may have been
+  // registered after that: fail it here unless the reader already did.
+  Pending p;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = pending_.find(request_id);
+    if (it == pending_.end()) return;
+    p = std::move(it->second);
+    pending_.erase(it);
+    timer_.Cancel(p.timeout);
+    auto s = streams_.find(op->pchannel);
+    if (s != streams_.end() && s->second == *stream) {
+      dead_streams_.push_back(std::move(s->second));
+      streams_.erase(s);
+    }
+  }
+  absl::Status st = absl::UnavailableError("produce stream closed before the request was sent");
+  p.span->RecordError(st);
+  p.span->End();
+  AttemptDone(op, st);
 }
 
 absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
@@ -186,7 +204,12 @@ absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
     absl::MutexLock l(&mu_);
     if (closed_) return absl::CancelledError("producer closed");
     auto it = streams_.find(pchannel);
-    if (it != streams_.end()) return it->second;
+    if (it != streams_.end()) {
+      if (!it->second->broken()) return it->second;
+      // Broken before it was published, so its broken handler could not retire it.
+      dead_streams_.push_back(std::move(it->second));
+      streams_.erase(it);
+    }
   }
   // Opening a stream may take a round trip: not under mu_.
   auto stream = std::make_shared<ProduceStream>(
