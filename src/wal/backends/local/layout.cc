@@ -94,6 +94,8 @@ absl::StatusOr<SealRecord> DecodeSealRecord(std::string_view b, std::string_view
   if (b.size() != kSealSize) return bad("wrong size");
   if (DecodeFixed32(b.data()) != kSealMagic) return bad("bad magic");
   if (static_cast<uint8_t>(b[4]) != kSealVersion) return bad("unknown version");
+  // The reserved bytes sit outside the checksum: non-zero means damage, as in batch headers.
+  if (b[5] != 0 || b[6] != 0 || b[7] != 0) return bad("non-zero reserved bytes");
   if (crc32c::Unmask(DecodeFixed32(b.data() + 8)) != crc32c::Value(b.data() + 12, b.size() - 12)) {
     return bad("checksum mismatch");
   }
