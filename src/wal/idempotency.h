@@ -14,9 +14,11 @@
 // Thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <list>
-#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,19 +60,19 @@ class IdempotencyTable {
       Producer& p = Touch(key.producer);
       auto it = p.entries.find(key.sequence);
       if (it == p.entries.end()) {
-        if (!p.entries.empty() && key.sequence < p.entries.begin()->first &&
-            p.entries.size() >= window_) {
+        if (!p.order.empty() && key.sequence < p.order.front() && p.entries.size() >= window_) {
           result = absl::FailedPreconditionError(
               "idempotency key " + key.producer + ":" + std::to_string(key.sequence) +
               " is older than the deduplication window; refusing a possible duplicate");
           run_now.push_back(std::move(waiter));
         } else {
           p.entries.emplace(key.sequence, Entry{});
+          InsertOrdered(p, key.sequence);
           Trim(p);
           return Outcome::kNew;
         }
       } else if (it->second.done) {
-        result = it->second.result;
+        result = *it->second.result;
         run_now.push_back(std::move(waiter));
       } else {
         it->second.waiters.push_back(std::move(waiter));
@@ -94,7 +96,9 @@ class IdempotencyTable {
   void Recover(const IdempotencyKey& key, const Result& result) {
     absl::MutexLock lock(&mu_);
     Producer& p = Touch(key.producer);
-    Entry& e = p.entries[key.sequence];
+    auto [it, inserted] = p.entries.try_emplace(key.sequence);
+    if (inserted) InsertOrdered(p, key.sequence);
+    Entry& e = it->second;
     e.done = true;
     e.result = result;
     Trim(p);
@@ -108,13 +112,35 @@ class IdempotencyTable {
  private:
   struct Entry {
     bool done = false;
-    absl::StatusOr<Result> result{absl::UnknownError("in flight")};
+    std::optional<Result> result;  // set once done (a failed append leaves no entry)
     std::vector<Waiter> waiters;
   };
+  // The window is a hash map plus the ascending list of its sequences, not an ordered map: a
+  // tree node per append (allocated on the appending thread, freed on the completion thread)
+  // and the tree walks were most of the table's cost. Producers send increasing sequences, so
+  // `order` almost always grows at the back and shrinks at the front.
   struct Producer {
-    std::map<uint64_t, Entry> entries;  // by sequence; the smallest is evicted first
+    absl::flat_hash_map<uint64_t, Entry> entries;
+    std::deque<uint64_t> order;  // the keys of `entries`, ascending; the smallest is evicted first
     std::list<std::string>::iterator lru;
   };
+
+  static void InsertOrdered(Producer& p, uint64_t sequence) {
+    if (p.order.empty() || p.order.back() < sequence) {
+      p.order.push_back(sequence);
+    } else {
+      p.order.insert(std::upper_bound(p.order.begin(), p.order.end(), sequence), sequence);
+    }
+  }
+
+  static void EraseOrdered(Producer& p, uint64_t sequence) {
+    if (!p.order.empty() && p.order.front() == sequence) {
+      p.order.pop_front();
+      return;
+    }
+    auto it = std::lower_bound(p.order.begin(), p.order.end(), sequence);
+    if (it != p.order.end() && *it == sequence) p.order.erase(it);
+  }
 
   Producer& Touch(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = producers_.find(name);
@@ -139,8 +165,11 @@ class IdempotencyTable {
   }
 
   void Trim(Producer& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    while (p.entries.size() > window_ && p.entries.begin()->second.done) {
-      p.entries.erase(p.entries.begin());
+    while (p.entries.size() > window_) {
+      auto oldest = p.entries.find(p.order.front());
+      if (!oldest->second.done) break;
+      p.entries.erase(oldest);
+      p.order.pop_front();
     }
   }
 
@@ -155,11 +184,12 @@ class IdempotencyTable {
       waiters = std::move(it->second.waiters);
       if (keep) {
         it->second.done = true;
-        it->second.result = result;
+        it->second.result = *result;  // keep: only Complete, whose result is ok
         it->second.waiters.clear();
         Trim(pit->second);
       } else {
         pit->second.entries.erase(it);
+        EraseOrdered(pit->second, key.sequence);
       }
     }
     for (auto& w : waiters) std::move(w)(result);
