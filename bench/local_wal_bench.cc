@@ -266,6 +266,8 @@ void BenchLatency(const std::string& root, double seconds, Layer layer) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As in the server binary: no per-lock deadlock detection on the measured paths.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::string dir = stdfs::path(argv[0]).parent_path().parent_path().string() + "/bench-data";
   double seconds = 4;
   std::vector<Layer> layers = {Layer::kBackend, Layer::kAdaptor};

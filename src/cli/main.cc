@@ -4,11 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "trace/env.h"
 
 int main(int argc, char** argv) {
+  // Debian's abseil keeps mutex deadlock detection on; a CLI has no use for its cost.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::vector<std::string> argv_vec(argv, argv + argc);
   kf::cli::Args args;
   kf::cli::ParseResult parsed = kf::cli::ParseArgs(argv_vec, &args);

@@ -39,6 +39,7 @@ LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchann
     absl::MutexLock l(&mu_);
     next_id_ = init.next_offset;
   }
+  completer_ = std::jthread([this] { CompletionLoop(); });
   syncer_ = std::jthread([this] { SyncLoop(); });
   writer_ = std::jthread([this] { WriterLoop(); });
 }
@@ -159,17 +160,57 @@ void LocalBackend::SyncLoop() {
             IsFenced(s) ? s
                         : absl::FailedPreconditionError(absl::StrCat(
                               "local WAL ", pchannel_, ": earlier write error: ", s.message()));
-        for (auto& p : rest) {
-          job.bytes += p.data.size();
-          if (p.done) std::move(p.done)(rest_status);
-        }
+        uint64_t rest_bytes = 0;
+        for (auto& p : rest) rest_bytes += p.data.size();
+        // The failed group's entries come before the queued ones: complete it first.
+        Complete(std::move(job.group), s, job.bytes);
+        Complete(std::move(rest), rest_status, rest_bytes);
+        continue;
       }
     }
-    for (auto& p : job.group) {
-      if (p.done) std::move(p.done)(s);
+    Complete(std::move(job.group), s, job.bytes);
+  }
+}
+
+void LocalBackend::Complete(std::vector<Pending> group, absl::Status status, uint64_t bytes) {
+  {
+    absl::MutexLock l(&done_mu_);
+    // Inline only when nothing is queued or running ahead of this group: callbacks keep id order.
+    if (group.size() > kInlineCompletions || !completions_.empty() || completer_busy_) {
+      completions_.push_back({std::move(group), std::move(status), bytes});
+      return;
     }
-    absl::MutexLock l(&mu_);
-    queue_bytes_ -= job.bytes;
+  }
+  RunCallbacks(group, status, bytes);
+}
+
+void LocalBackend::RunCallbacks(std::vector<Pending>& group, const absl::Status& status,
+                                uint64_t bytes) {
+  for (auto& p : group) {
+    if (p.done) std::move(p.done)(status);
+  }
+  absl::MutexLock l(&mu_);
+  queue_bytes_ -= bytes;
+}
+
+void LocalBackend::CompletionLoop() {
+  for (;;) {
+    Completion c;
+    {
+      absl::MutexLock l(&done_mu_);
+      done_mu_.Await(absl::Condition(
+          +[](LocalBackend* b) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return !b->completions_.empty() || b->syncer_done_;
+          },
+          this));
+      if (completions_.empty()) return;
+      c = std::move(completions_.front());
+      completions_.pop_front();
+      completer_busy_ = true;
+    }
+    RunCallbacks(c.group, c.status, c.bytes);
+    absl::MutexLock l(&done_mu_);
+    completer_busy_ = false;
   }
 }
 
@@ -356,6 +397,11 @@ absl::Status LocalBackend::Close() {
   }
   if (writer_.joinable()) writer_.join();
   if (syncer_.joinable()) syncer_.join();
+  {
+    absl::MutexLock l(&done_mu_);
+    syncer_done_ = true;
+  }
+  if (completer_.joinable()) completer_.join();  // every callback has run after this
   absl::Status s;
   if (active_ != nullptr) {
     s = active_->Close();

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,8 +88,24 @@ class LocalBackend final : public WalBackend {
     absl::Status status;  // of the write
   };
 
+  // Acknowledged groups whose callbacks are still to run, in id order. Many callbacks (each
+  // may wake a waiting thread) on the sync thread would delay the next fdatasync by as much as
+  // the fdatasync itself, so large groups go to the completion thread.
+  struct Completion {
+    std::vector<Pending> group;
+    absl::Status status;
+    uint64_t bytes = 0;  // released from queue_bytes_ once the callbacks ran
+  };
+  // Groups this small complete inline on the sync thread: a lone appender would otherwise pay
+  // one more thread wake-up per append.
+  static constexpr size_t kInlineCompletions = 4;
+
   void WriterLoop();
   void SyncLoop();
+  void CompletionLoop();
+  // Runs (or hands to the completion thread) the callbacks of `group`, keeping id order.
+  void Complete(std::vector<Pending> group, absl::Status status, uint64_t bytes);
+  void RunCallbacks(std::vector<Pending>& group, const absl::Status& status, uint64_t bytes);
   bool SyncWorkReady() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_) {
     return job_.has_value() || writer_done_;
   }
@@ -134,7 +151,14 @@ class LocalBackend final : public WalBackend {
   uint64_t buffer_file_pos_ = 0;  // file position where buf_ will land
   std::string buf_;
 
+  // Sync thread -> completion thread.
+  absl::Mutex done_mu_;
+  std::deque<Completion> completions_ ABSL_GUARDED_BY(done_mu_);
+  bool completer_busy_ ABSL_GUARDED_BY(done_mu_) = false;  // running a popped group
+  bool syncer_done_ ABSL_GUARDED_BY(done_mu_) = false;
+
   absl::Mutex close_mu_;  // serialises Close()
+  std::jthread completer_;
   std::jthread syncer_;
   std::jthread writer_;
 };
