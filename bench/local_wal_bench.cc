@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "common/timestamp_allocator.h"
+#include "storage/tso/timestamp_allocator.h"
 #include "message/message.h"
 #include "storage/fs/fault_injection_file_system.h"
 #include "storage/fs/posix_file_system.h"

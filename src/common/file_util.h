@@ -1,4 +1,5 @@
-// Small POSIX helpers for metadata files that must be replaced atomically and durably.
+// POSIX primitives under the file layer (src/storage/fs); everything else reads and writes
+// files through fs::FileSystem, so tests can inject faults.
 #pragma once
 
 #include <string>
@@ -7,13 +8,6 @@
 #include "absl/status/statusor.h"
 
 namespace kf {
-
-// Writes `data` to `path` so that after a crash the file holds either the old or the new
-// contents: write a temp file, fdatasync it, rename over `path`, fsync the directory.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& data);
-
-// Reads a whole file. NOT_FOUND if it does not exist.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
 // fsyncs a directory so that a create/rename inside it is durable.
 absl::Status SyncDir(const std::string& dir);

@@ -15,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
+#include "storage/fs/file_system.h"
 
 namespace kf::server {
 namespace {
@@ -72,7 +73,7 @@ absl::StatusOr<std::unique_ptr<DataDir>> DataDir::Open(const std::string& root, 
   }
   RETURN_IF_ERROR(MakeDirs(root, "data dir"));
   const std::string marker = root + "/" + kMarker;
-  absl::StatusOr<std::string> contents = ReadFileToString(marker);
+  absl::StatusOr<std::string> contents = fs::ReadFileToString(fs::DefaultFileSystem(), marker);
   if (contents.ok()) {
     if (*contents != MarkerContents(identity)) {
       return Refuse(absl::StrCat("data dir ", root, " belongs to another configuration (", marker,
@@ -90,7 +91,9 @@ absl::StatusOr<std::unique_ptr<DataDir>> DataDir::Open(const std::string& root, 
                                  kMarker, " marker file; refusing to touch it"));
     }
     RETURN_IF_ERROR(CheckWritable(root));
-    if (absl::Status s = WriteFileAtomically(marker, MarkerContents(identity)); !s.ok()) {
+    if (absl::Status s =
+            fs::WriteFileAtomically(fs::DefaultFileSystem(), marker, MarkerContents(identity));
+        !s.ok()) {
       return Refuse(absl::StrCat("cannot initialise data dir ", root, ": ", s.message()));
     }
   } else {
@@ -123,7 +126,7 @@ DataDir::~DataDir() { ::close(lock_fd_); }
 absl::StatusOr<Term> DataDir::NextTerm() {
   const std::string path = node_dir_ + "/term";
   int64_t last = 0;
-  absl::StatusOr<std::string> contents = ReadFileToString(path);
+  absl::StatusOr<std::string> contents = fs::ReadFileToString(fs::DefaultFileSystem(), path);
   if (contents.ok()) {
     if (!absl::SimpleAtoi(absl::StripTrailingAsciiWhitespace(*contents), &last) || last < 0) {
       return absl::DataLossError(absl::StrCat("term file ", path, " is corrupt"));
@@ -132,7 +135,7 @@ absl::StatusOr<Term> DataDir::NextTerm() {
     return contents.status();
   }
   const int64_t next = last + 1;
-  RETURN_IF_ERROR(WriteFileAtomically(path, absl::StrCat(next, "\n")));
+  RETURN_IF_ERROR(fs::WriteFileAtomically(fs::DefaultFileSystem(), path, absl::StrCat(next, "\n")));
   return Term(next);
 }
 

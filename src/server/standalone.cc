@@ -10,7 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "common/absl_compat.h"
-#include "common/timestamp_allocator.h"
+#include "storage/tso/timestamp_allocator.h"
 #include "rpc/rpc_server.h"
 #include "rpc/wal_registry.h"
 #include "server/data_dir.h"

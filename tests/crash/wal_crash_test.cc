@@ -21,7 +21,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "common/timestamp_allocator.h"
+#include "storage/tso/timestamp_allocator.h"
 #include "gtest/gtest.h"
 #include "message/message.h"
 #include "wal/backends/local/local_backend.h"

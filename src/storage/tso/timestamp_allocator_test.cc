@@ -1,4 +1,4 @@
-#include "common/timestamp_allocator.h"
+#include "storage/tso/timestamp_allocator.h"
 
 #include <unistd.h>
 

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/hybrid_time.h"
+#include "storage/fs/file_system.h"
 
 namespace kf {
 
@@ -28,6 +29,8 @@ class TimestampAllocator {
     uint64_t window_ms = 3000;
     // Wall clock in milliseconds; replaceable for tests.
     std::function<uint64_t()> now_ms;
+    // Where the mark lives; null = the POSIX file system. Borrowed, must outlive the allocator.
+    fs::FileSystem* fs = nullptr;
   };
 
   // Opens (or creates) the high-water-mark file at `path`.

@@ -1,12 +1,12 @@
-#include "common/timestamp_allocator.h"
+#include "storage/tso/timestamp_allocator.h"
 
 #include <chrono>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "common/file_util.h"
 #include "common/status_macros.h"
+#include "storage/fs/file_system.h"
 
 namespace kf {
 namespace {
@@ -20,8 +20,9 @@ uint64_t SystemNowMs() {
 absl::StatusOr<std::unique_ptr<TimestampAllocator>> TimestampAllocator::Open(
     const std::string& path, Options options) {
   if (!options.now_ms) options.now_ms = SystemNowMs;
+  if (options.fs == nullptr) options.fs = fs::DefaultFileSystem();
   uint64_t hwm = 0;
-  auto contents = ReadFileToString(path);
+  auto contents = fs::ReadFileToString(options.fs, path);
   if (contents.ok()) {
     absl::string_view text = absl::StripTrailingAsciiWhitespace(*contents);
     if (!absl::SimpleAtoi(text, &hwm)) {
@@ -38,7 +39,7 @@ TimestampAllocator::TimestampAllocator(std::string path, Options options, uint64
     : path_(std::move(path)), options_(std::move(options)), last_(hwm), persisted_(hwm) {}
 
 absl::Status TimestampAllocator::PersistLocked(uint64_t new_hwm) {
-  RETURN_IF_ERROR(WriteFileAtomically(path_, absl::StrCat(new_hwm, "\n")));
+  RETURN_IF_ERROR(fs::WriteFileAtomically(options_.fs, path_, absl::StrCat(new_hwm, "\n")));
   persisted_ = new_hwm;
   return absl::OkStatus();
 }
