@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "storage/tso/timestamp_allocator.h"
 #include "message/message.h"
 #include "storage/fs/fault_injection_file_system.h"
 #include "storage/fs/posix_file_system.h"
+#include "storage/tso/timestamp_allocator.h"
 #include "wal/backends/local/local_opener.h"
 #include "wal/wal.h"
 

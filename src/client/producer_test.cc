@@ -214,8 +214,7 @@ TEST(ProducerTest, EveryAttemptLostExhaustsRetriesAmbiguously) {
   auto r = producer->AppendSync(Insert("kf-dml_0_orders", "a"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
-  EXPECT_NE(r.status().message().find("may or may not have been appended"),
-            absl::string_view::npos)
+  EXPECT_NE(r.status().message().find("may or may not have been appended"), absl::string_view::npos)
       << r.status();
   auto reqs = node.produce_requests();
   ASSERT_EQ(reqs.size(), 3u);
@@ -241,8 +240,7 @@ TEST(ProducerTest, UnreachableServerFailsAmbiguously) {
   auto r = producer->AppendSync(Insert("kf-dml_0_orders", "a"));
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(IsAmbiguous(r.status())) << r.status();
-  EXPECT_NE(r.status().message().find("may or may not have been appended"),
-            absl::string_view::npos)
+  EXPECT_NE(r.status().message().find("may or may not have been appended"), absl::string_view::npos)
       << r.status();
 }
 

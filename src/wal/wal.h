@@ -24,10 +24,10 @@
 #include "absl/time/time.h"
 #include "common/hybrid_time.h"
 #include "common/strong_id.h"
-#include "storage/tso/timestamp_allocator.h"
 #include "kingfisher/v1/message.pb.h"
 #include "message/message.h"
 #include "message/message_id.h"
+#include "storage/tso/timestamp_allocator.h"
 #include "trace/context.h"
 #include "wal/backend.h"
 

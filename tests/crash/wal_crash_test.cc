@@ -21,9 +21,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "storage/tso/timestamp_allocator.h"
 #include "gtest/gtest.h"
 #include "message/message.h"
+#include "storage/tso/timestamp_allocator.h"
 #include "wal/backends/local/local_backend.h"
 #include "wal/wal.h"
 
