@@ -5,13 +5,13 @@
 #include "absl/strings/str_cat.h"
 #include "client/consumer_impl.h"
 #include "client/producer_impl.h"
-#include "client/rpc_status.h"
 #include "common/errors.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "message/validate.h"
+#include "rpc/status_convert.h"
 
 namespace kingfisher {
 
@@ -91,7 +91,7 @@ absl::StatusOr<ClusterStatus> Client::GetStatus() {
   kingfisher::v1::GetStatusRequest req;
   kingfisher::v1::GetStatusResponse resp;
   grpc::Status st = stub->GetStatus(&ctx, req, &resp);
-  if (!st.ok()) return kf::client::FromGrpcStatus(st);
+  if (!st.ok()) return kf::rpc::FromGrpcStatus(st);
   ClusterStatus out;
   for (const auto& n : resp.nodes()) out.nodes.push_back({n.id(), n.address(), n.state()});
   for (const auto& p : resp.pchannels()) {

@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "client/rpc_status.h"
 #include "client/wire.h"
+#include "rpc/status_convert.h"
 
 namespace kf::client {
 
@@ -95,7 +95,7 @@ void ConsumeStream::ReadLoop(kingfisher::v1::ConsumeRequest create) {
       if (!rw_->Read(&resp)) break;
       switch (resp.response_case()) {
         case kingfisher::v1::ConsumeResponse::kError:
-          end = FromErrorProto(resp.error());
+          end = rpc::FromProtoError(resp.error());
           break;
         case kingfisher::v1::ConsumeResponse::kMessage: {
           auto m = DecodeConsumed(resp.message());
@@ -125,7 +125,7 @@ void ConsumeStream::ReadLoop(kingfisher::v1::ConsumeRequest create) {
   if (!call_over) context_.TryCancel();
   grpc::Status st = rw_->Finish();
   if (end.ok()) {
-    end = FromGrpcStatus(st);
+    end = rpc::FromGrpcStatus(st);
     if (end.ok() || end.code() == absl::StatusCode::kCancelled) {
       end = absl::UnavailableError(st.ok() ? "consume stream closed by the server"
                                            : "consume stream reset: " + st.error_message());

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "client/rpc_status.h"
+#include "rpc/status_convert.h"
 
 namespace kf::client {
 
@@ -42,7 +42,7 @@ void ProduceStream::ReadLoop() {
     st = rw_->Finish();
   }
   broken_.store(true, std::memory_order_release);
-  absl::Status s = FromGrpcStatus(st);
+  absl::Status s = rpc::FromGrpcStatus(st);
   if (s.ok() || s.code() == absl::StatusCode::kCancelled) {
     s = absl::UnavailableError(st.ok() ? "produce stream closed by the server"
                                        : "produce stream reset: " + st.error_message());

@@ -6,12 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/rpc_status.h"
 #include "client/wire.h"
 #include "common/absl_compat.h"
 #include "common/errors.h"
 #include "message/message_trace.h"
 #include "message/validate.h"
+#include "rpc/status_convert.h"
 #include "trace/tracer.h"
 
 namespace kf::client {
@@ -50,7 +50,7 @@ absl::Status WithContext(const absl::Status& s, std::string_view suffix) {
 
 absl::StatusOr<kingfisher::AppendResult> ResultOf(const kingfisher::v1::ProduceResponse& r) {
   if (r.has_error() && (r.error().grpc_code() != 0 || r.error().streaming_code() != 0)) {
-    return FromErrorProto(r.error());
+    return rpc::FromProtoError(r.error());
   }
   kingfisher::AppendResult out;
   auto id = MessageId::Decode(r.message_id());
