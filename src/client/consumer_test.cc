@@ -2,12 +2,12 @@
 #include <vector>
 
 #include "client/fake_streaming_node.h"
-#include "client/test_tracing.h"
 #include "client/wire.h"
 #include "common/text_codec.h"
 #include "gtest/gtest.h"
 #include "kingfisher/client.h"
 #include "message/message_trace.h"
+#include "trace/testing/scoped_in_memory_tracing.h"
 
 namespace kf::client {
 namespace {
@@ -106,7 +106,7 @@ TEST(ConsumerTest, RejectsBadVChannelAndPolicyLocally) {
 // TRACING.md scenario 13: one wal.dist_consume (CONSUMER, child of the source) per non-txn
 // message, the delivered `_tc` equals it; TimeTick: no span.
 TEST(ConsumerTest, DistConsumeSpanPerMessageAndNoneForTimeTick) {
-  testing::ScopedInMemoryTracing tracing;
+  trace::testing::ScopedInMemoryTracing tracing;
   auto [source, source_span] = trace::WalTracer()->StartSpan(trace::Context(), "source");
   source_span->End();
   FakeStreamingNode node;
@@ -141,7 +141,7 @@ TEST(ConsumerTest, DistConsumeSpanPerMessageAndNoneForTimeTick) {
 }
 
 TEST(ConsumerTest, TxnGetsOneSpanAndItsInnerMessagesShareIt) {
-  testing::ScopedInMemoryTracing tracing;
+  trace::testing::ScopedInMemoryTracing tracing;
   auto [source, source_span] = trace::WalTracer()->StartSpan(trace::Context(), "source");
   source_span->End();
   FakeStreamingNode node;

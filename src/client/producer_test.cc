@@ -4,12 +4,12 @@
 #include <vector>
 
 #include "client/fake_streaming_node.h"
-#include "client/test_tracing.h"
 #include "client/wire.h"
 #include "common/errors.h"
 #include "gtest/gtest.h"
 #include "kingfisher/client.h"
 #include "message/message_trace.h"
+#include "trace/testing/scoped_in_memory_tracing.h"
 
 namespace kf::client {
 namespace {
@@ -247,7 +247,7 @@ TEST(ProducerTest, UnreachableServerFailsAmbiguously) {
 // TRACING.md scenarios 6 and 9: wal.autocommit under the caller, one wal.dist_append per
 // attempt as its child, and the sent `_tc` is the attempt's span.
 TEST(ProducerTest, TracesAutocommitAndDistAppendPerAttempt) {
-  testing::ScopedInMemoryTracing tracing;
+  trace::testing::ScopedInMemoryTracing tracing;
   FakeStreamingNode node;
   node.FailStreamsAfterAppend(1);
   auto client = ConnectTo(node);

@@ -13,6 +13,7 @@
 #include "trace/sampler.h"
 #include "trace/sdk_tracer_provider.h"
 #include "trace/span_processor.h"
+#include "trace/testing/scoped_in_memory_tracing.h"
 #include "trace/traceparent.h"
 
 namespace kf {
@@ -44,17 +45,6 @@ std::string TcOf(const std::string& trace_id, const std::string& span_id, uint32
 // Always-on sampling into an in-memory exporter, installed as the global provider.
 class MessageTraceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    exporter_ = std::make_shared<trace::InMemorySpanExporter>();
-    provider_ = std::make_shared<trace::SdkTracerProvider>(
-        trace::Attributes{}, std::make_shared<trace::AlwaysOnSampler>(),
-        std::make_unique<trace::SimpleSpanProcessor>(exporter_));
-    trace::SetTracerProvider(provider_);
-  }
-  void TearDown() override {
-    trace::SetTracerProvider(nullptr);
-    provider_->Shutdown();
-  }
   // A source span: started and ended by the test before the action.
   Context SourceSpan() {
     auto [ctx, span] = StartSpan(Context(), "source");
@@ -62,8 +52,7 @@ class MessageTraceTest : public ::testing::Test {
     return ctx;
   }
 
-  std::shared_ptr<trace::InMemorySpanExporter> exporter_;
-  std::shared_ptr<trace::SdkTracerProvider> provider_;
+  trace::testing::ScopedInMemoryTracing tracing_;
 };
 
 // Scenario 1.
@@ -86,7 +75,7 @@ TEST_F(MessageTraceTest, RoundTrip) {
   // A span started under the extracted context joins the trace as a child of the remote span.
   auto [ctx, span] = StartSpan(ExtractTraceContext(Context(), msg), "wal.catchup_consume");
   span->End();
-  auto spans = exporter_->GetFinishedSpans();
+  auto spans = tracing_.Spans();
   ASSERT_EQ(spans.size(), 1u);
   EXPECT_EQ(spans[0].context.trace_id.ToHex(), kTraceHex);
   EXPECT_EQ(spans[0].parent_span_id.ToHex(), kSpanHex);
@@ -146,7 +135,7 @@ TEST_F(MessageTraceTest, InjectWithoutSpanInjectTwiceAndOverwrite) {
 // Scenario 3.
 TEST_F(MessageTraceTest, TimeTickIsNeverTraced) {
   Context source = SourceSpan();
-  exporter_->Reset();
+  tracing_.Reset();
   MutableMessage tt = TimeTickMsg();
   tt.set_timetick(TimeTick(100));
 
@@ -169,7 +158,7 @@ TEST_F(MessageTraceTest, TimeTickIsNeverTraced) {
   EXPECT_FALSE(nspan->IsRecording());
   nspan->End();
 
-  EXPECT_TRUE(exporter_->GetFinishedSpans().empty());
+  EXPECT_TRUE(tracing_.Spans().empty());
 }
 
 // Scenario 4.
@@ -185,7 +174,7 @@ TEST_F(MessageTraceTest, MessageAttributes) {
   auto [ctx, span] = StartSpanForMessage(Context(), &msg, "wal.append");
   EXPECT_TRUE(span->IsRecording());
   span->End();
-  auto spans = exporter_->GetFinishedSpans();
+  auto spans = tracing_.Spans();
   ASSERT_EQ(spans.size(), 1u);
   EXPECT_EQ(spans[0].name, "wal.append");
   const trace::Attributes want = {{"message.type", std::string("Insert")},
@@ -195,13 +184,13 @@ TEST_F(MessageTraceTest, MessageAttributes) {
                                   {"message.replicate", false}};
   EXPECT_EQ(spans[0].attributes, want);
 
-  exporter_->Reset();
+  tracing_.Reset();
   kingfisher::v1::ReplicateHeader rh;
   rh.set_cluster_id("primary");
   msg.set_replicate_header(rh);
   auto [ctx2, span2] = StartSpanForMessage(Context(), &msg, "wal.append");
   span2->End();
-  spans = exporter_->GetFinishedSpans();
+  spans = tracing_.Spans();
   ASSERT_EQ(spans.size(), 1u);
   EXPECT_EQ(std::get<bool>(spans[0].attributes.at("message.replicate")), true);
 }
@@ -217,7 +206,7 @@ TEST_F(MessageTraceTest, BroadcastAndTimetickLessAttributes) {
   auto [ctx, span] =
       StartSpanForMessage(Context(), &msg, "wal.broadcast", trace::SpanKind::kProducer);
   span->End();
-  auto spans = exporter_->GetFinishedSpans();
+  auto spans = tracing_.Spans();
   ASSERT_EQ(spans.size(), 1u);
   const trace::Attributes want = {{"message.type", std::string("DropCollection")},
                                   {"message.vchannel", std::string("")},

@@ -10,10 +10,7 @@
 #include "gtest/gtest.h"
 #include "message/builders.h"
 #include "message/message_trace.h"
-#include "trace/in_memory_span_exporter.h"
-#include "trace/sampler.h"
-#include "trace/sdk_tracer_provider.h"
-#include "trace/span_processor.h"
+#include "trace/testing/scoped_in_memory_tracing.h"
 #include "trace/tracer.h"
 #include "wal/testing/memory_backend.h"
 
@@ -38,15 +35,8 @@ class WalTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     tso_ = *TimestampAllocator::Open((dir_ / "tso").string(), {});
-    exporter_ = std::make_shared<trace::InMemorySpanExporter>();
-    trace::SetTracerProvider(std::make_shared<trace::SdkTracerProvider>(
-        trace::Attributes{}, std::make_shared<trace::AlwaysOnSampler>(),
-        std::make_unique<trace::SimpleSpanProcessor>(exporter_)));
   }
-  void TearDown() override {
-    trace::SetTracerProvider(nullptr);
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::unique_ptr<Wal> Open(std::unique_ptr<MemoryWalBackend> b, WalOptions o = {}) {
     o.tso = tso_.get();
@@ -61,17 +51,13 @@ class WalTest : public ::testing::Test {
     return out;
   }
 
-  std::vector<trace::SpanData> Spans(std::string_view name) const {
-    std::vector<trace::SpanData> out;
-    for (auto& s : exporter_->GetFinishedSpans()) {
-      if (s.name == name) out.push_back(s);
-    }
-    return out;
+  std::vector<trace::SpanData> Spans(const std::string& name) const {
+    return tracing_.SpansNamed(name);
   }
 
   std::filesystem::path dir_;
   std::unique_ptr<TimestampAllocator> tso_;
-  std::shared_ptr<trace::InMemorySpanExporter> exporter_;
+  trace::testing::ScopedInMemoryTracing tracing_;
 };
 
 TEST_F(WalTest, TimeticksStrictlyIncreaseInWalOrderUnderConcurrency) {
