@@ -2,10 +2,10 @@
 //
 // The first request must be `create` (else INVALID_ARGUMENT); it opens a Wal Scanner (policy,
 // vchannel and deliver filters) and answers `created`. A scanner thread then delivers what the
-// scanner yields (Txn messages with their inner messages), one write at a time: it does not read the next message before the previous
-// write completed (back-pressure follows the client's flow control). A later `close` request,
-// a half-close, cancellation or server shutdown ends the stream. A scan error is sent as a
-// terminal `error` response and as the stream's status.
+// scanner yields (Txn messages with their inner messages), one write at a time: it does not read
+// the next message before the previous write completed (back-pressure follows the client's flow
+// control). A later `close` request, a half-close, cancellation or server shutdown ends the stream.
+// A scan error is sent as a terminal `error` response and as the stream's status.
 //
 // Thread-safety: gRPC reactions, the scanner thread and shutdown run concurrently; state is
 // guarded by mu_. Ownership: owned by gRPC until OnDone, which stops and joins the scanner

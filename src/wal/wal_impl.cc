@@ -258,9 +258,8 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
         OverwriteTraceContext(impl_ctx, &p->msg);
         p->timetick = *tt;
         not_durable_.fetch_add(1, std::memory_order_relaxed);
-        auto id = backend_->Append(p->msg.Encode(), [p](absl::Status s) {
-          p->wal->OnDurable(p, std::move(s));
-        });
+        auto id = backend_->Append(p->msg.Encode(),
+                                   [p](absl::Status s) { p->wal->OnDurable(p, std::move(s)); });
         if (id.ok()) {
           // From here the callback owns p (it may already have run).
           if (*id != p->id) BackendBroke(options_.pchannel, p->id, *id);
@@ -282,9 +281,9 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
     if (intercepted) AbandonIntercepted(*p, enqueue_status);
     // A transient failure is retried, except inside a transaction: its admission cannot be
     // replayed at a new timetick, so the txn failed above and the client retries it whole.
-    bool retryable = (p->role == Role::kPlain || p->role == Role::kTimeTick) &&
-                     (absl::IsResourceExhausted(enqueue_status) ||
-                      absl::IsUnavailable(enqueue_status));
+    bool retryable =
+        (p->role == Role::kPlain || p->role == Role::kTimeTick) &&
+        (absl::IsResourceExhausted(enqueue_status) || absl::IsUnavailable(enqueue_status));
     if (!retryable || attempt >= options_.max_append_attempts) {
       Finish(p, enqueue_status);
       return;
@@ -324,16 +323,14 @@ void WalImpl::OnDurable(const std::shared_ptr<Pending>& p, absl::Status status) 
     }
     return;
   }
-  AppendResult result{.id = p->id,
-                      .timetick = p->timetick,
-                      .last_confirmed = p->last_confirmed,
-                      .txn = p->role == Role::kPlain || p->role == Role::kTimeTick
-                                 ? std::nullopt
-                                 : p->msg.txn()};
+  AppendResult result{
+      .id = p->id,
+      .timetick = p->timetick,
+      .last_confirmed = p->last_confirmed,
+      .txn = p->role == Role::kPlain || p->role == Role::kTimeTick ? std::nullopt : p->msg.txn()};
   // Callbacks run in WAL order, so the buffer receives every durable message in order. A
   // rejection here (closed buffer) only means no tailing reader will see it.
-  buffer_->Append(std::make_shared<const ImmutableMessage>(p->id, std::move(p->msg)))
-      .IgnoreError();
+  buffer_->Append(std::make_shared<const ImmutableMessage>(p->id, std::move(p->msg))).IgnoreError();
   not_durable_.fetch_sub(1, std::memory_order_release);
   if (p->role == Role::kBody) txns_.BodyDurable(p->txn_id);
   if (p->role == Role::kCommit) {
