@@ -29,6 +29,7 @@ grpc::ServerUnaryReactor* StandaloneCoordService::GetStatus(
     p->set_node(node_id_);
     p->set_term(info.term.value());
     p->set_state("ASSIGNED");
+    p->set_readers(info.readers);
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);

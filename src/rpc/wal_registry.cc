@@ -30,7 +30,7 @@ absl::StatusOr<std::shared_ptr<wal::Wal>> StaticWalRegistry::Get(std::string_vie
 std::vector<WalRegistry::PChannelInfo> StaticWalRegistry::List() const {
   std::vector<PChannelInfo> out;
   out.reserve(wals_.size());
-  for (const auto& w : wals_) out.push_back({w->pchannel(), w->term()});
+  for (const auto& w : wals_) out.push_back({w->pchannel(), w->term(), w->readers()});
   return out;
 }
 

@@ -27,6 +27,7 @@ class WalRegistry {
   struct PChannelInfo {
     std::string pchannel;
     Term term;
+    int readers = 0;
   };
 
   virtual ~WalRegistry() = default;

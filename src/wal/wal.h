@@ -128,6 +128,9 @@ class Wal {
   // The last timetick handed out (0 before the first append).
   virtual TimeTick LastTimeTick() const = 0;
 
+  // Scanners currently open (the write-ahead buffer retains messages only while there are).
+  virtual int readers() const = 0;
+
   // Stops accepting appends (later ones fail with ON_SHUTDOWN), waits for in-flight ones to
   // finish, stops the timetick loop and closes the backend. Idempotent.
   virtual void Close() = 0;

@@ -26,12 +26,14 @@ struct WalImpl::Pending {
   MutableMessage msg;
   AppendResultCallback done;
   std::optional<IdempotencyKey> key;
-  trace::Context append_ctx;                 // wal.append (or the caller's for TimeTick)
-  std::shared_ptr<trace::Span> append_span;  // wal.append
-  std::shared_ptr<trace::Span> impl_span;    // the current attempt's wal.appendimpl
-  bool counted = false;                      // counts toward in_flight_
-  TxnId txn_id;                              // roles kBegin..kRollback
-  MessageId id;                              // the backend id, known before the enqueue
+  trace::Context append_ctx;                      // wal.append (or the caller's for TimeTick)
+  std::shared_ptr<trace::Span> append_span;       // wal.append
+  std::shared_ptr<trace::Span> impl_span;         // the current attempt's wal.appendimpl
+  bool counted = false;                           // counts toward in_flight_
+  TxnId txn_id;                                   // roles kBegin..kRollback
+  std::optional<kingfisher::v1::TxnContext> txn;  // for the result (msg may be gone by then)
+  bool retain = false;                            // the write-ahead buffer gets the message
+  MessageId id;                                   // the backend id, known before the enqueue
   TimeTick timetick;
   MessageId last_confirmed;  // the LCMID stamped into the message
   // kCommit: the durable callback and the txn's commit gate both arrive; the second finishes.
@@ -93,7 +95,8 @@ absl::Status WalImpl::Recover() {
   }
   if (max_tt.value() > 0) RETURN_IF_ERROR(options_.tso->Observe(max_tt));
   WriteAheadBufferOptions buffer_options = options_.buffer;
-  buffer_options.starts_after = last_id;
+    // An empty log: the buffer will hold it from its very beginning.
+  buffer_options.starts_after = last_id.value_or(MessageId());
   buffer_ = WriteAheadBuffer::Create(std::move(buffer_options));
   absl::MutexLock lock(&seq_mu_);
   last_timetick_ = max_tt;
@@ -230,6 +233,7 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
     absl::Status enqueue_status;
     bool intercepted = false;
     {
+      MutableMessage released;  // declared first: destroyed after the lock is released
       absl::ReleasableMutexLock lock(&seq_mu_);
       auto tt = options_.tso->Allocate(1);
       if (!tt.ok()) {
@@ -257,9 +261,16 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
         // The persisted `_tc` is the last attempt's span (TRACING.md §5).
         OverwriteTraceContext(impl_ctx, &p->msg);
         p->timetick = *tt;
+        if (p->role != Role::kPlain && p->role != Role::kTimeTick) p->txn = p->msg.txn();
+        std::string data = p->msg.Encode();
+        // Not retained: freed here, on the thread that allocated it, after the enqueue (frees
+        // on the callback thread contend for this thread's malloc arena).
+        p->retain = readers_.load(std::memory_order_acquire) > 0;
+        if (!p->retain) released = std::move(p->msg);
         not_durable_.fetch_add(1, std::memory_order_relaxed);
-        auto id = backend_->Append(p->msg.Encode(),
+        auto id = backend_->Append(std::move(data),
                                    [p](absl::Status s) { p->wal->OnDurable(p, std::move(s)); });
+        if (!id.ok() && !p->retain) p->msg = std::move(released);  // for the retry
         if (id.ok()) {
           // From here the callback owns p (it may already have run).
           if (*id != p->id) BackendBroke(options_.pchannel, p->id, *id);
@@ -323,14 +334,18 @@ void WalImpl::OnDurable(const std::shared_ptr<Pending>& p, absl::Status status) 
     }
     return;
   }
-  AppendResult result{
-      .id = p->id,
-      .timetick = p->timetick,
-      .last_confirmed = p->last_confirmed,
-      .txn = p->role == Role::kPlain || p->role == Role::kTimeTick ? std::nullopt : p->msg.txn()};
-  // Callbacks run in WAL order, so the buffer receives every durable message in order. A
-  // rejection here (closed buffer) only means no tailing reader will see it.
-  buffer_->Append(std::make_shared<const ImmutableMessage>(p->id, std::move(p->msg))).IgnoreError();
+  AppendResult result{.id = p->id,
+                      .timetick = p->timetick,
+                      .last_confirmed = p->last_confirmed,
+                      .txn = std::move(p->txn)};
+  // Callbacks run in WAL order, so the buffer receives every durable message in order.
+  // A rejection (closed buffer) only means no tailing reader will see it.
+  if (p->retain) {
+    buffer_->Append(std::make_shared<const ImmutableMessage>(p->id, std::move(p->msg)))
+        .IgnoreError();
+  } else {
+    buffer_->Skip(p->id, p->timetick);  // the buffer covers only what follows
+  }
   not_durable_.fetch_sub(1, std::memory_order_release);
   if (p->role == Role::kBody) txns_.BodyDurable(p->txn_id);
   if (p->role == Role::kCommit) {
@@ -384,6 +399,8 @@ void WalImpl::SyncTimeTick() {
   auto tt = options_.tso->Allocate(1);
   if (!tt.ok()) return;  // the next round tries again
   txns_.ObserveWatermark(*tt);
+  last_timetick_ = *tt;
+  if (readers_.load(std::memory_order_acquire) == 0) return;  // nobody to advance
   MutableMessage tick = NewTimeTickMessage(*tt);
   tick.set_wal_term(term_);
   tick.set_not_persisted();
@@ -394,7 +411,6 @@ void WalImpl::SyncTimeTick() {
   }
   buffer_->Append(std::make_shared<const ImmutableMessage>(*last_id_, std::move(tick)))
       .IgnoreError();
-  last_timetick_ = *tt;
 }
 
 void WalImpl::TimeTickLoop(std::stop_token stop) {
@@ -416,7 +432,37 @@ void WalImpl::TimeTickLoop(std::stop_token stop) {
   }
 }
 
+namespace {
+
+// Counts itself in the Wal's live readers while it exists.
+class CountedScanner final : public Scanner {
+ public:
+  CountedScanner(std::unique_ptr<Scanner> inner, std::atomic<int>* readers)
+      : inner_(std::move(inner)), readers_(readers) {}
+  ~CountedScanner() override { readers_->fetch_sub(1, std::memory_order_acq_rel); }
+
+  absl::StatusOr<ImmutableMessagePtr> Next(const trace::Context& ctx,
+                                           absl::Time deadline) override {
+    return inner_->Next(ctx, deadline);
+  }
+
+ private:
+  std::unique_ptr<Scanner> inner_;
+  std::atomic<int>* readers_;
+};
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Scanner>> WalImpl::Read(const ScanOptions& options) {
+  // Counted before the scanner looks at the buffer: from the next enqueue on, messages are
+  // retained; any skipped before shows up as a gap the scanner falls back over.
+  readers_.fetch_add(1, std::memory_order_acq_rel);
+  struct Uncount {
+    std::atomic<int>* n;
+    ~Uncount() {
+      if (n) n->fetch_sub(1, std::memory_order_acq_rel);
+    }
+  } uncount{&readers_};
   SwitchableScannerOptions so;
   so.buffer = buffer_;
   so.vchannel = options.vchannel;
@@ -448,8 +494,11 @@ absl::StatusOr<std::unique_ptr<Scanner>> WalImpl::Read(const ScanOptions& option
     ASSIGN_OR_RETURN(auto backend_scanner, backend->Read(ro));
     return NewCatchupScanner(std::move(backend_scanner), vchannel);
   };
-  return std::make_unique<DeliveringScanner>(std::make_unique<SwitchableScanner>(std::move(so)),
-                                             options.filter, options_.txn_buffer);
+  uncount.n = nullptr;  // the scanner owns the count from here
+  return std::make_unique<CountedScanner>(
+      std::make_unique<DeliveringScanner>(std::make_unique<SwitchableScanner>(std::move(so)),
+                                          options.filter, options_.txn_buffer),
+      &readers_);
 }
 
 TimeTick WalImpl::LastTimeTick() const {

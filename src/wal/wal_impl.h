@@ -32,6 +32,7 @@ class WalImpl final : public Wal {
   void Append(const trace::Context& ctx, MutableMessage msg, AppendResultCallback done) override;
   absl::StatusOr<std::unique_ptr<Scanner>> Read(const ScanOptions& options) override;
   TimeTick LastTimeTick() const override;
+  int readers() const override { return readers_.load(std::memory_order_relaxed); }
   void Close() override;
 
   // One round of the timetick loop: a persisted TimeTick if anything was appended since the
@@ -62,6 +63,7 @@ class WalImpl final : public Wal {
   void EndInFlight();
   // The backend callback: runs in WAL order once the message is durable (or failed).
   void OnDurable(const std::shared_ptr<Pending>& p, absl::Status status);
+
   // A CommitTxn is acknowledged once it is durable AND its txn's bodies are (the gate).
   void ArriveCommit(const std::shared_ptr<Pending>& p);
   void Finish(const std::shared_ptr<Pending>& p, absl::StatusOr<AppendResult> result);
@@ -74,6 +76,10 @@ class WalImpl final : public Wal {
   IdempotencyTable<AppendResult> dedup_;
   TxnManager txns_;
   std::shared_ptr<WriteAheadBuffer> buffer_;  // set by Recover
+  // Live scanners. The buffer retains messages only while there is one: a WAL nobody tails
+  // should not pay for what it keeps (memory, and frees on the callback thread). A message not
+  // retained is a Skip, so the buffer never claims to cover it.
+  std::atomic<int> readers_{0};
 
   // The sequencer: timetick allocation, interceptors and backend enqueue happen under one lock
   // so WAL order, timetick order and transaction admission agree.

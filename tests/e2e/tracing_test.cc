@@ -7,10 +7,11 @@
 //                                                  wal.appendimpl > wal.catchup_consume >
 //                                                                   wal.dist_consume  (catch-up)
 // and TimeTick messages must produce no spans.
+#include <filesystem>
 #include <map>
-#include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -21,6 +22,7 @@
 namespace kf::testing {
 namespace {
 
+constexpr char kPChannel[] = "kf-dml_2";
 constexpr char kVChannel[] = "kf-dml_2_traced";
 constexpr int kMessages = 3;
 
@@ -30,14 +32,6 @@ const std::set<std::string> kVocabulary = {
     "replicate.secondary", "wal.bc_callback"};
 
 constexpr int kInternal = 1, kProducer = 4, kConsumer = 5;
-
-// The message_id of the first ack line kfctl produce printed.
-std::optional<std::string> FirstMessageId(const KfctlResult& produced) {
-  if (produced.lines.empty()) return std::nullopt;
-  const nlohmann::json& id = produced.lines.front()["message_id"];
-  if (!id.is_string()) return std::nullopt;
-  return id.get<std::string>();
-}
 
 KfctlResult Consume(const std::string& dir, const std::string& endpoint,
                     std::vector<std::string> position,
@@ -63,16 +57,23 @@ TEST(TracingE2E, ProduceThenConsumeGivesOneTracePerMessageWithTheCanonicalChain)
 
   auto kfctl_env = otel;
   kfctl_env["OTEL_SERVICE_NAME"] = "kfctl-e2e";
+  // A consumer tailing before anything is produced: served from the write-ahead buffer (it
+  // retains messages only while a reader exists, so the reader must be there first).
+  const std::string tail_dir = dir.path() + "/tail";
+  std::filesystem::create_directories(tail_dir);
+  KfctlResult tailed;
+  std::thread tailer([&] {
+    tailed = Consume(tail_dir, server.address(), {"--from", "latest"}, kfctl_env);
+  });
+  const bool tailing = server.WaitForReaders(kPChannel, 1);
   auto produced = RunKfctl(dir.path(),
                            {"--endpoint", server.address(), "--timeout", "20", "produce",
                             "--vchannel", kVChannel, "--count", std::to_string(kMessages)},
                            kfctl_env);
+  tailer.join();  // the consumer exits after --limit messages or its idle timeout
   ASSERT_EQ(produced.exit_code, 0) << Describe(produced);
+  ASSERT_TRUE(tailing) << "the consumer never opened a reader";
   ASSERT_EQ(produced.lines.size(), static_cast<size_t>(kMessages)) << Describe(produced);
-  // Served from the buffer: the first produced message is where the buffer's run starts.
-  auto first_id = FirstMessageId(produced);
-  ASSERT_TRUE(first_id.has_value()) << Describe(produced);
-  auto tailed = Consume(dir.path(), server.address(), {"--from", *first_id}, kfctl_env);
   ASSERT_EQ(tailed.exit_code, 0) << Describe(tailed);
   ASSERT_EQ(tailed.lines.size(), static_cast<size_t>(kMessages)) << Describe(tailed);
   // SIGTERM: the server flushes its batch span processor before exiting. The restarted

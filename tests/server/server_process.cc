@@ -164,6 +164,24 @@ bool ServerProcess::Start(absl::Duration timeout) {
   return false;
 }
 
+bool ServerProcess::WaitForReaders(const std::string& pchannel, int n, absl::Duration timeout) {
+  auto stub = kingfisher::v1::StreamingCoord::NewStub(
+      grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+  const absl::Time deadline = absl::Now() + timeout;
+  // Polls an observable condition (no fixed sleep): each round trip is the pacing.
+  while (absl::Now() < deadline) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+    kingfisher::v1::GetStatusResponse resp;
+    if (stub->GetStatus(&ctx, {}, &resp).ok()) {
+      for (const auto& p : resp.pchannels()) {
+        if (p.pchannel() == pchannel && p.readers() >= n) return true;
+      }
+    }
+  }
+  return false;
+}
+
 ProcessResult ServerProcess::Stop(absl::Duration timeout) {
   if (pid_ <= 0) return {};
   kill(pid_, SIGTERM);

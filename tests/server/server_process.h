@@ -69,6 +69,11 @@ class ServerProcess {
   pid_t pid() const { return pid_; }
   std::string Output() const;
 
+  // Waits until the server reports at least `n` open readers on `pchannel` (GetStatus), e.g.
+  // so a consumer is known to be tailing before a test appends. False at the deadline.
+  bool WaitForReaders(const std::string& pchannel, int n,
+                      absl::Duration timeout = absl::Seconds(30));
+
  private:
   Options options_;
   std::string address_;

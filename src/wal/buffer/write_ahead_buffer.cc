@@ -73,6 +73,17 @@ void WriteAheadBuffer::EvictExpired() {
   EvictLocked(now);
 }
 
+void WriteAheadBuffer::Skip(const MessageId& id, TimeTick tt) {
+  absl::MutexLock lock(&mu_);
+  while (!entries_.empty()) PopFrontLocked();
+  // A phantom evicted entry: a reader waiting at the end would otherwise resume after the gap.
+  ++head_seq_;
+  horizon_ = id;
+  last_id_ = id;
+  last_timetick_ = std::max(last_timetick_, tt);
+  appended_.SignalAll();
+}
+
 void WriteAheadBuffer::EvictLocked(absl::Time now) {
   while (!entries_.empty() && (bytes_ > options_.capacity_bytes ||
                                entries_.front().appended + options_.keepalive <= now)) {
@@ -94,7 +105,9 @@ bool WriteAheadBuffer::CoversLocked(const MessageId& id, bool inclusive) const {
                                          : entries_.empty()
                                              ? std::nullopt
                                              : std::optional<MessageId>(entries_.front().msg->id());
-  if (!floor.has_value()) return false;
+    if (!floor.has_value()) return false;
+  // An invalid horizon: the log was empty when the buffer was created, so it holds everything.
+  if (!floor->valid()) return true;
   if (horizon_.has_value()) return inclusive ? id > *floor : id >= *floor;
   return id >= *floor;
 }

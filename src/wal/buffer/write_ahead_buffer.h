@@ -54,8 +54,9 @@ struct WriteAheadBufferOptions {
   std::function<absl::Time()> clock;
   // The id of the last durable message when the buffer is created (the adaptor knows it from
   // its open-time tail scan). Readers positioned after it can tail at once; without it the
-  // buffer covers only positions from its first appended message on. Later appends must
-  // follow it like any other append.
+    // buffer covers only positions from its first appended message on. Later appends must
+  // follow it like any other append. An invalid MessageId means the log is empty: the buffer
+  // covers every position (MessageId() = from the beginning) until its first eviction.
   std::optional<MessageId> starts_after;
 };
 
@@ -107,6 +108,13 @@ class WriteAheadBuffer : public std::enable_shared_from_this<WriteAheadBuffer> {
   // Evicts entries older than the keepalive (Append does this too; the adaptor may call it
   // from a timer so an idle buffer releases memory).
   void EvictExpired();
+
+  // Records that the durable message `id` (timetick `tt`), and any before it not appended,
+  // are not retained — the adaptor retains nothing while no reader exists. Drops
+  // every entry as an eviction would (readers positioned in or at the end of them get
+  // OUT_OF_RANGE and fall back to catch-up) and covers only positions after `id` from now on.
+  // REQUIRES: id >= the last id appended (same WAL-order contract as Append).
+  void Skip(const MessageId& id, TimeTick tt);
 
   // A reader positioned at the first message with id >= `id` (inclusive), or after the
   // persisted message `id` (exclusive; non-persisted ticks carrying `id` are after it).

@@ -177,6 +177,36 @@ TEST(WriteAheadBufferTest, LaggingReaderGetsEvictedErrorInsteadOfBlockingTheWrit
   EXPECT_FALSE(IsEvictedError(absl::OutOfRangeError("something else")));
 }
 
+TEST(WriteAheadBufferTest, BufferOfAnEmptyLogCoversFromTheBeginning) {
+  auto buffer = WriteAheadBuffer::Create({.starts_after = MessageId()});
+  auto reader = buffer->ReadFrom(MessageId());
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_TRUE(buffer->Append(Msg(1, 10)).ok());
+  ASSERT_TRUE(buffer->Append(Msg(2, 20)).ok());
+  EXPECT_THAT(DrainOffsets(**reader), ::testing::ElementsAre(1, 2));
+}
+
+TEST(WriteAheadBufferTest, SkipDropsEverythingAndCoversOnlyWhatFollows) {
+  auto buffer = WriteAheadBuffer::Create();
+  ASSERT_TRUE(buffer->Append(Msg(1, 10)).ok());
+  ASSERT_TRUE(buffer->Append(Msg(2, 20)).ok());
+  auto waiting = buffer->ReadAfter(Id(2));  // caught up, waiting for 3
+  ASSERT_TRUE(waiting.ok());
+  // 3..5 became durable while nothing was retained.
+  buffer->Skip(Id(5), TimeTick(50));
+  EXPECT_EQ(buffer->num_entries(), 0u);
+  EXPECT_EQ(buffer->size_bytes(), 0u);
+  ASSERT_TRUE(buffer->Append(Msg(6, 60)).ok());
+  // The waiting reader must not jump over 3..5: it falls back to catch-up.
+  EXPECT_TRUE(IsEvictedError((*waiting)->Next(Soon()).status()));
+  EXPECT_EQ(buffer->ReadAfter(Id(4)).status().code(), absl::StatusCode::kNotFound);
+  auto after = buffer->ReadAfter(Id(5));
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_THAT(DrainOffsets(**after), ::testing::ElementsAre(6));
+  // Appends below the skipped position stay out-of-order errors.
+  EXPECT_EQ(buffer->Append(Msg(5, 55)).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(WriteAheadBufferTest, ReaderOpenedBeyondTheTailSkipsLateAppendsBelowItsStart) {
   auto buffer = WriteAheadBuffer::Create();
   ASSERT_TRUE(buffer->Append(Msg(1, 10)).ok());
