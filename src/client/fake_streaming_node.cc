@@ -9,10 +9,10 @@ namespace kf::client::testing {
 
 namespace v1 = kingfisher::v1;
 
-FakeStreamingNode::FakeStreamingNode() {
+FakeStreamingNode::FakeStreamingNode(const std::string& listen) {
   grpc::ServerBuilder b;
   int port = 0;
-  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  b.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   b.RegisterService(this);
   server_ = b.BuildAndStart();
   endpoint_ = "127.0.0.1:" + std::to_string(port);

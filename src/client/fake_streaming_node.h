@@ -24,7 +24,9 @@ namespace kf::client::testing {
 
 class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
  public:
-  FakeStreamingNode();
+  // `listen` = "127.0.0.1:0" picks a free port; a fixed one lets a test "restart" the node on
+  // the address a client already uses.
+  explicit FakeStreamingNode(const std::string& listen = "127.0.0.1:0");
   ~FakeStreamingNode() override;
 
   const std::string& endpoint() const { return endpoint_; }

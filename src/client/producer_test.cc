@@ -244,6 +244,40 @@ TEST(ProducerTest, UnreachableServerFailsAmbiguously) {
       << r.status();
 }
 
+// A server restart: once the channel has failed to connect it stays in TRANSIENT_FAILURE until
+// a new connection is READY, and with the sync API nothing polls that reconnect unless a call
+// waits for it. A fail-fast first attempt after the restart therefore failed at once (and the
+// reconnect stalled until gRPC's 5 s backup poll); with wait-for-ready the single attempt
+// waits for the connection and succeeds.
+TEST(ProducerTest, FirstAttemptAfterAServerRestartWaitsForTheConnection) {
+  auto first = std::make_unique<FakeStreamingNode>();
+  const std::string endpoint = first->endpoint();
+  kingfisher::ClientOptions o;
+  o.endpoint = endpoint;
+  o.retry.max_attempts = 1;
+  o.attempt_timeout = absl::Seconds(60);  // bounds the test only if the fix is broken
+  auto client = *kingfisher::Client::Connect(o);
+  {
+    auto connected = *client->CreateProducer();
+    ASSERT_TRUE(connected->AppendSync(Insert("kf-dml_0_orders", "before")).ok());
+  }  // (its stream is closed, so the server stops at once)
+
+  first.reset();  // the server goes away; the channel fails to reconnect while it is down
+  auto producer = *client->CreateProducer();
+  kingfisher::AppendOptions soon;
+  soon.deadline = absl::Now() + absl::Milliseconds(300);
+  auto down = producer->AppendSync(Insert("kf-dml_0_orders", "down"), soon);
+  ASSERT_FALSE(down.ok());
+  EXPECT_TRUE(IsAmbiguous(down.status())) << down.status();
+
+  FakeStreamingNode second(endpoint);  // back on the same address
+  auto r = producer->AppendSync(Insert("kf-dml_0_orders", "after"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(second.appended().size(), 1u);
+  EXPECT_EQ(second.appended()[0].payload(), "after");
+  producer->Close();
+}
+
 // TRACING.md scenarios 6 and 9: wal.autocommit under the caller, one wal.dist_append per
 // attempt as its child, and the sent `_tc` is the attempt's span.
 TEST(ProducerTest, TracesAutocommitAndDistAppendPerAttempt) {
