@@ -43,10 +43,7 @@ std::string RandomProducerId() {
 }
 
 absl::Status WithContext(const absl::Status& s, std::string_view suffix) {
-  absl::Status out(s.code(), absl::StrCat(ToAbsl(ToStd(s.message())), ToAbsl(suffix)));
-  s.ForEachPayload(
-      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
-  return out;
+  return WithMessage(s, absl::StrCat(ToAbsl(ToStd(s.message())), ToAbsl(suffix)));
 }
 
 absl::StatusOr<kingfisher::AppendResult> ResultOf(const kingfisher::v1::ProduceResponse& r) {

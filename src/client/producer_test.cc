@@ -15,6 +15,7 @@ namespace kf::client {
 namespace {
 
 using kingfisher::AppendResult;
+using testing::ConnectTo;
 using testing::FakeStreamingNode;
 namespace v1 = kingfisher::v1;
 
@@ -29,24 +30,7 @@ std::string Ik(const v1::ProduceRequest& r) {
   return it == r.message().properties().end() ? "" : it->second;
 }
 
-std::unique_ptr<kingfisher::Client> ConnectTo(const FakeStreamingNode& node, int max_attempts = 0) {
-  kingfisher::ClientOptions o;
-  o.endpoint = node.endpoint();
-  o.retry.initial_backoff = absl::Milliseconds(1);
-  o.retry.max_backoff = absl::Milliseconds(10);
-  o.retry.max_attempts = max_attempts;
-  auto c = kingfisher::Client::Connect(o);
-  EXPECT_TRUE(c.ok()) << c.status();
-  return *std::move(c);
-}
-
-v1::Error MakeError(StreamingCode code) {
-  v1::Error e;
-  e.set_grpc_code(static_cast<int>(ToStatusCode(code)));
-  e.set_streaming_code(static_cast<int>(code));
-  e.set_message("injected");
-  return e;
-}
+v1::Error MakeError(StreamingCode code) { return testing::MakeWireError(code); }
 
 TEST(ProducerTest, RetryAfterAmbiguousFailureCarriesTheSameKey) {
   FakeStreamingNode node;
