@@ -2,7 +2,9 @@
 //
 // A Consumer owns one Consume stream. After a transport failure it reconnects by itself (with
 // backoff, inside the caller's Next deadline) and resumes strictly after the last message
-// Next returned: no gap, no duplicate. Messages of other vchannels are dropped by the server;
+// Next returned: no gap, no duplicate. It resumes from that message's LCMID with a
+// TimeTickGT(its timetick) filter (SPEC §1), so a transaction begun before it and committed
+// after it is still delivered whole. Messages of other vchannels are dropped by the server;
 // pchannel-level messages (TimeTicks) are delivered so the reader can advance its watermark.
 //
 // Tracing (TRACING.md §5 "Remote consumer"): for every delivered non-TimeTick message Next

@@ -64,9 +64,12 @@ kingfisher::v1::ConsumeRequest ConsumerImpl::CreateRequest() const {
   auto* c = req.mutable_create();
   c->set_pchannel(pchannel_);
   if (options_.vchannel != pchannel_) c->set_vchannel(options_.vchannel);
-  *c->mutable_policy() = last_delivered_.valid()
-                             ? ToProto(kingfisher::DeliverPolicy::StartAfter(last_delivered_))
-                             : ToProto(options_.policy);
+  if (last_delivered_.valid()) {
+    *c->mutable_policy() = ToProto(kingfisher::DeliverPolicy::StartFrom(resume_from_));
+    c->add_filters()->set_timetick_gt(resume_after_tt_.value());
+  } else {
+    *c->mutable_policy() = ToProto(options_.policy);
+  }
   for (const auto& f : options_.filters) {
     auto* pf = c->add_filters();
     switch (f.kind) {
@@ -162,7 +165,13 @@ absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadli
 void ConsumerImpl::Deliver(kingfisher::ConsumedMessage* m) {
   const bool persisted_tick =
       m->type != MessageType::kTimeTick || !m->properties.contains(prop::kNotPersisted);
-  if (m->id.valid() && persisted_tick && m->id > last_delivered_) last_delivered_ = m->id;
+  if (m->id.valid() && persisted_tick && m->id > last_delivered_) {
+    last_delivered_ = m->id;
+    // The LCMID is at or below the id; anything else (absent, garbled) resumes at the id.
+    resume_from_ =
+        m->last_confirmed.valid() && m->last_confirmed <= m->id ? m->last_confirmed : m->id;
+    resume_after_tt_ = m->timetick;
+  }
   if (m->type == MessageType::kTimeTick) return;  // never traced (TRACING.md §7.12)
 
   // One wal.dist_consume per delivered message, child of the message-carried context.

@@ -44,6 +44,10 @@ class ConsumerImpl final : public kingfisher::Consumer {
   absl::Time reconnect_at_ = absl::InfinitePast();
   absl::Status sticky_;
   MessageId last_delivered_;  // invalid until a message with an id was returned
+  // Where a reconnect resumes (SPEC §1): from the last delivered message's LCMID, keeping only
+  // what is later than its timetick, so a txn begun before it and committed after it is whole.
+  MessageId resume_from_;
+  TimeTick resume_after_tt_;
 
   absl::Mutex mu_;  // guards stream_ replacement against Close
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

@@ -37,6 +37,11 @@ TEST(ConsumerTest, ResumesAfterTransportFailureWithoutGapOrDuplicate) {
   FakeStreamingNode node;
   std::vector<v1::Message> log;
   for (int i = 0; i < 10; ++i) log.push_back(WireMessage(MessageType::kInsert, 100 + i));
+  // The 4th message's LCMID is the 2nd (a txn begun there was still open).
+  MutableMessage lc;
+  lc.set_last_confirmed(MessageId::Local(2));
+  (*log[3].mutable_properties())[std::string(prop::kLastConfirmed)] =
+      std::string(*lc.GetProperty(prop::kLastConfirmed));
   node.SetConsumeLog(log);
   node.BreakFirstConsumeStreamAfter(4);
   auto client = ConnectTo(node);
@@ -58,8 +63,11 @@ TEST(ConsumerTest, ResumesAfterTransportFailureWithoutGapOrDuplicate) {
   EXPECT_EQ(creates[0].pchannel(), "kf-dml_0");
   EXPECT_EQ(creates[0].vchannel(), "kf-dml_0_orders");
   EXPECT_EQ(creates[0].policy().kind(), v1::DeliverPolicy::ALL);
-  EXPECT_EQ(creates[1].policy().kind(), v1::DeliverPolicy::START_AFTER);
-  EXPECT_EQ(*MessageId::Decode(creates[1].policy().message_id()), MessageId::Local(4));
+  // Resume from the last delivered message's LCMID, keeping what is later than its timetick.
+  EXPECT_EQ(creates[1].policy().kind(), v1::DeliverPolicy::START_FROM);
+  EXPECT_EQ(*MessageId::Decode(creates[1].policy().message_id()), MessageId::Local(2));
+  ASSERT_EQ(creates[1].filters_size(), 1);
+  EXPECT_EQ(creates[1].filters(0).timetick_gt(), 103u);
 }
 
 TEST(ConsumerTest, PolicyIsSentAsGiven) {

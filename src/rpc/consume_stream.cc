@@ -50,18 +50,18 @@ absl::Status ConsumeStream::Create(const ConsumeRequest::Create& create) {
   if (!pchannel.ok()) return pchannel.status();
   absl::StatusOr<wal::DeliverPolicy> policy = DeliverPolicyFromProto(create.policy());
   if (!policy.ok()) return policy.status();
-  absl::StatusOr<DeliverFilter> filter = DeliverFilter::Parse(create.filters());
+  absl::StatusOr<wal::DeliverFilter> filter = wal::DeliverFilter::Parse(create.filters());
   if (!filter.ok()) return filter.status();
   absl::StatusOr<std::shared_ptr<wal::Wal>> wal = registry_->Get(*pchannel);
   if (!wal.ok()) return wal.status();
   wal::ScanOptions scan;
   scan.policy = *policy;
   scan.vchannel = create.vchannel();
+  scan.filter = *std::move(filter);
   absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner = (*wal)->Read(scan);
   if (!scanner.ok()) return scanner.status();
   wal_ = *std::move(wal);
   scanner_ = *std::move(scanner);
-  filter_ = *std::move(filter);
   return absl::OkStatus();
 }
 
@@ -121,7 +121,7 @@ void ConsumeStream::ScanLoop(std::stop_token stop) {
       End(next.status(), /*send_error=*/true);
       return;
     }
-    if (*next == nullptr || !filter_.Pass(**next)) continue;
+    if (*next == nullptr) continue;
     ConsumeResponse response;
     ConsumedToProto(**next, response.mutable_message());
     {

@@ -1,11 +1,11 @@
 // ConsumeStream: the server side of one StreamingNode.Consume bidi stream (gRPC callback API).
 //
 // The first request must be `create` (else INVALID_ARGUMENT); it opens a Wal Scanner (policy,
-// vchannel filter) and answers `created`. A scanner thread then delivers messages that pass
-// the DeliverFilter, one write at a time: it does not read the next message before the previous
-// write completed (back-pressure follows the client's flow control). A later `close` request,
-// a half-close, cancellation or server shutdown ends the stream. A scan error is sent as a
-// terminal `error` response and as the stream's status.
+// vchannel and deliver filters) and answers `created`. A scanner thread then delivers what the
+// scanner yields (Txn messages with their inner messages), one write at a time: it does not read
+// the next message before the previous write completed (back-pressure follows the client's flow
+// control). A later `close` request, a half-close, cancellation or server shutdown ends the stream.
+// A scan error is sent as a terminal `error` response and as the stream's status.
 //
 // Thread-safety: gRPC reactions, the scanner thread and shutdown run concurrently; state is
 // guarded by mu_. Ownership: owned by gRPC until OnDone, which stops and joins the scanner
@@ -20,7 +20,6 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "kingfisher/v1/streaming.pb.h"
-#include "rpc/deliver_filter.h"
 #include "rpc/node_options.h"
 #include "rpc/stream_tracker.h"
 #include "rpc/wal_registry.h"
@@ -77,7 +76,6 @@ class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::Consu
   // Set by Create before the scanner thread starts; used only by that thread afterwards.
   std::shared_ptr<wal::Wal> wal_;
   std::unique_ptr<wal::Scanner> scanner_;
-  DeliverFilter filter_;
 
   absl::Mutex mu_;
   kingfisher::v1::ConsumeResponse out_ ABSL_GUARDED_BY(mu_);

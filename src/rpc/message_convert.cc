@@ -5,6 +5,7 @@
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "message/validate.h"
+#include "wal/txn/txn_message.h"
 
 namespace kf::rpc {
 
@@ -26,6 +27,9 @@ void MessageToProto(const MutableMessage& msg, kingfisher::v1::Message* out) {
 void ConsumedToProto(const ImmutableMessage& msg, kingfisher::v1::ConsumedMessage* out) {
   out->set_message_id(msg.id().Encode());
   MessageToProto(msg.message(), out->mutable_message());
+  if (const wal::TxnMessage* txn = wal::AsTxnMessage(msg)) {
+    for (const ImmutableMessagePtr& inner : txn->inner()) ConsumedToProto(*inner, out->add_inner());
+  }
 }
 
 absl::StatusOr<std::string> ResolvePChannel(const std::string& pchannel,

@@ -2,11 +2,21 @@
 //
 // The adaptor is the pchannel's single writer (its sequencer): it stamps each message with a
 // timetick at the moment it fixes the message's WAL position, so timeticks strictly increase
-// in WAL order and no reader needs a reorder buffer. It also stamps the LCMID (`_lcs`/`_lc`) and
-// the term (`_wt`), deduplicates retried appends by idempotency key (`_ik`, state recovered
-// from the log tail on open), retries recoverable backend errors with backoff (one
-// `wal.appendimpl` span per attempt), and appends a persisted TimeTick periodically while
-// there is traffic.
+// in WAL order and no reader needs a reorder buffer. Under the same lock it runs the append
+// interceptors: the transaction manager (BeginTxn assigns the txn id = its timetick; bodies,
+// CommitTxn and RollbackTxn are admitted or rejected with TRANSACTION_EXPIRED /
+// INVALID_TRANSACTION_STATE; an exclusive message fails the active txns of its vchannel; a
+// TimeTick expires abandoned txns), then stamps the LCMID (`_lc` = the Begin of the oldest
+// active txn, else `_lcs`) and the term (`_wt`). It deduplicates retried appends by idempotency
+// key (`_ik`, state recovered from the log tail on open), retries recoverable backend errors of
+// non-txn messages with backoff (one `wal.appendimpl` span per attempt), and appends a
+// persisted TimeTick periodically while there is traffic; an idle pchannel gets non-persisted
+// TimeTicks (`_np`) that only tailing readers see.
+//
+// Durable messages enter the write-ahead buffer in WAL order; readers catch up from the
+// backend, tail the buffer once caught up, and fall back on eviction (SwitchableScanner);
+// each reader assembles committed transactions into one Txn message (TxnBuffer) and applies
+// its filters.
 //
 // Thread-safe. Append is asynchronous; its callback runs on a backend or adaptor thread and
 // must be cheap. Errors (SPEC §3): FENCED (ABORTED/CHANNEL_FENCED) after another owner took
@@ -30,6 +40,10 @@
 #include "storage/tso/timestamp_allocator.h"
 #include "trace/context.h"
 #include "wal/backend.h"
+#include "wal/buffer/write_ahead_buffer.h"
+#include "wal/deliver_filter.h"
+#include "wal/txn/txn_buffer.h"
+#include "wal/txn/txn_manager.h"
 
 namespace kf::wal {
 
@@ -56,6 +70,11 @@ struct WalOptions {
   // Backend retry budget for recoverable errors (each attempt is one `wal.appendimpl` span).
   int max_append_attempts = 5;
   absl::Duration initial_backoff = absl::Milliseconds(5);
+  // The write-ahead buffer tailing readers share (SPEC §3 defaults 64 MiB, 30 s).
+  WriteAheadBufferOptions buffer;
+  TxnManagerOptions txn;
+  // Per reader: bytes of uncommitted txns held while assembling Txn messages.
+  TxnBufferOptions txn_buffer;
 };
 
 // Where a reader starts (SPEC §3 DeliverPolicy).
@@ -70,15 +89,20 @@ struct ScanOptions {
   // Empty: the whole pchannel. Otherwise messages of other vchannels are dropped
   // (pchannel-level messages, e.g. TimeTick, always pass).
   std::string vchannel;
+  DeliverFilter filter;  // applied to what would be delivered (Txn judged as a whole)
 };
 
-// Reads one pchannel (or vchannel) in WAL order = timetick order. Not thread-safe.
+// Reads one pchannel (or vchannel) in WAL order = timetick order: every committed message
+// once; a committed transaction as one Txn message (txn/txn_message.h) at its CommitTxn, if
+// the reader started at or before its BeginTxn (start from an LCMID to be sure); rolled-back,
+// expired and failed transactions never. Not thread-safe; must not outlive its Wal.
 class Scanner {
  public:
   virtual ~Scanner() = default;
   // The next message, waiting until `deadline` (DEADLINE_EXCEEDED then; the scanner stays
-  // usable). Catch-up reads open a `wal.catchup_consume` span per non-txn message under the
-  // message's own trace (`ctx` is only the cancellation/base context) and overwrite its `_tc`.
+  // usable). Catch-up reads open a `wal.catchup_consume` span per non-txn message and CommitTxn
+  // under the message's own trace (`ctx` is only the cancellation/base context) and overwrite
+  // its `_tc`; tailing reads return the buffer's shared message untouched.
   virtual absl::StatusOr<ImmutableMessagePtr> Next(const trace::Context& ctx,
                                                    absl::Time deadline) = 0;
 };

@@ -1,6 +1,8 @@
 #include "wal/wal_impl.h"
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 
 #include "absl/strings/str_cat.h"
@@ -9,56 +11,52 @@
 #include "common/status_macros.h"
 #include "message/builders.h"
 #include "message/message_trace.h"
+#include "wal/buffer/switchable_scanner.h"
 #include "wal/catchup_scanner.h"
+#include "wal/delivering_scanner.h"
 
 namespace kf::wal {
 
-// One append travelling through the adaptor. Owned by shared_ptr because the backend callback
-// and the retry path both need it.
+// One append travelling through the adaptor. Owned by shared_ptr because the backend callback,
+// the commit gate and the retry path all need it. After the backend accepted the entry only
+// the callback touches it (the appending thread reads nothing but `id` and `txn_id`).
 struct WalImpl::Pending {
   WalImpl* wal;  // the backend callback captures only the shared_ptr (fits AnyInvocable inline)
+  Role role = Role::kPlain;
   MutableMessage msg;
   AppendResultCallback done;
   std::optional<IdempotencyKey> key;
-  trace::Context append_ctx;                      // wal.append (or the caller's for TimeTick)
-  std::shared_ptr<trace::Span> append_span;       // wal.append
-  std::shared_ptr<trace::Span> impl_span;         // the current attempt's wal.appendimpl
-  bool counted = false;                           // counts toward in_flight_
-  std::optional<kingfisher::v1::TxnContext> txn;  // for the result; msg is gone by then
-  // The backend may report durability before Append has returned the id (even on the same
-  // thread), so both events arrive here and the second one completes the append.
+  trace::Context append_ctx;                 // wal.append (or the caller's for TimeTick)
+  std::shared_ptr<trace::Span> append_span;  // wal.append
+  std::shared_ptr<trace::Span> impl_span;    // the current attempt's wal.appendimpl
+  bool counted = false;                      // counts toward in_flight_
+  TxnId txn_id;                              // roles kBegin..kRollback
+  MessageId id;                              // the backend id, known before the enqueue
   TimeTick timetick;
-  MessageId id;
-  absl::Status durable_status;
-  std::atomic<int> arrivals{0};
+  MessageId last_confirmed;  // the LCMID stamped into the message
+  // kCommit: the durable callback and the txn's commit gate both arrive; the second finishes.
+  std::atomic<int> commit_arrivals{0};
+  absl::Status gate_status;
+  absl::StatusOr<AppendResult> commit_result{absl::UnknownError("commit not durable")};
 };
 
-// Completions run on the backend's callback thread. Memory freed there goes back to glibc's
-// arena under the arena lock while this thread allocates from the same arena, so every object
-// that died over there was a lock hand-off between the two threads (malloc/free were half of
-// the CPU profile, much of it futex). Freed here, the message's payload, property nodes and
-// no-op spans land in this thread's malloc cache and serve the next append (tmpfs, 1 KiB,
-// 4096 in flight: 160k -> 200k appends/s, 6.4 -> 4.9 us CPU per append).
-void WalImpl::ReleaseEnqueued(Pending& p) {
-  p.txn = p.msg.txn();
-  p.msg = MutableMessage();
-  p.append_ctx = trace::Context();  // only a retry would start another wal.appendimpl under it
-  // End() of a span that records nothing is a no-op, so such spans are not needed later.
-  if (p.impl_span != nullptr && !p.impl_span->IsRecording()) p.impl_span.reset();
-  if (p.append_span != nullptr && !p.append_span->IsRecording()) p.append_span.reset();
+namespace {
+
+[[noreturn]] void BackendBroke(const std::string& pchannel, const MessageId& predicted,
+                               const MessageId& got) {
+  std::fprintf(stderr, "FATAL: pchannel %s: backend assigned id %s, NextId() said %s\n",
+               pchannel.c_str(), got.ToText().c_str(), predicted.ToText().c_str());
+  std::abort();
 }
 
-void WalImpl::Arrive(const std::shared_ptr<Pending>& p) {
-  if (p->arrivals.fetch_add(1, std::memory_order_acq_rel) == 1) {
-    OnDurable(p, p->id, p->timetick, std::move(p->durable_status));
-  }
-}
+}  // namespace
 
 WalImpl::WalImpl(WalOptions options, std::unique_ptr<WalBackend> backend)
     : options_(std::move(options)),
       backend_(std::move(backend)),
       term_(backend_->term()),
-      dedup_(options_.dedup_window_per_producer, /*max_producers=*/65536) {}
+      dedup_(options_.dedup_window_per_producer, /*max_producers=*/65536),
+      txns_(options_.txn) {}
 
 WalImpl::~WalImpl() { Close(); }
 
@@ -66,6 +64,7 @@ absl::Status WalImpl::Recover() {
   ASSIGN_OR_RETURN(MessageId start, backend_->TailStart(options_.recovery_scan_bytes));
   ASSIGN_OR_RETURN(auto scanner, backend_->Read({.start = ReadOptions::Start::kFrom, .id = start}));
   TimeTick max_tt;
+  std::optional<MessageId> last_id;
   // The WAL has no writer yet, so everything durable is already readable: a past deadline
   // returns at once, and DEADLINE_EXCEEDED means "end of log".
   for (;;) {
@@ -79,6 +78,7 @@ absl::Status WalImpl::Recover() {
           absl::StrCat("pchannel ", options_.pchannel, ": entry ", entry->id.ToText(),
                        " does not decode: ", msg.status().message()));
     }
+    last_id = entry->id;
     auto tt = msg->timetick();
     if (tt && *tt > max_tt) max_tt = *tt;
     if (auto ik = msg->idempotency_key()) {
@@ -92,8 +92,12 @@ absl::Status WalImpl::Recover() {
     }
   }
   if (max_tt.value() > 0) RETURN_IF_ERROR(options_.tso->Observe(max_tt));
+  WriteAheadBufferOptions buffer_options = options_.buffer;
+  buffer_options.starts_after = last_id;
+  buffer_ = WriteAheadBuffer::Create(std::move(buffer_options));
   absl::MutexLock lock(&seq_mu_);
   last_timetick_ = max_tt;
+  last_id_ = last_id;
   return absl::OkStatus();
 }
 
@@ -132,6 +136,22 @@ absl::Status WalImpl::Rejection() const {
 void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResultCallback done) {
   auto p = std::make_shared<Pending>();
   p->wal = this;
+  const MessageType type = msg.type();
+  if (type == MessageType::kTimeTick) {
+    p->role = Role::kTimeTick;
+  } else if (type == MessageType::kBeginTxn) {
+    p->role = Role::kBegin;
+  } else if (auto txn = msg.txn()) {
+    p->role = type == MessageType::kCommitTxn     ? Role::kCommit
+              : type == MessageType::kRollbackTxn ? Role::kRollback
+                                                  : Role::kBody;
+    p->txn_id = TxnId(txn->txn_id());
+  } else if (IsTxnControlType(type) || msg.HasProperty(prop::kTxn)) {
+    std::move(done)(StreamingError(StreamingCode::kInvalidArgument,
+                                   absl::StrCat(ToAbsl(MessageTypeName(type)),
+                                                " needs a decodable transaction context `_tx`")));
+    return;
+  }
   if (auto ik = msg.idempotency_key()) {
     auto key = ParseIdempotencyKey(*ik);
     if (!key.ok()) {
@@ -156,48 +176,114 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
   Persist(std::move(p));
 }
 
+absl::Status WalImpl::Intercept(const std::shared_ptr<Pending>& p, TimeTick tt) {
+  const std::string vchannel(p->msg.vchannel());
+  switch (p->role) {
+    case Role::kPlain:
+      if (IsExclusiveType(p->msg.type())) txns_.FailVChannel(vchannel);
+      return absl::OkStatus();
+    case Role::kTimeTick:
+      txns_.ObserveWatermark(tt);
+      return absl::OkStatus();
+    case Role::kBegin: {
+      auto requested = p->msg.txn();
+      ASSIGN_OR_RETURN(kingfisher::v1::TxnContext txn,
+                       txns_.BeginTxn(vchannel, requested ? requested->keepalive_ms() : 0, tt));
+      p->txn_id = TxnId(txn.txn_id());
+      p->msg.set_txn(txn);
+      return absl::OkStatus();
+    }
+    case Role::kBody:
+      return txns_.AddBody(p->txn_id, vchannel, tt);
+    case Role::kCommit:
+      // The gate may fire inside Commit (nothing in flight): it only records its arrival then,
+      // as the durable callback cannot have run before the enqueue below.
+      return txns_.Commit(p->txn_id, vchannel, tt, [p](absl::Status s) {
+        p->gate_status = std::move(s);
+        p->wal->ArriveCommit(p);
+      });
+    case Role::kRollback:
+      return txns_.Rollback(p->txn_id, vchannel, tt);
+  }
+  return absl::OkStatus();
+}
+
+void WalImpl::AbandonIntercepted(Pending& p, const absl::Status& cause) {
+  switch (p.role) {
+    case Role::kBody:
+      txns_.BodyFailed(p.txn_id, cause);
+      break;
+    case Role::kBegin:
+    case Role::kCommit:
+    case Role::kRollback:
+      txns_.FailTxn(p.txn_id, cause);
+      break;
+    case Role::kPlain:
+    case Role::kTimeTick:
+      break;  // nothing admitted (a failed exclusive message still failed its txns: harmless)
+  }
+}
+
 void WalImpl::Persist(std::shared_ptr<Pending> p) {
   absl::Duration backoff = options_.initial_backoff;
   for (int attempt = 1;; ++attempt) {
     absl::Status enqueue_status;
+    bool intercepted = false;
     {
       absl::ReleasableMutexLock lock(&seq_mu_);
       auto tt = options_.tso->Allocate(1);
       if (!tt.ok()) {
         enqueue_status = tt.status();
+      } else if (absl::Status admitted = Intercept(p, *tt); !admitted.ok()) {
+        lock.Release();
+        Finish(p, admitted);  // rejected by a rule, not by the backend: never retried
+        return;
       } else {
+        intercepted = true;
+        p->id = backend_->NextId();
         p->msg.set_timetick(*tt);
         p->msg.set_wal_term(term_);
-        // Without transactions every message is its own last-confirmed point (SPEC §1).
-        p->msg.set_last_confirmed_self();
+        // SPEC §1: reading from the LCMID must yield every later message, so it is the Begin
+        // of the oldest transaction still open (its later messages are still to come).
+        if (auto begin = txns_.EarliestActiveBegin(); begin && begin->id < p->id) {
+          p->last_confirmed = begin->id;
+          p->msg.set_last_confirmed(begin->id);
+        } else {
+          p->last_confirmed = p->id;
+          p->msg.set_last_confirmed_self();
+        }
         auto [impl_ctx, impl_span] = StartSpanForMessage(p->append_ctx, &p->msg, "wal.appendimpl");
         p->impl_span = impl_span;
         // The persisted `_tc` is the last attempt's span (TRACING.md §5).
         OverwriteTraceContext(impl_ctx, &p->msg);
         p->timetick = *tt;
-        p->arrivals.store(0, std::memory_order_relaxed);
-        auto id = backend_->Append(p->msg.Encode(), [p](absl::Status s) {
-          p->durable_status = std::move(s);
-          p->wal->Arrive(p);
-        });
+        not_durable_.fetch_add(1, std::memory_order_relaxed);
+        auto id = backend_->Append(p->msg.Encode(),
+                                   [p](absl::Status s) { p->wal->OnDurable(p, std::move(s)); });
         if (id.ok()) {
-          p->id = *id;
+          // From here the callback owns p (it may already have run).
+          if (*id != p->id) BackendBroke(options_.pchannel, p->id, *id);
+          if (p->role == Role::kBegin) txns_.SetBeginId(p->txn_id, *id);
           last_timetick_ = *tt;
-          lock.Release();
-          ReleaseEnqueued(*p);
-          Arrive(p);
+          last_id_ = *id;
           return;
         }
+        not_durable_.fetch_sub(1, std::memory_order_relaxed);
         enqueue_status = id.status();
       }
     }
-    // Nothing was enqueued: safe to retry when the failure is transient.
+    // Nothing was enqueued.
     if (p->impl_span) {
       p->impl_span->RecordError(enqueue_status);
       p->impl_span->End();
+      p->impl_span.reset();
     }
+    if (intercepted) AbandonIntercepted(*p, enqueue_status);
+    // A transient failure is retried, except inside a transaction: its admission cannot be
+    // replayed at a new timetick, so the txn failed above and the client retries it whole.
     bool retryable =
-        absl::IsResourceExhausted(enqueue_status) || absl::IsUnavailable(enqueue_status);
+        (p->role == Role::kPlain || p->role == Role::kTimeTick) &&
+        (absl::IsResourceExhausted(enqueue_status) || absl::IsUnavailable(enqueue_status));
     if (!retryable || attempt >= options_.max_append_attempts) {
       Finish(p, enqueue_status);
       return;
@@ -207,13 +293,14 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
   }
 }
 
-void WalImpl::OnDurable(const std::shared_ptr<Pending>& p, const MessageId& id, TimeTick tt,
-                        absl::Status status) {
+void WalImpl::OnDurable(const std::shared_ptr<Pending>& p, absl::Status status) {
   if (p->impl_span) {
     if (!status.ok()) p->impl_span->RecordError(status);
     p->impl_span->End();
+    p->impl_span.reset();
   }
   if (!status.ok()) {
+    not_durable_.fetch_sub(1, std::memory_order_relaxed);
     // The entry may or may not be durable. The backend is now unusable (its errors are sticky
     // or it was fenced); the next owner recovers `_ik` state from the log, so the client's
     // retry with the same key is safe.
@@ -227,10 +314,40 @@ void WalImpl::OnDurable(const std::shared_ptr<Pending>& p, const MessageId& id, 
       if (broken_.ok()) broken_ = sticky;
       rejecting_.store(true);
     }
-    Finish(p, sticky);
+    AbandonIntercepted(*p, sticky);
+    if (p->role == Role::kCommit) {
+      p->commit_result = sticky;
+      ArriveCommit(p);
+    } else {
+      Finish(p, sticky);
+    }
     return;
   }
-  Finish(p, AppendResult{.id = id, .timetick = tt, .last_confirmed = id, .txn = std::move(p->txn)});
+  AppendResult result{
+      .id = p->id,
+      .timetick = p->timetick,
+      .last_confirmed = p->last_confirmed,
+      .txn = p->role == Role::kPlain || p->role == Role::kTimeTick ? std::nullopt : p->msg.txn()};
+  // Callbacks run in WAL order, so the buffer receives every durable message in order. A
+  // rejection here (closed buffer) only means no tailing reader will see it.
+  buffer_->Append(std::make_shared<const ImmutableMessage>(p->id, std::move(p->msg))).IgnoreError();
+  not_durable_.fetch_sub(1, std::memory_order_release);
+  if (p->role == Role::kBody) txns_.BodyDurable(p->txn_id);
+  if (p->role == Role::kCommit) {
+    p->commit_result = std::move(result);
+    ArriveCommit(p);
+    return;
+  }
+  Finish(p, std::move(result));
+}
+
+void WalImpl::ArriveCommit(const std::shared_ptr<Pending>& p) {
+  if (p->commit_arrivals.fetch_add(1, std::memory_order_acq_rel) != 1) return;
+  if (!p->gate_status.ok() && p->commit_result.ok()) {
+    Finish(p, p->gate_status);
+  } else {
+    Finish(p, std::move(p->commit_result));
+  }
 }
 
 void WalImpl::Finish(const std::shared_ptr<Pending>& p, absl::StatusOr<AppendResult> result) {
@@ -249,6 +366,37 @@ void WalImpl::Finish(const std::shared_ptr<Pending>& p, absl::StatusOr<AppendRes
   if (p->counted) EndInFlight();
 }
 
+void WalImpl::SyncTimeTick() {
+  if (appends_since_tick_.exchange(0, std::memory_order_relaxed) != 0) {
+    if (!BeginInFlight().ok()) return;
+    auto p = std::make_shared<Pending>();
+    p->wal = this;
+    p->role = Role::kTimeTick;
+    p->msg = NewTimeTickMessage(TimeTick(0));
+    p->counted = true;
+    Persist(std::move(p));
+    return;
+  }
+  // Idle: a non-persisted tick advances tailing readers and expires abandoned transactions.
+  // It carries the last entry's id, so it may enter the buffer only once that entry is there.
+  absl::MutexLock lock(&seq_mu_);
+  if (!last_id_ || not_durable_.load(std::memory_order_acquire) != 0) return;
+  auto tt = options_.tso->Allocate(1);
+  if (!tt.ok()) return;  // the next round tries again
+  txns_.ObserveWatermark(*tt);
+  MutableMessage tick = NewTimeTickMessage(*tt);
+  tick.set_wal_term(term_);
+  tick.set_not_persisted();
+  if (auto begin = txns_.EarliestActiveBegin()) {
+    tick.set_last_confirmed(begin->id);
+  } else {
+    tick.set_last_confirmed(*last_id_);
+  }
+  buffer_->Append(std::make_shared<const ImmutableMessage>(*last_id_, std::move(tick)))
+      .IgnoreError();
+  last_timetick_ = *tt;
+}
+
 void WalImpl::TimeTickLoop(std::stop_token stop) {
   absl::Mutex wake_mu;
   absl::CondVar wake;
@@ -263,39 +411,45 @@ void WalImpl::TimeTickLoop(std::stop_token stop) {
       wake.WaitWithTimeout(&wake_mu, options_.timetick_interval);
       if (stop.stop_requested()) return;
     }
-    if (appends_since_tick_.exchange(0, std::memory_order_relaxed) == 0) continue;
-    if (!BeginInFlight().ok()) continue;
-    auto p = std::make_shared<Pending>();
-    p->wal = this;
-    p->msg = NewTimeTickMessage(TimeTick(0));
-    p->counted = true;
-    Persist(std::move(p));
+    SyncTimeTick();
+    buffer_->EvictExpired();
   }
 }
 
 absl::StatusOr<std::unique_ptr<Scanner>> WalImpl::Read(const ScanOptions& options) {
-  ReadOptions ro;
+  SwitchableScannerOptions so;
+  so.buffer = buffer_;
+  so.vchannel = options.vchannel;
   switch (options.policy.kind) {
     case DeliverPolicy::Kind::kAll:
-      ro.start = ReadOptions::Start::kEarliest;
+      break;  // an invalid start id: catch-up from the earliest entry
+    case DeliverPolicy::Kind::kLatest: {
+      absl::MutexLock lock(&seq_mu_);
+      if (last_id_) {
+        so.start = *last_id_;
+        so.start_after = true;
+      }
       break;
-    case DeliverPolicy::Kind::kLatest:
-      ro.start = ReadOptions::Start::kLatest;
-      break;
+    }
     case DeliverPolicy::Kind::kStartFrom:
-      ro.start = ReadOptions::Start::kFrom;
-      break;
     case DeliverPolicy::Kind::kStartAfter:
-      ro.start = ReadOptions::Start::kAfter;
+      if (!options.policy.id.valid()) {
+        return StreamingError(StreamingCode::kInvalidArgument, "deliver policy needs a message id");
+      }
+      so.start = options.policy.id;
+      so.start_after = options.policy.kind == DeliverPolicy::Kind::kStartAfter;
       break;
   }
-  ro.id = options.policy.id;
-  if ((ro.start == ReadOptions::Start::kFrom || ro.start == ReadOptions::Start::kAfter) &&
-      !ro.id.valid()) {
-    return StreamingError(StreamingCode::kInvalidArgument, "deliver policy needs a message id");
-  }
-  ASSIGN_OR_RETURN(auto backend_scanner, backend_->Read(ro));
-  return NewCatchupScanner(std::move(backend_scanner), options.vchannel);
+  so.open_catchup = [backend = backend_.get(), vchannel = options.vchannel](
+                        const MessageId& start) -> absl::StatusOr<std::unique_ptr<Scanner>> {
+    ReadOptions ro;
+    ro.start = start.valid() ? ReadOptions::Start::kFrom : ReadOptions::Start::kEarliest;
+    ro.id = start;
+    ASSIGN_OR_RETURN(auto backend_scanner, backend->Read(ro));
+    return NewCatchupScanner(std::move(backend_scanner), vchannel);
+  };
+  return std::make_unique<DeliveringScanner>(std::make_unique<SwitchableScanner>(std::move(so)),
+                                             options.filter, options_.txn_buffer);
 }
 
 TimeTick WalImpl::LastTimeTick() const {
@@ -320,6 +474,7 @@ void WalImpl::Close() {
         +[](std::atomic<int64_t>* n) { return n->load() == 0; }, &in_flight_));
   }
   backend_->Close().IgnoreError();  // every queued callback has run; nothing left to report
+  if (buffer_) buffer_->Close();    // wakes tailing readers with ON_SHUTDOWN
 }
 
 absl::StatusOr<AppendResult> Wal::AppendSync(const trace::Context& ctx, MutableMessage msg) {

@@ -4,12 +4,15 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "wal/buffer/write_ahead_buffer.h"
 #include "wal/idempotency.h"
+#include "wal/txn/txn_manager.h"
 #include "wal/wal.h"
 
 namespace kf::wal {
@@ -19,7 +22,8 @@ class WalImpl final : public Wal {
   WalImpl(WalOptions options, std::unique_ptr<WalBackend> backend);
   ~WalImpl() override;
 
-  // Scans the log tail and starts the timetick loop. Called once by OpenWal.
+  // Scans the log tail and creates the write-ahead buffer. Called once by OpenWal, then Start
+  // starts the timetick loop (tests that drive SyncTimeTick themselves may skip Start).
   absl::Status Recover();
   void Start();
 
@@ -30,21 +34,36 @@ class WalImpl final : public Wal {
   TimeTick LastTimeTick() const override;
   void Close() override;
 
+  // One round of the timetick loop: a persisted TimeTick if anything was appended since the
+  // last round, else a non-persisted one into the write-ahead buffer (when nothing is in
+  // flight). Either is a watermark that expires abandoned transactions.
+  void SyncTimeTick();
+
+  // Tests and diagnostics.
+  const TxnManager& txns() const { return txns_; }
+  const WriteAheadBuffer& buffer() const { return *buffer_; }
+
  private:
   struct Pending;
+  enum class Role { kPlain, kTimeTick, kBegin, kBody, kCommit, kRollback };
 
-  // Stamps and hands one message to the backend; retries recoverable enqueue failures.
+  // Stamps and hands one message to the backend; retries recoverable enqueue failures of
+  // messages outside transactions.
   void Persist(std::shared_ptr<Pending> p);
+  // The append interceptors, run under seq_mu_ with the message's timetick: transaction
+  // admission, exclusive-message txn failure, watermark expiry. An error rejects the append.
+  absl::Status Intercept(const std::shared_ptr<Pending>& p, TimeTick tt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(seq_mu_);
+  // Undoes Intercept's admission after the backend refused the message (nothing written).
+  void AbandonIntercepted(Pending& p, const absl::Status& cause);
   // Counts an append in in_flight_ unless the WAL rejects appends (closed or broken); returns
   // the rejection then.
   absl::Status BeginInFlight();
   void EndInFlight();
-  // Frees, on the appending thread, what the completion no longer needs once the backend
-  // holds the encoded entry.
-  static void ReleaseEnqueued(Pending& p);
-  void Arrive(const std::shared_ptr<Pending>& p);
-  void OnDurable(const std::shared_ptr<Pending>& p, const MessageId& id, TimeTick tt,
-                 absl::Status status);
+  // The backend callback: runs in WAL order once the message is durable (or failed).
+  void OnDurable(const std::shared_ptr<Pending>& p, absl::Status status);
+  // A CommitTxn is acknowledged once it is durable AND its txn's bodies are (the gate).
+  void ArriveCommit(const std::shared_ptr<Pending>& p);
   void Finish(const std::shared_ptr<Pending>& p, absl::StatusOr<AppendResult> result);
   void TimeTickLoop(std::stop_token stop);
   absl::Status Rejection() const ABSL_SHARED_LOCKS_REQUIRED(state_mu_);
@@ -53,11 +72,17 @@ class WalImpl final : public Wal {
   const std::unique_ptr<WalBackend> backend_;
   const Term term_;
   IdempotencyTable<AppendResult> dedup_;
+  TxnManager txns_;
+  std::shared_ptr<WriteAheadBuffer> buffer_;  // set by Recover
 
-  // The sequencer: timetick allocation and backend enqueue happen under one lock so WAL order
-  // and timetick order agree.
+  // The sequencer: timetick allocation, interceptors and backend enqueue happen under one lock
+  // so WAL order, timetick order and transaction admission agree.
   mutable absl::Mutex seq_mu_;
   TimeTick last_timetick_ ABSL_GUARDED_BY(seq_mu_);
+  std::optional<MessageId> last_id_ ABSL_GUARDED_BY(seq_mu_);  // last entry enqueued
+  // Enqueued entries whose callback has not finished yet (a non-persisted tick may enter the
+  // buffer only when this is 0: the buffer takes messages in WAL order).
+  std::atomic<int64_t> not_durable_{0};
 
   // Admission is lock-free: every append enters it on the appending thread and leaves it on
   // the backend's callback thread, and a mutex here made the two threads hand it back and forth

@@ -1,11 +1,14 @@
 // Tracing end to end (TRACING.md §8 scenario 18 for the autocommit shape; issue acceptance):
 // real processes, the real OTLP/HTTP exporter, and a decoder we did not write (protobufjs with
-// the upstream OTLP protos, tests/otlp). `kfctl produce` then `kfctl consume --from earliest`
-// must yield, per message, ONE trace whose chain is
-//   wal.autocommit > wal.dist_append > wal.append > wal.appendimpl > wal.catchup_consume >
-//   wal.dist_consume
+// the upstream OTLP protos, tests/otlp). `kfctl produce`, then `kfctl consume` twice: once from
+// the write-ahead buffer (tailing: no server-side consume span) and, after a server restart
+// empties the buffer, once from the log (catch-up). Per message there must be ONE trace:
+//   wal.autocommit > wal.dist_append > wal.append > wal.appendimpl > wal.dist_consume  (tailing)
+//                                                  wal.appendimpl > wal.catchup_consume >
+//                                                                   wal.dist_consume  (catch-up)
 // and TimeTick messages must produce no spans.
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,6 +31,24 @@ const std::set<std::string> kVocabulary = {
 
 constexpr int kInternal = 1, kProducer = 4, kConsumer = 5;
 
+// The message_id of the first ack line kfctl produce printed.
+std::optional<std::string> FirstMessageId(const KfctlResult& produced) {
+  if (produced.lines.empty()) return std::nullopt;
+  const nlohmann::json& id = produced.lines.front()["message_id"];
+  if (!id.is_string()) return std::nullopt;
+  return id.get<std::string>();
+}
+
+KfctlResult Consume(const std::string& dir, const std::string& endpoint,
+                    std::vector<std::string> position,
+                    const std::map<std::string, std::string>& env) {
+  std::vector<std::string> args = {"--endpoint", endpoint,     "--timeout", "20",
+                                   "consume",    "--vchannel", kVChannel};
+  args.insert(args.end(), position.begin(), position.end());
+  args.insert(args.end(), {"--limit", std::to_string(kMessages), "--idle-timeout", "10"});
+  return RunKfctl(dir, args, env);
+}
+
 TEST(TracingE2E, ProduceThenConsumeGivesOneTracePerMessageWithTheCanonicalChain) {
   auto receiver = OtlpReceiver::Start();
   ASSERT_TRUE(receiver.ok()) << receiver.status();
@@ -48,15 +69,21 @@ TEST(TracingE2E, ProduceThenConsumeGivesOneTracePerMessageWithTheCanonicalChain)
                            kfctl_env);
   ASSERT_EQ(produced.exit_code, 0) << Describe(produced);
   ASSERT_EQ(produced.lines.size(), static_cast<size_t>(kMessages)) << Describe(produced);
-  auto consumed = RunKfctl(
-      dir.path(),
-      {"--endpoint", server.address(), "--timeout", "20", "consume", "--vchannel", kVChannel,
-       "--from", "earliest", "--limit", std::to_string(kMessages), "--idle-timeout", "10"},
-      kfctl_env);
-  ASSERT_EQ(consumed.exit_code, 0) << Describe(consumed);
-  ASSERT_EQ(consumed.lines.size(), static_cast<size_t>(kMessages)) << Describe(consumed);
-  // SIGTERM: the server flushes its batch span processor before exiting.
+  // Served from the buffer: the first produced message is where the buffer's run starts.
+  auto first_id = FirstMessageId(produced);
+  ASSERT_TRUE(first_id.has_value()) << Describe(produced);
+  auto tailed = Consume(dir.path(), server.address(), {"--from", *first_id}, kfctl_env);
+  ASSERT_EQ(tailed.exit_code, 0) << Describe(tailed);
+  ASSERT_EQ(tailed.lines.size(), static_cast<size_t>(kMessages)) << Describe(tailed);
+  // SIGTERM: the server flushes its batch span processor before exiting. The restarted
+  // server's buffer is empty, so the second read catches up from the log.
   auto stopped = server.Stop();
+  ASSERT_TRUE(stopped.exited && stopped.exit_code == 0) << stopped.output;
+  ASSERT_TRUE(server.Start()) << server.Output();
+  auto caught_up = Consume(dir.path(), server.address(), {"--from", "earliest"}, kfctl_env);
+  ASSERT_EQ(caught_up.exit_code, 0) << Describe(caught_up);
+  ASSERT_EQ(caught_up.lines.size(), static_cast<size_t>(kMessages)) << Describe(caught_up);
+  stopped = server.Stop();
   ASSERT_TRUE(stopped.exited && stopped.exit_code == 0) << stopped.output;
 
   auto spans = (*receiver)->Spans();
@@ -75,29 +102,38 @@ TEST(TracingE2E, ProduceThenConsumeGivesOneTracePerMessageWithTheCanonicalChain)
   int complete_traces = 0;
   for (const auto& [trace_id, members] : by_trace) {
     SCOPED_TRACE("trace " + trace_id);
-    std::map<std::string, const DecodedSpan*> by_name;
-    for (const DecodedSpan* s : members) {
-      EXPECT_TRUE(by_name.emplace(s->name, s).second) << "two " << s->name << " spans";
-    }
+    std::map<std::string, std::vector<const DecodedSpan*>> by_name;
+    for (const DecodedSpan* s : members) by_name[s->name].push_back(s);
     auto get = [&](const std::string& name) -> const DecodedSpan* {
       auto it = by_name.find(name);
-      return it == by_name.end() ? nullptr : it->second;
+      return it == by_name.end() || it->second.size() != 1 ? nullptr : it->second.front();
     };
     const DecodedSpan* autocommit = get("wal.autocommit");
     const DecodedSpan* dist_append = get("wal.dist_append");
     const DecodedSpan* append = get("wal.append");
     const DecodedSpan* appendimpl = get("wal.appendimpl");
     const DecodedSpan* catchup = get("wal.catchup_consume");
-    const DecodedSpan* dist_consume = get("wal.dist_consume");
-    ASSERT_TRUE(autocommit && dist_append && append && appendimpl && catchup && dist_consume)
+    ASSERT_TRUE(autocommit && dist_append && append && appendimpl && catchup)
         << "incomplete trace of " << members.size() << " spans";
-    EXPECT_EQ(members.size(), 6u);
+    ASSERT_EQ(by_name["wal.dist_consume"].size(), 2u) << "one per read";
+    EXPECT_EQ(members.size(), 7u);
+    // The tailing read's marker hangs directly under appendimpl, the catch-up read's under
+    // the server's catch-up marker.
+    const DecodedSpan* tailing_consume = nullptr;
+    const DecodedSpan* dist_consume = nullptr;
+    for (const DecodedSpan* d : by_name["wal.dist_consume"]) {
+      (d->parent_span_id == appendimpl->span_id ? tailing_consume : dist_consume) = d;
+    }
+    ASSERT_TRUE(tailing_consume != nullptr) << "no wal.dist_consume under wal.appendimpl";
+    ASSERT_TRUE(dist_consume != nullptr) << "no wal.dist_consume under wal.catchup_consume";
     EXPECT_EQ(autocommit->parent_span_id, "") << "wal.autocommit is the root";
     EXPECT_EQ(dist_append->parent_span_id, autocommit->span_id);
     EXPECT_EQ(append->parent_span_id, dist_append->span_id);
     EXPECT_EQ(appendimpl->parent_span_id, append->span_id);
     EXPECT_EQ(catchup->parent_span_id, appendimpl->span_id);
     EXPECT_EQ(dist_consume->parent_span_id, catchup->span_id);
+    EXPECT_EQ(tailing_consume->service_name, "kfctl-e2e");
+    EXPECT_EQ(tailing_consume->kind, kConsumer);
     // Which process made which span: the producer and consumer sides are kfctl.
     EXPECT_EQ(autocommit->service_name, "kfctl-e2e");
     EXPECT_EQ(dist_append->service_name, "kfctl-e2e");

@@ -1,8 +1,8 @@
 // DeliverFilter: the reader-side filters of SPEC §3 (TimeTickGT, TimeTickGTE, MessageType set),
-// applied by the Consume handler to what the Wal scanner yields. Filters AND.
+// applied by a Wal scanner to what it delivers (after transactions are assembled). Filters AND.
 //
-// - Timetick filters apply to non-txn messages and CommitTxn only (a txn's Begin and bodies
-//   pass, so a committed txn is never cut in half).
+// - Timetick filters apply to non-txn messages, CommitTxn and the assembled Txn (judged by its
+//   commit's timetick) only; a txn's Begin and bodies pass, so a txn is never cut in half.
 // - A type filter never drops system types (TimeTick, Begin/Commit/RollbackTxn, Txn).
 //
 // Immutable after Parse: thread-safe. Errors: INVALID_ARGUMENT for an empty filter or an
@@ -18,7 +18,7 @@
 #include "kingfisher/v1/streaming.pb.h"
 #include "message/message.h"
 
-namespace kf::rpc {
+namespace kf::wal {
 
 class DeliverFilter {
  public:
@@ -26,6 +26,11 @@ class DeliverFilter {
 
   static absl::StatusOr<DeliverFilter> Parse(
       const google::protobuf::RepeatedPtrField<kingfisher::v1::DeliverFilter>& filters);
+
+  // Builders for in-process readers (Parse is the wire path). Each adds one filter (AND).
+  DeliverFilter& AddTimeTickGT(TimeTick t);
+  DeliverFilter& AddTimeTickGTE(TimeTick t);
+  DeliverFilter& AddTypes(absl::flat_hash_set<MessageType> types);
 
   bool Pass(const ImmutableMessage& msg) const;
 
@@ -35,4 +40,4 @@ class DeliverFilter {
   std::vector<absl::flat_hash_set<MessageType>> type_sets_;  // each must contain the type
 };
 
-}  // namespace kf::rpc
+}  // namespace kf::wal

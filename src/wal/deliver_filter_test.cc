@@ -1,10 +1,10 @@
-#include "rpc/deliver_filter.h"
+#include "wal/deliver_filter.h"
 
 #include <gtest/gtest.h>
 
 #include "message/message.h"
 
-namespace kf::rpc {
+namespace kf::wal {
 namespace {
 
 ImmutableMessage Msg(MessageType type, uint64_t tt, bool in_txn = false) {
@@ -48,6 +48,17 @@ TEST(DeliverFilterTest, TimeTickFilterSkipsTxnBodiesButNotCommit) {
   EXPECT_TRUE(f->Pass(Msg(MessageType::kInsert, 51, true)));
   EXPECT_FALSE(f->Pass(Msg(MessageType::kCommitTxn, 52, true)));
   EXPECT_TRUE(f->Pass(Msg(MessageType::kCommitTxn, 101, true)));
+  // The assembled Txn is judged by its commit's timetick.
+  EXPECT_FALSE(f->Pass(Msg(MessageType::kTxn, 52, true)));
+  EXPECT_TRUE(f->Pass(Msg(MessageType::kTxn, 101, true)));
+}
+
+TEST(DeliverFilterTest, BuildersMatchParse) {
+  DeliverFilter f;
+  f.AddTimeTickGT(TimeTick(10)).AddTypes({MessageType::kInsert});
+  EXPECT_FALSE(f.Pass(Msg(MessageType::kInsert, 10)));
+  EXPECT_TRUE(f.Pass(Msg(MessageType::kInsert, 11)));
+  EXPECT_FALSE(f.Pass(Msg(MessageType::kDelete, 11)));
 }
 
 TEST(DeliverFilterTest, TypeFilterKeepsSystemTypes) {
@@ -71,4 +82,4 @@ TEST(DeliverFilterTest, RejectsUnknownTypeAndEmptyFilter) {
 }
 
 }  // namespace
-}  // namespace kf::rpc
+}  // namespace kf::wal
