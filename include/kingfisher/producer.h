@@ -12,6 +12,12 @@
 //   pchannel is moving: wait for it), RESOURCE_EXHAUSTED (rate limited).
 // Everything else fails at once.
 //
+// Transactions (SPEC §3): BeginTxn returns a Transaction whose bodies, Commit and Rollback go
+// through this producer with the same keys and retries (see Transaction below):
+//   auto txn = producer->BeginTxn("kf-dml_0_orders");          // StatusOr<unique_ptr<...>>
+//   (*txn)->AppendSync(kf::NewInsertMessage("kf-dml_0_orders", batch));
+//   auto commit = (*txn)->Commit();   // acknowledged => durable and visible as one Txn
+//
 // Tracing (TRACING.md §5): an autocommit append starts `wal.autocommit` (PRODUCER) under the
 // caller's context and injects it into `_tc`; each network attempt starts `wal.dist_append`
 // (PRODUCER, child of wal.autocommit) and overwrites `_tc` of the copy it sends. Messages that
