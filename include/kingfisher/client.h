@@ -3,6 +3,8 @@
 // A Client holds one gRPC channel to an endpoint (the standalone server, the coordinator or any
 // streaming node) and creates Producers and Consumers that share it. Connect does not block on
 // the network: the channel connects lazily and reconnects by itself; the first RPC pays for it.
+// Producers and Consumers open their streams wait-for-ready (bounded by the attempt's or
+// Next's deadline), so after a server restart they resume as soon as it listens again.
 //
 // Thread-safety: every method is thread-safe. Ownership: Producers and Consumers share the
 // channel, so they may outlive the Client that created them.
@@ -45,8 +47,9 @@ struct ClientOptions {
   // Overall deadline of one Append (all attempts and backoff included), unless the call
   // passes its own.
   absl::Duration append_timeout = absl::Seconds(30);
-  // Deadline of one append attempt; an attempt that gets no answer in time is treated as an
-  // ambiguous failure (the stream is reset and the append retried with the same `_ik`).
+  // Deadline of one append attempt, waiting for the connection included (streams are opened
+  // wait-for-ready); an attempt that gets no answer in time is treated as an ambiguous failure
+  // (the stream is reset and the append retried with the same `_ik`).
   absl::Duration attempt_timeout = absl::Seconds(10);
   // Deadline of unary calls such as GetStatus.
   absl::Duration status_timeout = absl::Seconds(10);

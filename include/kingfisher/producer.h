@@ -12,11 +12,24 @@
 //   pchannel is moving: wait for it), RESOURCE_EXHAUSTED (rate limited).
 // Everything else fails at once.
 //
+// Transactions (SPEC §3): BeginTxn returns a Transaction whose bodies, Commit and Rollback go
+// through this producer with the same keys and retries (see Transaction below):
+//   auto txn = producer->BeginTxn("kf-dml_0_orders");          // StatusOr<unique_ptr<...>>
+//   (*txn)->AppendSync(kf::NewInsertMessage("kf-dml_0_orders", batch));
+//   auto commit = (*txn)->Commit();   // acknowledged => durable and visible as one Txn
+//
 // Tracing (TRACING.md §5): an autocommit append starts `wal.autocommit` (PRODUCER) under the
 // caller's context and injects it into `_tc`; each network attempt starts `wal.dist_append`
 // (PRODUCER, child of wal.autocommit) and overwrites `_tc` of the copy it sends. Messages that
 // already carry `_tx` (txn bodies) or `_bh` get no wal.autocommit: the caller's context is
 // injected instead.
+//
+// Connection: before opening a Produce stream the producer waits for the channel to be ready
+// (wait-for-ready, SPEC §3), at most until the attempt's deadline; an attempt that finds no
+// connection by then counts as a failed attempt (UNAVAILABLE) and is retried. So after a server
+// restart the first retry goes out as soon as the server listens again. The wait happens on
+// the thread that starts the attempt: AppendAsync's caller when no stream to the pchannel is
+// open yet, otherwise an internal thread.
 //
 // Thread-safety: every method is thread-safe. Callbacks run on an internal thread (a stream
 // reader or the retry timer) or, for immediate failures, on the calling thread; they must not
@@ -59,6 +72,19 @@ struct AppendOptions {
 
 using AppendCallback = absl::AnyInvocable<void(absl::StatusOr<AppendResult>) &&>;
 
+struct TxnOptions {
+  // How long the server keeps the transaction open after its Begin or latest body without a
+  // new one (SPEC §3). Zero = the server's default (10 s); negative is INVALID_ARGUMENT.
+  absl::Duration keepalive = absl::ZeroDuration();
+  // Deadline of every append of the transaction (Begin, bodies, Commit/Rollback);
+  // absl::InfinitePast() = each append gets now + ClientOptions::append_timeout.
+  absl::Time deadline = absl::InfinitePast();
+  // The caller's trace context: parent of the transaction's `wal.txn` span.
+  TraceContext trace;
+};
+
+class Transaction;
+
 class Producer {
  public:
   virtual ~Producer() = default;
@@ -87,11 +113,72 @@ class Producer {
   // Blocks until the append completes; same errors.
   absl::StatusOr<AppendResult> AppendSync(Message message, AppendOptions options = {});
 
+  // Begins a transaction on `vchannel` (SPEC §3): appends a BeginTxn and returns once the
+  // server acknowledged it with the txn id. Starts the transaction's `wal.txn` span (PRODUCER,
+  // child of options.trace), which the Begin, every body and the Commit/Rollback carry.
+  // Errors: those of AppendAsync for the Begin (nothing is begun unless OK); INVALID_ARGUMENT
+  // also for a negative keepalive; INTERNAL when the server answered without a txn id (it
+  // does not support transactions).
+  // REQUIRES: the Producer outlives the returned Transaction.
+  absl::StatusOr<std::unique_ptr<Transaction>> BeginTxn(std::string vchannel,
+                                                        TxnOptions options = {});
+
   // Stops accepting appends (later ones fail with FAILED_PRECONDITION) and stops retrying;
   // waits until every pending append has run its callback (attempts in flight get their
   // answer or time out; appends that would need a retry fail with CANCELLED), then releases
   // the streams. Idempotent; run by the destructor. Must not be called from a callback.
   virtual void Close() = 0;
+};
+
+// Transaction: one open transaction on one vchannel, made by Producer::BeginTxn.
+//
+// Bodies (Insert/Delete) are appended through the producer with `_tx` = {txn id} and the
+// same `_ik` retries as any append, except that TRANSACTION_EXPIRED (ABORTED) and
+// INVALID_TRANSACTION_STATE (FAILED_PRECONDITION) fail at once: the caller retries the whole
+// transaction with a new one (SPEC §3). Consumers see nothing of it until the commit, then
+// one `Txn` message holding Begin, bodies and Commit.
+//
+// Tracing (TRACING.md §5): all of the transaction's messages carry the `wal.txn` context (no
+// `wal.autocommit` per body); each network attempt still gets its own `wal.dist_append`. The
+// span ends when Commit or Rollback completes, with status ERROR when it failed.
+//
+// Thread-safety: every method is thread-safe, but Commit and Rollback must not be called from
+// a body's callback (Commit waits for those callbacks). Ownership: borrows its Producer.
+// Destroying a Transaction that was neither committed nor rolled back sends a best-effort
+// RollbackTxn without waiting for it (Producer::Close waits for it).
+class Transaction {
+ public:
+  virtual ~Transaction() = default;
+
+  virtual TxnId txn_id() const = 0;
+  virtual const std::string& vchannel() const = 0;
+
+  // Appends a body. The message's vchannel may be empty (the transaction's is used).
+  // Errors passed to `done`: those of Producer::AppendAsync, and
+  //   INVALID_ARGUMENT    not an Insert or Delete, or another vchannel (never sent);
+  //   FAILED_PRECONDITION Commit or Rollback was already called (never sent), or the server's
+  //                       INVALID_TRANSACTION_STATE;
+  //   ABORTED             TRANSACTION_EXPIRED: the transaction is dead, start a new one.
+  virtual void AppendAsync(Message message, AppendCallback done) = 0;
+  std::future<absl::StatusOr<AppendResult>> Append(Message message);
+  absl::StatusOr<AppendResult> AppendSync(Message message);
+
+  // Waits until every body appended so far has completed, then appends the CommitTxn and
+  // returns its result once the server acknowledged it (the transaction is then durable and
+  // visible to consumers at the commit's timetick). Errors:
+  //   the first failed body's error (its code kept; e.g. ABORTED TRANSACTION_EXPIRED): no
+  //     CommitTxn was sent and the transaction was rolled back (best effort);
+  //   FAILED_PRECONDITION Commit or Rollback was already called, or INVALID_TRANSACTION_STATE;
+  //   ABORTED TRANSACTION_EXPIRED: nothing of the transaction will ever be visible;
+  //   DEADLINE_EXCEEDED, UNAVAILABLE, CANCELLED: the commit MAY OR MAY NOT HAVE BEEN
+  //     APPLIED (a consumer tells: the Txn message appears or not);
+  //   otherwise the errors of Producer::AppendAsync.
+  virtual absl::StatusOr<AppendResult> Commit() = 0;
+  // Appends a RollbackTxn and waits for its acknowledgement: nothing of the transaction will be
+  // visible. Bodies still in flight may then fail with INVALID_TRANSACTION_STATE. Errors:
+  //   FAILED_PRECONDITION Commit or Rollback was already called, or INVALID_TRANSACTION_STATE;
+  //   ABORTED TRANSACTION_EXPIRED (nothing is visible either way); otherwise as Commit.
+  virtual absl::Status Rollback() = 0;
 };
 
 }  // namespace kingfisher

@@ -56,7 +56,15 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
   produce->add_option("--concurrency", p.concurrency, "appends in flight")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  produce->add_flag("--txn", p.txn, "append all messages in one transaction");
+  CLI::Option* txn_opt = produce->add_flag(
+      "--txn", p.txn,
+      "append all messages in one transaction; the ack lines (with txn_id) are printed once "
+      "the commit is acknowledged");
+  produce
+      ->add_flag("--rollback", p.rollback,
+                 "with --txn: roll the transaction back instead of committing it; prints "
+                 "nothing and exits 0 once the rollback is acknowledged")
+      ->needs(txn_opt);
 
   ConsumeArgs& c = args->consume;
   std::string from, after;

@@ -27,6 +27,7 @@ struct ProduceArgs {
   uint32_t dim = 8;
   uint32_t concurrency = 1;
   bool txn = false;
+  bool rollback = false;  // only with txn: roll back instead of committing
 };
 
 struct ConsumeArgs {

@@ -40,6 +40,30 @@ TEST(ArgsTest, ProduceAllFlagsAndGlobals) {
   EXPECT_EQ(a.produce.dim, 4u);
   EXPECT_EQ(a.produce.concurrency, 4u);
   EXPECT_TRUE(a.produce.txn);
+  EXPECT_FALSE(a.produce.rollback);
+}
+
+TEST(ArgsTest, RollbackNeedsTxn) {
+  Args a;
+  auto r = Parse({"produce", "--vchannel", "v", "--rollback"}, &a);
+  ASSERT_TRUE(r.exit_code);
+  EXPECT_EQ(*r.exit_code, kExitUsage);
+  EXPECT_NE(r.err.find("--rollback requires --txn"), std::string::npos) << r.err;
+
+  Args b;
+  ASSERT_FALSE(Parse({"produce", "--vchannel", "v", "--txn", "--rollback"}, &b).exit_code);
+  EXPECT_TRUE(b.produce.txn);
+  EXPECT_TRUE(b.produce.rollback);
+}
+
+TEST(ArgsTest, ProduceHelpDocumentsTxnAndRollback) {
+  Args a;
+  auto r = Parse({"produce", "--help"}, &a);
+  ASSERT_TRUE(r.exit_code);
+  EXPECT_EQ(*r.exit_code, kExitOk);
+  EXPECT_NE(r.out.find("--txn"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--rollback"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("prints nothing and exits 0"), std::string::npos) << r.out;
 }
 
 TEST(ArgsTest, ConsumeDefaultsToLatest) {

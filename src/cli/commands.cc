@@ -1,7 +1,10 @@
 #include "cli/commands.h"
 
+#include <functional>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
@@ -56,30 +59,15 @@ void PrintError(std::FILE* err, const absl::Status& s) {
   std::fflush(err);
 }
 
-int RunProduce(const Args& args, std::FILE* out, std::FILE* err) {
-  const ProduceArgs& p = args.produce;
-  if (p.txn) {
-    std::fputs(
-        "kfctl: UNIMPLEMENTED: --txn is not supported yet: transactions arrive with the WAL "
-        "semantics issue\n",
-        err);
-    return kExitUsage;
-  }
-  if (auto pchannel = PChannelOfVChannel(p.vchannel); !pchannel.ok()) {
-    PrintError(err, pchannel.status());
-    return kExitUsage;
-  }
-  auto client = ConnectFor(args);
-  if (!client.ok()) {
-    PrintError(err, client.status());
-    return kExitUsage;
-  }
-  auto producer = (*client)->CreateProducer();
-  if (!producer.ok()) {
-    PrintError(err, producer.status());
-    return kExitServerError;
-  }
+namespace {
 
+using AppendFn = std::function<void(kingfisher::Message, kingfisher::AppendCallback)>;
+using AckFn = std::function<void(uint64_t index, const kingfisher::AppendResult&)>;
+
+// Appends p.count Insert messages (p.rows random rows of p.dim each) through `append`, at most
+// p.concurrency in flight; `on_ack` runs once per acknowledged message, one at a time. Stops
+// sending at the first failure and returns it once everything in flight has completed.
+absl::Status AppendInserts(const ProduceArgs& p, const AppendFn& append, const AckFn& on_ack) {
   std::mt19937_64 rng(std::random_device{}());
   const int64_t pk_base = static_cast<int64_t>(rng() % (int64_t{1} << 40)) + 1;
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
@@ -103,25 +91,78 @@ int RunProduce(const Args& args, std::FILE* out, std::FILE* err) {
       batch.add_pks(pk_base + static_cast<int64_t>(i * p.rows + r));
       for (uint32_t d = 0; d < p.dim; ++d) batch.add_vectors(unit(rng));
     }
-    (*producer)->AppendAsync(NewInsertMessage(p.vchannel, batch),
-                             [&](absl::StatusOr<kingfisher::AppendResult> r) {
-                               absl::MutexLock l(&mu);
-                               if (r.ok()) {
-                                 PrintLine(out, RenderAck(*r, p.vchannel));
-                               } else if (first_error.ok()) {
-                                 first_error = r.status();
-                               }
-                               --in_flight;
-                             });
+    append(NewInsertMessage(p.vchannel, batch), [&, i](absl::StatusOr<kingfisher::AppendResult> r) {
+      absl::MutexLock l(&mu);
+      if (r.ok()) {
+        on_ack(i, *r);
+      } else if (first_error.ok()) {
+        first_error = r.status();
+      }
+      --in_flight;
+    });
   }
-  {
-    absl::MutexLock l(&mu);
-    auto drained = [&]() { return in_flight == 0; };
-    mu.Await(absl::Condition(&drained));
+  absl::MutexLock l(&mu);
+  auto drained = [&]() { return in_flight == 0; };
+  mu.Await(absl::Condition(&drained));
+  return first_error;
+}
+
+// --txn: every message in one transaction; the acks are printed only once the commit is
+// acknowledged (with --rollback: nothing is printed once the rollback is).
+absl::Status ProduceInTxn(const ProduceArgs& p, kingfisher::Producer* producer, std::FILE* out) {
+  auto txn = producer->BeginTxn(p.vchannel);
+  if (!txn.ok()) return txn.status();
+  std::vector<kingfisher::AppendResult> acks(p.count);
+  absl::Status appended = AppendInserts(
+      p,
+      [&](kingfisher::Message m, kingfisher::AppendCallback done) {
+        (*txn)->AppendAsync(std::move(m), std::move(done));
+      },
+      [&](uint64_t i, const kingfisher::AppendResult& r) { acks[i] = r; });
+  if (!appended.ok()) {
+    (void)(*txn)->Rollback();  // best effort: the body's error is what the user needs
+    return appended;
   }
+  if (p.rollback) return (*txn)->Rollback();
+  if (auto commit = (*txn)->Commit(); !commit.ok()) return commit.status();
+  for (const auto& a : acks) PrintLine(out, RenderAck(a, p.vchannel));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunProduce(const Args& args, std::FILE* out, std::FILE* err) {
+  const ProduceArgs& p = args.produce;
+  if (p.rollback && !p.txn) {
+    std::fputs("kfctl: usage error: --rollback needs --txn\n", err);
+    return kExitUsage;
+  }
+  if (auto pchannel = PChannelOfVChannel(p.vchannel); !pchannel.ok()) {
+    PrintError(err, pchannel.status());
+    return kExitUsage;
+  }
+  auto client = ConnectFor(args);
+  if (!client.ok()) {
+    PrintError(err, client.status());
+    return kExitUsage;
+  }
+  auto producer = (*client)->CreateProducer();
+  if (!producer.ok()) {
+    PrintError(err, producer.status());
+    return kExitServerError;
+  }
+  absl::Status s = p.txn ? ProduceInTxn(p, producer->get(), out)
+                         : AppendInserts(
+                               p,
+                               [&](kingfisher::Message m, kingfisher::AppendCallback done) {
+                                 (*producer)->AppendAsync(std::move(m), std::move(done));
+                               },
+                               [&](uint64_t, const kingfisher::AppendResult& r) {
+                                 PrintLine(out, RenderAck(r, p.vchannel));
+                               });
   (*producer)->Close();
-  if (!first_error.ok()) {
-    PrintError(err, first_error);
+  if (!s.ok()) {
+    PrintError(err, s);
     return kExitServerError;
   }
   return kExitOk;

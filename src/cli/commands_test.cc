@@ -98,13 +98,93 @@ TEST(CommandsTest, ProduceServerErrorExitsOneWithCodeOnStderr) {
   EXPECT_EQ(err.Text(), "kfctl: INVALID_ARGUMENT: unknown pchannel kf-dml_9\n");
 }
 
-TEST(CommandsTest, ProduceTxnIsNotAvailableYet) {
+Args TxnArgs(const FakeStreamingNode& node, uint64_t count) {
+  Args a;
+  a.endpoint = node.endpoint();
+  a.produce.vchannel = "kf-dml_0_x";
+  a.produce.count = count;
+  a.produce.concurrency = 2;
+  a.produce.txn = true;
+  return a;
+}
+
+MessageType TypeOf(const kingfisher::v1::ProduceRequest& r) {
+  return client::FromWire(r.message()).type();
+}
+
+// Every request for a message of `type` is answered with `code` (nothing appended).
+void FailEvery(FakeStreamingNode* node, MessageType type, StreamingCode code, std::string message) {
+  node->SetErrorInjector(
+      [=](const kingfisher::v1::ProduceRequest& r) -> std::optional<kingfisher::v1::Error> {
+        if (TypeOf(r) != type) return std::nullopt;
+        return client::testing::MakeWireError(code, message);
+      });
+}
+
+TEST(CommandsTest, ProduceTxnAppendsAllInOneTxnAndPrintsTheAcksWithTheTxnId) {
+  FakeStreamingNode node;
+  Capture out, err;
+  EXPECT_EQ(RunProduce(TxnArgs(node, 3), out.file(), err.file()), kExitOk) << err.Text();
+  auto txns = node.txns();
+  ASSERT_EQ(txns.size(), 1u);
+  const auto& [id, txn] = *txns.begin();
+  EXPECT_EQ(txn.phase, FakeStreamingNode::TxnPhase::kCommitted);
+  EXPECT_EQ(txn.bodies.size(), 3u);
+  auto reqs = node.produce_requests();
+  ASSERT_EQ(reqs.size(), 5u);
+  EXPECT_EQ(TypeOf(reqs.front()), MessageType::kBeginTxn);
+  EXPECT_EQ(TypeOf(reqs.back()), MessageType::kCommitTxn);
+  auto lines = out.Lines();
+  ASSERT_EQ(lines.size(), 3u);
+  for (const auto& l : lines) {
+    EXPECT_NE(l.find(R"("vchannel":"kf-dml_0_x","txn_id":")" + std::to_string(id) + R"("})"),
+              std::string::npos)
+        << l;
+  }
+}
+
+TEST(CommandsTest, ProduceTxnPrintsNothingWhenTheCommitFails) {
+  FakeStreamingNode node;
+  FailEvery(&node, MessageType::kCommitTxn, StreamingCode::kTransactionExpired, "expired");
+  Capture out, err;
+  EXPECT_EQ(RunProduce(TxnArgs(node, 3), out.file(), err.file()), kExitServerError);
+  EXPECT_TRUE(out.Text().empty()) << out.Text();  // acks only after an acknowledged commit
+  EXPECT_EQ(err.Text(), "kfctl: ABORTED (TRANSACTION_EXPIRED): expired\n");
+}
+
+TEST(CommandsTest, ProduceTxnRollbackPrintsNothingAndExitsZero) {
+  FakeStreamingNode node;
+  Args a = TxnArgs(node, 3);
+  a.produce.rollback = true;
+  Capture out, err;
+  EXPECT_EQ(RunProduce(a, out.file(), err.file()), kExitOk) << err.Text();
+  EXPECT_TRUE(out.Text().empty()) << out.Text();
+  auto txns = node.txns();
+  ASSERT_EQ(txns.size(), 1u);
+  EXPECT_EQ(txns.begin()->second.phase, FakeStreamingNode::TxnPhase::kRolledBack);
+  EXPECT_EQ(txns.begin()->second.bodies.size(), 3u);
+  for (const auto& r : node.produce_requests()) EXPECT_NE(TypeOf(r), MessageType::kCommitTxn);
+}
+
+TEST(CommandsTest, ProduceTxnBodyFailureRollsBackAndExitsOne) {
+  FakeStreamingNode node;
+  FailEvery(&node, MessageType::kInsert, StreamingCode::kInvalidArgument, "bad row");
+  Capture out, err;
+  EXPECT_EQ(RunProduce(TxnArgs(node, 3), out.file(), err.file()), kExitServerError);
+  EXPECT_TRUE(out.Text().empty());
+  EXPECT_EQ(err.Text(), "kfctl: INVALID_ARGUMENT: bad row\n");
+  auto txns = node.txns();
+  ASSERT_EQ(txns.size(), 1u);
+  EXPECT_EQ(txns.begin()->second.phase, FakeStreamingNode::TxnPhase::kRolledBack);
+}
+
+TEST(CommandsTest, ProduceRollbackWithoutTxnIsAUsageError) {
   Args a;
   a.produce.vchannel = "kf-dml_0_x";
-  a.produce.txn = true;
+  a.produce.rollback = true;
   Capture out, err;
   EXPECT_EQ(RunProduce(a, out.file(), err.file()), kExitUsage);
-  EXPECT_NE(err.Text().find("transactions arrive with the WAL semantics issue"), std::string::npos);
+  EXPECT_EQ(err.Text(), "kfctl: usage error: --rollback needs --txn\n");
 }
 
 TEST(CommandsTest, ConsumeStopsAtLimitAndSkipsTimeTicksUnlessAsked) {

@@ -50,7 +50,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   // No client keepalive pings: a server that does not permit them answers frequent pings with
   // GOAWAY (too_many_pings), which would break healthy idle streams. A stuck append is caught
   // by ClientOptions::attempt_timeout instead.
-  // Reconnect promptly after a server restart (the default backoff grows to 120 s).
+  // Reconnect promptly after a server restart (the default backoff grows to 120 s). Note that
+  // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS is also the minimum connect timeout. A reconnect only
+  // completes while something polls the channel: streams are opened after AwaitChannelReady
+  // (channel_ready.h), which does.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);

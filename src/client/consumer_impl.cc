@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "client/channel_ready.h"
 #include "common/errors.h"
 #include "message/message_trace.h"
 #include "message/properties.h"
@@ -89,11 +91,13 @@ absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadli
   while (true) {
     if (!sticky_.ok()) return sticky_;
     std::shared_ptr<ConsumeStream> stream;
+    bool need_stream;
     {
       absl::MutexLock l(&mu_);
       if (closed_) return absl::CancelledError("consumer closed");
-      if (stream_ == nullptr) {
-        // Wait out the backoff (Close interrupts it), then open a stream.
+      need_stream = stream_ == nullptr;
+      if (need_stream) {
+        // Wait out the backoff (Close interrupts it).
         auto closed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_; };
         if (mu_.AwaitWithDeadline(absl::Condition(&closed), std::min(reconnect_at_, deadline))) {
           return absl::CancelledError("consumer closed");
@@ -101,6 +105,25 @@ absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadli
         if (absl::Now() < reconnect_at_) {
           return absl::DeadlineExceededError("no message before the deadline (reconnecting)");
         }
+      }
+    }
+    if (need_stream) {
+      // Wait for ready (not under mu_, so Close stays prompt): a fail-fast stream on a channel
+      // that is reconnecting fails at once and leaves the reconnect unpolled (channel_ready.h).
+      absl::Status ready = AwaitChannelReady(*channel_, deadline, [this] {
+        absl::MutexLock l(&mu_);
+        return closed_;
+      });
+      if (absl::IsCancelled(ready)) return absl::CancelledError("consumer closed");
+      if (!ready.ok()) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("no message before the deadline (", ready.message(), ")"));
+      }
+    }
+    {
+      absl::MutexLock l(&mu_);
+      if (closed_) return absl::CancelledError("consumer closed");
+      if (stream_ == nullptr) {
         stream_ =
             std::make_shared<ConsumeStream>(stub_.get(), CreateRequest(), options_.buffer_messages);
       }

@@ -12,6 +12,7 @@
 namespace kf::client {
 namespace {
 
+using testing::ConnectTo;
 using testing::FakeStreamingNode;
 namespace v1 = kingfisher::v1;
 
@@ -23,14 +24,6 @@ v1::Message WireMessage(MessageType type, uint64_t tt, const trace::Context& sou
   v1::Message out;
   ToWire(m, &out);
   return out;
-}
-
-std::unique_ptr<kingfisher::Client> ConnectTo(const FakeStreamingNode& node) {
-  kingfisher::ClientOptions o;
-  o.endpoint = node.endpoint();
-  o.retry.initial_backoff = absl::Milliseconds(1);
-  o.retry.max_backoff = absl::Milliseconds(10);
-  return *kingfisher::Client::Connect(o);
 }
 
 kingfisher::ConsumerOptions AllOf(std::string vchannel) {

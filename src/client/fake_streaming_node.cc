@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "client/wire.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 
@@ -9,10 +10,28 @@ namespace kf::client::testing {
 
 namespace v1 = kingfisher::v1;
 
-FakeStreamingNode::FakeStreamingNode() {
+std::unique_ptr<kingfisher::Client> ConnectTo(const FakeStreamingNode& node, int max_attempts) {
+  kingfisher::ClientOptions o;
+  o.endpoint = node.endpoint();
+  o.retry.initial_backoff = absl::Milliseconds(1);
+  o.retry.max_backoff = absl::Milliseconds(10);
+  o.retry.max_attempts = max_attempts;
+  auto c = kingfisher::Client::Connect(o);
+  return c.ok() ? *std::move(c) : nullptr;
+}
+
+v1::Error MakeWireError(StreamingCode code, std::string message) {
+  v1::Error e;
+  e.set_grpc_code(static_cast<int>(ToStatusCode(code)));
+  e.set_streaming_code(static_cast<int>(code));
+  e.set_message(std::move(message));
+  return e;
+}
+
+FakeStreamingNode::FakeStreamingNode(const std::string& listen) {
   grpc::ServerBuilder b;
   int port = 0;
-  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  b.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   b.RegisterService(this);
   server_ = b.BuildAndStart();
   endpoint_ = "127.0.0.1:" + std::to_string(port);
@@ -53,6 +72,18 @@ std::vector<v1::Message> FakeStreamingNode::appended() const {
   return appended_;
 }
 
+void FakeStreamingNode::ExpireTxns() {
+  absl::MutexLock l(&mu_);
+  for (auto& [id, t] : txns_) {
+    if (t.phase == TxnPhase::kActive) t.phase = TxnPhase::kExpired;
+  }
+}
+
+std::map<int64_t, FakeStreamingNode::TxnRecord> FakeStreamingNode::txns() const {
+  absl::MutexLock l(&mu_);
+  return txns_;
+}
+
 void FakeStreamingNode::SetConsumeLog(std::vector<v1::Message> log) {
   absl::MutexLock l(&mu_);
   consume_log_ = std::move(log);
@@ -84,16 +115,63 @@ v1::ProduceResponse FakeStreamingNode::AppendLocked(const v1::ProduceRequest& re
       return dup;
     }
   }
-  appended_.push_back(req.message());
-  uint64_t offset = appended_.size();
   v1::ProduceResponse r;
   r.set_request_id(req.request_id());
+  uint64_t offset = appended_.size() + 1;
+  auto txn = AdmitTxnLocked(req.message(), 1000 + offset);
+  if (auto* err = std::get_if<v1::Error>(&txn)) {
+    *r.mutable_error() = *err;
+    return r;
+  }
+  if (auto& ctx = std::get<v1::TxnContext>(txn); ctx.txn_id() != 0) *r.mutable_txn() = ctx;
+  appended_.push_back(req.message());
   r.set_message_id(MessageId::Local(offset).Encode());
   r.set_timetick(1000 + offset);
   r.set_last_confirmed(MessageId::Local(offset).Encode());
   r.set_term(1);
   if (ik != props.end()) by_key_[ik->second] = r;
   return r;
+}
+
+std::variant<v1::Error, v1::TxnContext> FakeStreamingNode::AdmitTxnLocked(const v1::Message& wire,
+                                                                          uint64_t timetick) {
+  MutableMessage m = FromWire(wire);
+  auto txn = m.txn();
+  const MessageType type = m.type();
+  if (type == MessageType::kBeginTxn) {
+    v1::TxnContext ctx;
+    ctx.set_txn_id(static_cast<int64_t>(timetick));
+    ctx.set_keepalive_ms(txn && txn->keepalive_ms() != 0 ? txn->keepalive_ms() : 10'000);
+    txns_[ctx.txn_id()] = TxnRecord{std::string(m.vchannel()), TxnPhase::kActive, {}};
+    return ctx;
+  }
+  if (!txn) {
+    if (IsTxnControlType(type)) {
+      return MakeWireError(StreamingCode::kInvalidArgument, "txn control message without _tx");
+    }
+    return v1::TxnContext();  // autocommit
+  }
+  auto it = txns_.find(txn->txn_id());
+  if (it == txns_.end() || it->second.vchannel != m.vchannel()) {
+    return MakeWireError(StreamingCode::kInvalidTransactionState, "unknown transaction");
+  }
+  TxnRecord& t = it->second;
+  if (t.phase == TxnPhase::kExpired) {
+    return MakeWireError(StreamingCode::kTransactionExpired, "transaction expired");
+  }
+  if (t.phase != TxnPhase::kActive) {
+    return MakeWireError(StreamingCode::kInvalidTransactionState, "transaction is finished");
+  }
+  if (type == MessageType::kCommitTxn) {
+    t.phase = TxnPhase::kCommitted;
+  } else if (type == MessageType::kRollbackTxn) {
+    t.phase = TxnPhase::kRolledBack;
+  } else {
+    t.bodies.push_back(m.payload());
+  }
+  v1::TxnContext ctx;
+  ctx.set_txn_id(txn->txn_id());
+  return ctx;
 }
 
 grpc::Status FakeStreamingNode::Produce(

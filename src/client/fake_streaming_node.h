@@ -12,19 +12,32 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/errors.h"
 #include "grpcpp/server.h"
+#include "kingfisher/client.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "message/message_id.h"
 
 namespace kf::client::testing {
 
+class FakeStreamingNode;
+
+// A client of `node` with fast retries (1..10 ms backoff); max_attempts 0 = deadline only.
+std::unique_ptr<kingfisher::Client> ConnectTo(const FakeStreamingNode& node, int max_attempts = 0);
+
+// A per-request error as the server sends it (SPEC §3 code mapping).
+kingfisher::v1::Error MakeWireError(StreamingCode code, std::string message = "injected");
+
 class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
  public:
-  FakeStreamingNode();
+  // `listen` = "127.0.0.1:0" picks a free port; a fixed one lets a test "restart" the node on
+  // the address a client already uses.
+  explicit FakeStreamingNode(const std::string& listen = "127.0.0.1:0");
   ~FakeStreamingNode() override;
 
   const std::string& endpoint() const { return endpoint_; }
@@ -43,6 +56,21 @@ class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
   int produce_streams() const;
   // Messages appended (after deduplication), in order.
   std::vector<kingfisher::v1::Message> appended() const;
+
+  // --- Transactions, enforced as the WAL does (SPEC §3) ---
+  // A BeginTxn gets txn id = its timetick (answered in ProduceResponse.txn); a body
+  // (Insert/Delete with `_tx`) or a Commit/Rollback must name an active txn of the same
+  // vchannel, else INVALID_TRANSACTION_STATE; an expired txn answers TRANSACTION_EXPIRED.
+  // Rejected requests append nothing. Duplicates (`_ik`) get the original answer first.
+  enum class TxnPhase { kActive, kCommitted, kRolledBack, kExpired };
+  struct TxnRecord {
+    std::string vchannel;
+    TxnPhase phase = TxnPhase::kActive;
+    std::vector<std::string> bodies;  // payloads, in append order
+  };
+  // Every active txn expires now (as if its keepalive passed).
+  void ExpireTxns();
+  std::map<int64_t, TxnRecord> txns() const;
 
   // --- Consume behaviour ---
   // The log served to consumers: message i has id Local(i + 1).
@@ -63,6 +91,10 @@ class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
  private:
   kingfisher::v1::ProduceResponse AppendLocked(const kingfisher::v1::ProduceRequest& req)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The txn verdict on a message about to be appended at `timetick`: an error, or the
+  // TxnContext to answer with (txn_id 0 = not a txn message). Updates txns_ when admitted.
+  std::variant<kingfisher::v1::Error, kingfisher::v1::TxnContext> AdmitTxnLocked(
+      const kingfisher::v1::Message& m, uint64_t timetick) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::unique_ptr<grpc::Server> server_;
   std::string endpoint_;
@@ -76,6 +108,7 @@ class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
   int streams_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<kingfisher::v1::Message> appended_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, kingfisher::v1::ProduceResponse> by_key_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, TxnRecord> txns_ ABSL_GUARDED_BY(mu_);
 
   std::vector<kingfisher::v1::Message> consume_log_ ABSL_GUARDED_BY(mu_);
   std::map<size_t, std::vector<kingfisher::v1::Message>> inner_ ABSL_GUARDED_BY(mu_);

@@ -1,22 +1,28 @@
 #include "kingfisher/producer.h"
 
-#include <memory>
 #include <utility>
+
+#include "client/append_future.h"
 
 namespace kingfisher {
 
 std::future<absl::StatusOr<AppendResult>> Producer::Append(Message message, AppendOptions options) {
-  auto promise = std::make_shared<std::promise<absl::StatusOr<AppendResult>>>();
-  auto future = promise->get_future();
-  AppendAsync(
-      std::move(message),
-      [promise](absl::StatusOr<AppendResult> r) mutable { promise->set_value(std::move(r)); },
-      std::move(options));
-  return future;
+  return kf::client::FutureOfAppend([&](AppendCallback done) {
+    AppendAsync(std::move(message), std::move(done), std::move(options));
+  });
 }
 
 absl::StatusOr<AppendResult> Producer::AppendSync(Message message, AppendOptions options) {
   return Append(std::move(message), std::move(options)).get();
+}
+
+std::future<absl::StatusOr<AppendResult>> Transaction::Append(Message message) {
+  return kf::client::FutureOfAppend(
+      [&](AppendCallback done) { AppendAsync(std::move(message), std::move(done)); });
+}
+
+absl::StatusOr<AppendResult> Transaction::AppendSync(Message message) {
+  return Append(std::move(message)).get();
 }
 
 }  // namespace kingfisher

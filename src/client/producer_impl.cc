@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/channel_ready.h"
 #include "client/wire.h"
 #include "common/absl_compat.h"
 #include "common/errors.h"
@@ -42,10 +43,7 @@ std::string RandomProducerId() {
 }
 
 absl::Status WithContext(const absl::Status& s, std::string_view suffix) {
-  absl::Status out(s.code(), absl::StrCat(ToAbsl(ToStd(s.message())), ToAbsl(suffix)));
-  s.ForEachPayload(
-      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
-  return out;
+  return WithMessage(s, absl::StrCat(ToAbsl(ToStd(s.message())), ToAbsl(suffix)));
 }
 
 absl::StatusOr<kingfisher::AppendResult> ResultOf(const kingfisher::v1::ProduceResponse& r) {
@@ -149,8 +147,16 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
                   op->maybe_appended ? "; the message may or may not have been appended" : ""));
     return Finish(op, s);
   }
-  auto stream = GetStream(op->pchannel);
-  if (!stream.ok()) return AttemptDone(op, stream.status());
+  const absl::Time attempt_deadline =
+      std::min(op->deadline, absl::Now() + client_options_.attempt_timeout);
+  auto stream = GetStream(op->pchannel, attempt_deadline);
+  if (!stream.ok()) {
+    {
+      absl::MutexLock l(&mu_);
+      ++op->attempts;  // waiting for the connection used up this attempt's time
+    }
+    return AttemptDone(op, stream.status());
+  }
 
   kingfisher::v1::ProduceRequest req;
   kingfisher::Message copy = op->message;
@@ -160,8 +166,6 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   ToWire(copy, req.mutable_message());
   req.set_pchannel(op->pchannel);
 
-  const absl::Time attempt_deadline =
-      std::min(op->deadline, absl::Now() + client_options_.attempt_timeout);
   uint64_t request_id;
   {
     // The timeout is scheduled under mu_ so that it is registered with the attempt before any
@@ -198,7 +202,7 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
 }
 
 absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
-    const std::string& pchannel) {
+    const std::string& pchannel, absl::Time attempt_deadline) {
   ReapDeadStreams();
   {
     absl::MutexLock l(&mu_);
@@ -210,6 +214,16 @@ absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
       dead_streams_.push_back(std::move(it->second));
       streams_.erase(it);
     }
+  }
+  // Wait for ready (SPEC §3) before opening: a fail-fast stream on a channel that is
+  // reconnecting fails at once and leaves the reconnect unpolled (see channel_ready.h).
+  if (absl::Status ready = AwaitChannelReady(*channel_, attempt_deadline,
+                                             [this] {
+                                               absl::MutexLock l(&mu_);
+                                               return closed_;
+                                             });
+      !ready.ok()) {
+    return ready;
   }
   // Opening a stream may take a round trip: not under mu_.
   auto stream = std::make_shared<ProduceStream>(

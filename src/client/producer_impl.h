@@ -52,7 +52,10 @@ class ProducerImpl final : public kingfisher::Producer {
   };
 
   void StartAttempt(const std::shared_ptr<Op>& op);
-  absl::StatusOr<std::shared_ptr<ProduceStream>> GetStream(const std::string& pchannel);
+  // The live stream of `pchannel`, or a new one once the channel is ready (waiting at most
+  // until `attempt_deadline`: UNAVAILABLE after it, CANCELLED when the producer closes).
+  absl::StatusOr<std::shared_ptr<ProduceStream>> GetStream(const std::string& pchannel,
+                                                           absl::Time attempt_deadline);
   void OnResponse(ProduceStream* stream, const kingfisher::v1::ProduceResponse& resp);
   void OnStreamBroken(ProduceStream* stream, const absl::Status& status);
   void OnAttemptTimeout(const std::shared_ptr<Op>& op, uint64_t request_id);

@@ -15,6 +15,7 @@ namespace kf::client {
 namespace {
 
 using kingfisher::AppendResult;
+using testing::ConnectTo;
 using testing::FakeStreamingNode;
 namespace v1 = kingfisher::v1;
 
@@ -29,24 +30,7 @@ std::string Ik(const v1::ProduceRequest& r) {
   return it == r.message().properties().end() ? "" : it->second;
 }
 
-std::unique_ptr<kingfisher::Client> ConnectTo(const FakeStreamingNode& node, int max_attempts = 0) {
-  kingfisher::ClientOptions o;
-  o.endpoint = node.endpoint();
-  o.retry.initial_backoff = absl::Milliseconds(1);
-  o.retry.max_backoff = absl::Milliseconds(10);
-  o.retry.max_attempts = max_attempts;
-  auto c = kingfisher::Client::Connect(o);
-  EXPECT_TRUE(c.ok()) << c.status();
-  return *std::move(c);
-}
-
-v1::Error MakeError(StreamingCode code) {
-  v1::Error e;
-  e.set_grpc_code(static_cast<int>(ToStatusCode(code)));
-  e.set_streaming_code(static_cast<int>(code));
-  e.set_message("injected");
-  return e;
-}
+v1::Error MakeError(StreamingCode code) { return testing::MakeWireError(code); }
 
 TEST(ProducerTest, RetryAfterAmbiguousFailureCarriesTheSameKey) {
   FakeStreamingNode node;
@@ -242,6 +226,40 @@ TEST(ProducerTest, UnreachableServerFailsAmbiguously) {
   EXPECT_TRUE(IsAmbiguous(r.status())) << r.status();
   EXPECT_NE(r.status().message().find("may or may not have been appended"), absl::string_view::npos)
       << r.status();
+}
+
+// A server restart: once the channel has failed to connect it stays in TRANSIENT_FAILURE until
+// a new connection is READY, and with the sync API nothing polls that reconnect unless a call
+// waits for it. A fail-fast first attempt after the restart therefore failed at once (and the
+// reconnect stalled until gRPC's 5 s backup poll); with wait-for-ready the single attempt
+// waits for the connection and succeeds.
+TEST(ProducerTest, FirstAttemptAfterAServerRestartWaitsForTheConnection) {
+  auto first = std::make_unique<FakeStreamingNode>();
+  const std::string endpoint = first->endpoint();
+  kingfisher::ClientOptions o;
+  o.endpoint = endpoint;
+  o.retry.max_attempts = 1;
+  o.attempt_timeout = absl::Seconds(60);  // bounds the test only if the fix is broken
+  auto client = *kingfisher::Client::Connect(o);
+  {
+    auto connected = *client->CreateProducer();
+    ASSERT_TRUE(connected->AppendSync(Insert("kf-dml_0_orders", "before")).ok());
+  }  // (its stream is closed, so the server stops at once)
+
+  first.reset();  // the server goes away; the channel fails to reconnect while it is down
+  auto producer = *client->CreateProducer();
+  kingfisher::AppendOptions soon;
+  soon.deadline = absl::Now() + absl::Milliseconds(300);
+  auto down = producer->AppendSync(Insert("kf-dml_0_orders", "down"), soon);
+  ASSERT_FALSE(down.ok());
+  EXPECT_TRUE(IsAmbiguous(down.status())) << down.status();
+
+  FakeStreamingNode second(endpoint);  // back on the same address
+  auto r = producer->AppendSync(Insert("kf-dml_0_orders", "after"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(second.appended().size(), 1u);
+  EXPECT_EQ(second.appended()[0].payload(), "after");
+  producer->Close();
 }
 
 // TRACING.md scenarios 6 and 9: wal.autocommit under the caller, one wal.dist_append per

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/absl_compat.h"
 #include "common/errors.h"
 
 namespace kf::client {
@@ -19,6 +20,13 @@ bool IsRetryableAppendError(const absl::Status& s) {
     default:
       return false;
   }
+}
+
+absl::Status WithMessage(const absl::Status& s, std::string_view message) {
+  absl::Status out(s.code(), ToAbsl(message));
+  s.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
 }
 
 bool IsRetryableConsumeError(const absl::Status& s) { return IsRetryableAppendError(s); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <random>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -16,6 +17,10 @@ namespace kf::client {
 bool IsRetryableAppendError(const absl::Status& s);
 // Same classification for consume streams (a consumer re-opens after them).
 bool IsRetryableConsumeError(const absl::Status& s);
+
+// `s` with its message replaced by `message`; the code and every payload (the streaming
+// code) are kept, so callers can add context without hiding what the error was.
+absl::Status WithMessage(const absl::Status& s, std::string_view message);
 
 // Exponential backoff with equal jitter: the n-th Next() returns a random duration in
 // [c/2, c], c = min(max_backoff, initial_backoff * multiplier^n).

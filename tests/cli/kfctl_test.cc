@@ -146,10 +146,78 @@ TEST_F(KfctlTest, UnknownPChannelFailsWithAnErrorOnStderr) {
 TEST_F(KfctlTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Run({"produce", "--vchannel", "kf-dml_0_x", "--bogus"}).exit_code, 2);
   EXPECT_EQ(Run({"consume", "--vchannel", "kf-dml_0_x", "--from", "yesterday"}).exit_code, 2);
-  auto txn = Run({"produce", "--vchannel", "kf-dml_0_x", "--txn"});
-  EXPECT_EQ(txn.exit_code, 2);
-  EXPECT_NE(txn.err.find("transactions arrive with the WAL semantics issue"), std::string::npos)
-      << Describe(txn);
+  auto rollback = Run({"produce", "--vchannel", "kf-dml_0_x", "--rollback"});
+  EXPECT_EQ(rollback.exit_code, 2) << Describe(rollback);
+  EXPECT_NE(rollback.err.find("--rollback requires --txn"), std::string::npos)
+      << Describe(rollback);
+}
+
+// SPEC §3/§8: produce --txn appends all messages in one transaction and prints their acks once
+// the commit is acknowledged; a consumer sees exactly one Txn message holding Begin, the bodies
+// and Commit.
+TEST_F(KfctlTest, ProduceTxnIsConsumedAsOneTxnMessage) {
+  const std::string vchannel = "kf-dml_2_kfctl_txn";
+  auto produced =
+      Run({"produce", "--vchannel", vchannel, "--count", "3", "--concurrency", "2", "--txn"});
+  ASSERT_EQ(produced.exit_code, 0) << Describe(produced);
+  ASSERT_TRUE(produced.all_lines_parse) << Describe(produced);
+  ASSERT_EQ(produced.lines.size(), 3u) << Describe(produced);
+  const nlohmann::json txn_id = produced.lines[0]["txn_id"];
+  ASSERT_TRUE(IsDecimal(txn_id)) << Describe(produced);
+  std::set<std::string> produced_ids;
+  for (const auto& j : produced.lines) {
+    EXPECT_EQ(j.size(), 4u) << j.dump();
+    EXPECT_EQ(j["txn_id"], txn_id) << j.dump();
+    EXPECT_EQ(j["vchannel"], vchannel);
+    produced_ids.insert(j["message_id"].get<std::string>());
+  }
+  EXPECT_EQ(produced_ids.size(), 3u);
+
+  auto consumed =
+      Run({"consume", "--vchannel", vchannel, "--from", "earliest", "--idle-timeout", "3"});
+  ASSERT_EQ(consumed.exit_code, 0) << Describe(consumed);
+  ASSERT_TRUE(consumed.all_lines_parse) << Describe(consumed);
+  ASSERT_EQ(consumed.lines.size(), 1u) << "exactly one Txn message: " << Describe(consumed);
+  const auto& txn = consumed.lines[0];
+  EXPECT_EQ(txn["type"], "Txn") << txn.dump();
+  EXPECT_EQ(txn["txn_id"], txn_id) << txn.dump();
+  EXPECT_EQ(txn["vchannel"], vchannel) << txn.dump();
+  ASSERT_TRUE(txn["messages"].is_array()) << txn.dump();
+  const auto& inner = txn["messages"];
+  ASSERT_EQ(inner.size(), 5u) << txn.dump();
+  EXPECT_EQ(inner.front()["type"], "BeginTxn") << txn.dump();
+  EXPECT_EQ(inner.back()["type"], "CommitTxn") << txn.dump();
+  std::set<std::string> inner_ids;
+  for (size_t i = 1; i + 1 < inner.size(); ++i) {
+    EXPECT_EQ(inner[i]["type"], "Insert") << inner[i].dump();
+    EXPECT_EQ(inner[i]["txn_id"], txn_id) << inner[i].dump();
+    EXPECT_EQ(inner[i]["rows"], 1) << inner[i].dump();
+    inner_ids.insert(inner[i]["message_id"].get<std::string>());
+  }
+  EXPECT_EQ(inner_ids, produced_ids) << "the bodies are the acknowledged messages";
+  // The Txn is delivered at the commit: its timetick is the CommitTxn's.
+  EXPECT_EQ(txn["timetick"], inner.back()["timetick"]) << txn.dump();
+}
+
+// --rollback: nothing of the transaction is ever delivered. A plain message appended after it
+// proves the consumer read past where the transaction was.
+TEST_F(KfctlTest, ProduceTxnRollbackIsNeverConsumed) {
+  const std::string vchannel = "kf-dml_3_kfctl_rollback";
+  auto rolled_back =
+      Run({"produce", "--vchannel", vchannel, "--count", "3", "--txn", "--rollback"});
+  ASSERT_EQ(rolled_back.exit_code, 0) << Describe(rolled_back);
+  EXPECT_TRUE(rolled_back.out.empty()) << Describe(rolled_back);
+  auto marker = Run({"produce", "--vchannel", vchannel});
+  ASSERT_EQ(marker.exit_code, 0) << Describe(marker);
+  ASSERT_EQ(marker.lines.size(), 1u) << Describe(marker);
+
+  auto consumed =
+      Run({"consume", "--vchannel", vchannel, "--from", "earliest", "--idle-timeout", "3"});
+  ASSERT_EQ(consumed.exit_code, 0) << Describe(consumed);
+  ASSERT_EQ(consumed.lines.size(), 1u) << Describe(consumed);
+  EXPECT_EQ(consumed.lines[0]["type"], "Insert") << Describe(consumed);
+  EXPECT_EQ(consumed.lines[0]["message_id"], marker.lines[0]["message_id"]) << Describe(consumed);
+  EXPECT_TRUE(consumed.lines[0]["txn_id"].is_null()) << Describe(consumed);
 }
 
 }  // namespace
