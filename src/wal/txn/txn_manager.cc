@@ -85,6 +85,11 @@ absl::StatusOr<kingfisher::v1::TxnContext> TxnManager::BeginTxn(std::string_view
   return ctx;
 }
 
+void TxnManager::SetOpenedAfter(TimeTick tt) {
+  absl::MutexLock lock(&mu_);
+  opened_after_ = tt;
+}
+
 void TxnManager::SetBeginId(TxnId txn_id, const MessageId& begin_id) {
   absl::MutexLock lock(&mu_);
   auto it = live_.find(txn_id);
@@ -104,9 +109,16 @@ absl::Status TxnManager::CheckActiveLocked(TxnId txn_id, std::string_view vchann
     failure = r->second.failure;
   }
   if (!state) {
-    return InvalidState(txn_id, what,
-                        "unknown transaction (never begun on this pchannel, or begun under an "
-                        "earlier owner: transactions do not survive a reassignment)");
+    if (txn_id.value() >= 0 && static_cast<uint64_t>(txn_id.value()) <= opened_after_.value()) {
+      // SPEC §3: transactions do not survive a reassignment or restart; the client's remedy
+      // is the expired one (retry the whole transaction), not "fail".
+      return StreamingError(
+          StreamingCode::kTransactionExpired,
+          absl::StrCat(ToAbsl(what), " of transaction ", txn_id.value(),
+                       ": the transaction was begun under an earlier owner of the pchannel and "
+                       "does not survive a reassignment or restart; retry the whole transaction"));
+    }
+    return InvalidState(txn_id, what, "unknown transaction (never begun on this pchannel)");
   }
   switch (*state) {
     case State::kActive:

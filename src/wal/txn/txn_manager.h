@@ -86,6 +86,11 @@ class TxnManager {
   // and return it in the AppendResult.
   absl::StatusOr<kingfisher::v1::TxnContext> BeginTxn(std::string_view vchannel,
                                                       int64_t keepalive_ms, TimeTick tt);
+  // Every timetick up to `tt` was handed out by an earlier owner (the last one in the log when
+  // this instance opened): a request naming an unknown txn id <= tt is TRANSACTION_EXPIRED, as
+  // its txn died with that owner (SPEC §3), instead of INVALID_TRANSACTION_STATE.
+  void SetOpenedAfter(TimeTick tt);
+
   // Records the Begin's MessageId. Until then the txn is not reported by EarliestActiveBegin
   // (its Begin is not in the log yet, so no reader needs it). Unknown ids are ignored.
   void SetBeginId(TxnId txn_id, const MessageId& begin_id);
@@ -168,6 +173,7 @@ class TxnManager {
   absl::btree_set<TxnId> active_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<TxnId, Retired> retired_ ABSL_GUARDED_BY(mu_);
   std::deque<TxnId> retired_order_ ABSL_GUARDED_BY(mu_);
+  TimeTick opened_after_ ABSL_GUARDED_BY(mu_);
 };
 
 std::string_view TxnStateName(TxnManager::State state);

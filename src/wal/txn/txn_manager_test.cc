@@ -68,6 +68,18 @@ TEST_F(TxnManagerTest, BeginWithARepeatedTimetickIsAnInternalError) {
   EXPECT_EQ(m_.BeginTxn("v1", 0, Tt(100)).status().code(), absl::StatusCode::kInternal);
 }
 
+TEST_F(TxnManagerTest, UnknownTxnOfAnEarlierOwnerIsExpiredNotInvalid) {
+  m_.SetOpenedAfter(Tt(100));
+  // Begun at 90 by the previous owner: it died with it; the client retries the whole txn.
+  EXPECT_EQ(CodeOf(m_.AddBody(TxnId(Tt(90).value()), "v1", Tt(120))),
+            StreamingCode::kTransactionExpired);
+  EXPECT_EQ(CodeOf(m_.Commit(TxnId(Tt(90).value()), "v1", Tt(121), [](absl::Status) {})),
+            StreamingCode::kTransactionExpired);
+  // Never begun anywhere: a client bug.
+  EXPECT_EQ(CodeOf(m_.AddBody(TxnId(Tt(110).value()), "v1", Tt(122))),
+            StreamingCode::kInvalidTransactionState);
+}
+
 TEST_F(TxnManagerTest, BodyWithinKeepaliveExtendsTheDeadline) {
   TxnId id = Begin(Tt(100));
   ASSERT_TRUE(m_.AddBody(id, "v1", Tt(100 + kMs)).ok());      // exactly at the deadline: in time
