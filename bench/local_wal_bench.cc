@@ -7,9 +7,6 @@
 // Each WAL figure is measured twice: on the backend alone, and through the full Wal adaptor
 // (timetick stamping, message encoding, `_ik` deduplication, no-op spans) with 1 KiB payloads.
 // Usage: local_wal_bench [--dir DIR] [--seconds S] [--layer backend|wal|both]
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -22,6 +19,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "bench_util.h"
 #include "message/message.h"
 #include "storage/fs/fault_injection_file_system.h"
 #include "storage/fs/posix_file_system.h"
@@ -31,45 +29,12 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using kf::bench::Clock;
+using kf::bench::Die;
+using kf::bench::Percentile;
+using kf::bench::RawWriteSync;
+using kf::bench::Seconds;
 namespace stdfs = std::filesystem;
-
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "local_wal_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-// Raw loop: `size`-byte write + fdatasync, until `seconds` pass. Returns per-op latencies (s).
-std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
-                                 size_t max_ops = SIZE_MAX) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) Die("open " + path);
-  std::string buf(size, 'r');
-  std::vector<double> lat;
-  const auto start = Clock::now();
-  while (Seconds(Clock::now() - start) < seconds && lat.size() < max_ops) {
-    const auto t0 = Clock::now();
-    size_t done = 0;
-    while (done < size) {
-      ssize_t n = ::write(fd, buf.data() + done, size - done);
-      if (n < 0) Die("write");
-      done += static_cast<size_t>(n);
-    }
-    if (::fdatasync(fd) != 0) Die("fdatasync");
-    lat.push_back(Seconds(Clock::now() - t0));
-  }
-  ::close(fd);
-  ::unlink(path.c_str());
-  return lat;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
 
 // Which append path a measurement drives.
 enum class Layer { kBackend, kAdaptor };
@@ -268,6 +233,7 @@ void BenchLatency(const std::string& root, double seconds, Layer layer) {
 int main(int argc, char** argv) {
   // As in the server binary: no per-lock deadlock detection on the measured paths.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  kf::bench::SetProgramName("local_wal_bench");
   std::string dir = stdfs::path(argv[0]).parent_path().parent_path().string() + "/bench-data";
   double seconds = 4;
   std::vector<Layer> layers = {Layer::kBackend, Layer::kAdaptor};
