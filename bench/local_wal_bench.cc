@@ -6,7 +6,9 @@
 //  (c) one appender's p50/p99 latency vs one 1 KiB write + fdatasync.
 // Each WAL figure is measured twice: on the backend alone, and through the full Wal adaptor
 // (timetick stamping, message encoding, `_ik` deduplication, no-op spans) with 1 KiB payloads.
-// Usage: local_wal_bench [--dir DIR] [--seconds S] [--layer backend|wal|both]
+// Usage: local_wal_bench [--dir DIR] [--seconds S] [--layer backend|wal|both] [--figures abc]
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -35,6 +37,13 @@ using kf::bench::Percentile;
 using kf::bench::RawWriteSync;
 using kf::bench::Seconds;
 namespace stdfs = std::filesystem;
+
+// CPU seconds used so far by the calling thread / by the whole process.
+double CpuSeconds(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 // Which append path a measurement drives.
 enum class Layer { kBackend, kAdaptor };
@@ -123,6 +132,8 @@ void BenchInFlight(const std::string& root, double seconds, Layer layer, double 
   int in_flight = 0;
   uint64_t acked = 0;
   const auto start = Clock::now();
+  const double thread_cpu0 = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
+  const double process_cpu0 = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
   uint64_t sent = 0;
   while (Seconds(Clock::now() - start) < seconds) {
     {
@@ -145,6 +156,11 @@ void BenchInFlight(const std::string& root, double seconds, Layer layer, double 
         +[](int* n) { return *n == 0; }, &in_flight));
   }
   const double elapsed = Seconds(Clock::now() - start);
+  // The appending thread's CPU per append: what bounds this figure when it is CPU-bound.
+  const double thread_us = (CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - thread_cpu0) * 1e6 /
+                           static_cast<double>(std::max<uint64_t>(acked, 1));
+  const double process_us = (CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu0) * 1e6 /
+                            static_cast<double>(std::max<uint64_t>(acked, 1));
   const double wal_mibs = static_cast<double>(acked) * 1024 / elapsed / (1 << 20);
   const uint64_t syncs = wal.counting.sync_count();
   std::printf(
@@ -155,6 +171,11 @@ void BenchInFlight(const std::string& root, double seconds, Layer layer, double 
       static_cast<double>(syncs) / elapsed,
       static_cast<double>(wal.FileBytes()) / std::max<uint64_t>(syncs, 1) / 1024, seq_mibs,
       wal_mibs / seq_mibs);
+  std::printf(
+      "    %llu appends; CPU per append: appending thread %.2f us (%.0f%% busy), whole process "
+      "%.2f us\n",
+      static_cast<unsigned long long>(acked), thread_us,
+      thread_us * static_cast<double>(acked) / elapsed / 1e4, process_us);
 }
 
 // (b) ---------------------------------------------------------------------------------------
@@ -237,6 +258,7 @@ int main(int argc, char** argv) {
   std::string dir = stdfs::path(argv[0]).parent_path().parent_path().string() + "/bench-data";
   double seconds = 4;
   std::vector<Layer> layers = {Layer::kBackend, Layer::kAdaptor};
+  std::string figures = "abc";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
       dir = argv[++i];
@@ -252,8 +274,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--layer must be backend, wal or both\n");
         return 2;
       }
+    } else if (std::strcmp(argv[i], "--figures") == 0 && i + 1 < argc) {
+      figures = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--dir DIR] [--seconds S] [--layer backend|wal|both]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--dir DIR] [--seconds S] [--layer backend|wal|both] "
+                   "[--figures abc]\n",
                    argv[0]);
       return 2;
     }
@@ -261,11 +287,12 @@ int main(int argc, char** argv) {
   const std::string root = dir + "/local_wal_bench";
   stdfs::create_directories(root);
   std::printf("local_wal_bench: dir %s, %.1f s per measurement\n", root.c_str(), seconds);
-  const double seq_mibs = SeqBandwidthMiBs(root, seconds);
+  const bool a = figures.find('a') != std::string::npos;
+  const double seq_mibs = a ? SeqBandwidthMiBs(root, seconds) : 0;
   for (Layer layer : layers) {
-    BenchInFlight(root, seconds, layer, seq_mibs);
-    BenchAppenders(root, seconds, layer);
-    BenchLatency(root, seconds, layer);
+    if (a) BenchInFlight(root, seconds, layer, seq_mibs);
+    if (figures.find('b') != std::string::npos) BenchAppenders(root, seconds, layer);
+    if (figures.find('c') != std::string::npos) BenchLatency(root, seconds, layer);
   }
   std::error_code ec;
   stdfs::remove_all(root, ec);
