@@ -66,5 +66,10 @@ std::shared_ptr<TracerProvider> GetTracerProvider();
 void SetTracerProvider(std::shared_ptr<TracerProvider> provider);
 // GetTracerProvider()->GetTracer(kWalTracerScope).
 std::shared_ptr<Tracer> WalTracer();
+// WalTracer()->StartSpan(parent, name, kind), without the provider lookup (a lock and two
+// reference counts) while the default no-op provider is installed: every append starts two
+// WAL spans.
+std::pair<Context, std::shared_ptr<Span>> StartWalSpan(
+    const Context& parent, std::string_view name, SpanKind kind = SpanKind::kInternal) noexcept;
 
 }  // namespace kf::trace

@@ -239,5 +239,30 @@ TEST(GlobalProviderTest, SetAndRestore) {
             "unknown_service");
 }
 
+// StartWalSpan skips the provider lookup only while the no-op provider is installed.
+TEST(GlobalProviderTest, StartWalSpanFollowsTheInstalledProvider) {
+  SetTracerProvider(nullptr);
+  auto [noop_ctx, noop_span] = StartWalSpan(Context(), "wal.append");
+  EXPECT_FALSE(noop_span->IsRecording());
+  EXPECT_TRUE(noop_span->context().IsValid());
+  EXPECT_EQ(noop_ctx.span(), noop_span);
+
+  auto exporter = std::make_shared<InMemorySpanExporter>();
+  auto provider = std::make_shared<SdkTracerProvider>(
+      Attributes{}, nullptr, std::make_unique<SimpleSpanProcessor>(exporter));
+  SetTracerProvider(provider);
+  auto [ctx, span] = StartWalSpan(Context(), "wal.appendimpl");  // a sampled root
+  EXPECT_TRUE(span->IsRecording());
+  span->End();
+  ASSERT_EQ(exporter->GetFinishedSpans().size(), 1u);
+  EXPECT_EQ(exporter->GetFinishedSpans()[0].scope, kWalTracerScope);
+
+  SetTracerProvider(nullptr);
+  auto [after_ctx, after_span] = StartWalSpan(Context(), "wal.append");
+  EXPECT_FALSE(after_span->IsRecording());
+  after_span->End();
+  EXPECT_EQ(exporter->GetFinishedSpans().size(), 1u);
+}
+
 }  // namespace
 }  // namespace kf::trace
