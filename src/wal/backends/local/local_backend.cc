@@ -84,6 +84,7 @@ void LocalBackend::WriterLoop() {
       while (queue_.empty() && !closing_) work_cv_.Wait(&mu_);
       if (queue_.empty()) break;  // closing and drained
       job.group.swap(queue_);
+      queue_.swap(spare_);
       failed_before = !error_.ok();
     }
     for (const auto& p : job.group) job.bytes += p.data.size();
@@ -189,8 +190,12 @@ void LocalBackend::RunCallbacks(std::vector<Pending>& group, const absl::Status&
   for (auto& p : group) {
     if (p.done) std::move(p.done)(status);
   }
+  group.clear();
   absl::MutexLock l(&mu_);
   queue_bytes_ -= bytes;
+  if (group.capacity() > spare_.capacity() && group.capacity() <= kMaxSpareEntries) {
+    spare_.swap(group);
+  }
 }
 
 void LocalBackend::CompletionLoop() {
