@@ -1,5 +1,7 @@
 #include "wal/backends/local/local_backend.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -39,9 +41,19 @@ LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchann
     absl::MutexLock l(&mu_);
     next_id_ = init.next_offset;
   }
-  completer_ = std::jthread([this] { CompletionLoop(); });
-  syncer_ = std::jthread([this] { SyncLoop(); });
-  writer_ = std::jthread([this] { WriterLoop(); });
+  // Named, so that top, perf and /proc attribute CPU and context switches to them.
+  completer_ = std::jthread([this] {
+    pthread_setname_np(pthread_self(), "kf-wal-done");
+    CompletionLoop();
+  });
+  syncer_ = std::jthread([this] {
+    pthread_setname_np(pthread_self(), "kf-wal-sync");
+    SyncLoop();
+  });
+  writer_ = std::jthread([this] {
+    pthread_setname_np(pthread_self(), "kf-wal-write");
+    WriterLoop();
+  });
 }
 
 LocalBackend::~LocalBackend() { (void)Close(); }
