@@ -13,13 +13,14 @@
 //   4 + StartSpanForMessage("wal.appendimpl") + OverwriteTraceContext (`_tc`)
 //   5 + Encode() (the string the backend gets; freed here)
 //   6 + msg.txn() (ReleaseEnqueued)
-// The other benchmarks time single operations in isolation.
+// The other benchmarks time single operations in isolation (and the batch CRC32C).
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
 #include <memory>
 #include <string>
 
+#include "common/crc32c.h"
 #include "message/message.h"
 #include "message/message_trace.h"
 #include "storage/tso/timestamp_allocator.h"
@@ -133,6 +134,14 @@ void BM_TsoAllocate(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(Tso().Allocate(1));
 }
 BENCHMARK(BM_TsoAllocate);
+
+// The batch checksum the local backend's writer computes (and every reader verifies).
+void BM_Crc32c(benchmark::State& state) {
+  const std::string data(static_cast<size_t>(state.range(0)), 'c');
+  for (auto _ : state) benchmark::DoNotOptimize(kf::crc32c::Value(data));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * data.size()));
+}
+BENCHMARK(BM_Crc32c)->Arg(1 << 10)->Arg(64 << 10)->Arg(1 << 20);
 
 }  // namespace
 
