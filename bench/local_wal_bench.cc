@@ -7,6 +7,9 @@
 // Each WAL figure is measured twice: on the backend alone, and through the full Wal adaptor
 // (timetick stamping, message encoding, `_ik` deduplication, no-op spans) with 1 KiB payloads.
 // Usage: local_wal_bench [--dir DIR] [--seconds S] [--layer backend|wal|both] [--figures abc]
+//                        [--no-ik]
+// --no-ik appends adaptor messages without `_ik` (no deduplication): the difference to the
+// default run is what the idempotency table costs.
 #include <time.h>
 
 #include <algorithm>
@@ -44,6 +47,9 @@ double CpuSeconds(clockid_t clock) {
   clock_gettime(clock, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
+
+// Adaptor messages carry `_ik` unless --no-ik.
+bool g_idempotency_keys = true;
 
 // Which append path a measurement drives.
 enum class Layer { kBackend, kAdaptor };
@@ -100,8 +106,10 @@ struct Wal {
     }
     kf::MutableMessage m(kf::MessageType::kInsert, payload);
     m.set_vchannel(std::string(adaptor->pchannel()) + "_bench");
-    m.set_idempotency_key("bench:" +
-                          std::to_string(next_seq.fetch_add(1, std::memory_order_relaxed)));
+    if (g_idempotency_keys) {
+      m.set_idempotency_key("bench:" +
+                            std::to_string(next_seq.fetch_add(1, std::memory_order_relaxed)));
+    }
     adaptor->Append({}, std::move(m),
                     [done = std::move(done)](absl::StatusOr<kf::wal::AppendResult> r) mutable {
                       done(r.status());
@@ -276,10 +284,12 @@ int main(int argc, char** argv) {
       }
     } else if (std::strcmp(argv[i], "--figures") == 0 && i + 1 < argc) {
       figures = argv[++i];
+    } else if (std::strcmp(argv[i], "--no-ik") == 0) {
+      g_idempotency_keys = false;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--dir DIR] [--seconds S] [--layer backend|wal|both] "
-                   "[--figures abc]\n",
+                   "[--figures abc] [--no-ik]\n",
                    argv[0]);
       return 2;
     }
