@@ -68,8 +68,8 @@ std::pair<Context, std::shared_ptr<Span>> Tracer::StartSpan(const Context& paren
     }
     std::shared_ptr<Span> span;
     if (decision == SamplingDecision::kDrop) {
-      // The cheap path (tracing off or sampled out): one allocation, nothing recorded.
-      span = std::make_shared<NonRecordingSpan>(sc);
+      // The cheap path (tracing off or sampled out): nothing recorded, no allocation per span.
+      span = MakeNonRecordingSpan(sc);
     } else {
       SpanData data;
       data.name = std::string(name);
