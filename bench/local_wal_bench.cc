@@ -6,9 +6,11 @@
 //  (c) one appender's p50/p99 latency vs one 1 KiB write + fdatasync.
 // Each WAL figure is measured twice: on the backend alone, and through the full Wal adaptor
 // (timetick stamping, message encoding, `_ik` deduplication, no-op spans) with 1 KiB payloads.
-// Usage: local_wal_bench [--dir DIR] [--seconds S] [--layer backend|wal|both]
-#include <fcntl.h>
-#include <unistd.h>
+// Usage: local_wal_bench [--dir DIR] [--seconds S] [--layer backend|wal|both] [--figures abc]
+//                        [--no-ik]
+// --no-ik appends adaptor messages without `_ik` (no deduplication): the difference to the
+// default run is what the idempotency table costs.
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "bench_util.h"
 #include "message/message.h"
 #include "storage/fs/fault_injection_file_system.h"
 #include "storage/fs/posix_file_system.h"
@@ -31,45 +34,22 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using kf::bench::Clock;
+using kf::bench::Die;
+using kf::bench::Percentile;
+using kf::bench::RawWriteSync;
+using kf::bench::Seconds;
 namespace stdfs = std::filesystem;
 
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "local_wal_bench: %s\n", what.c_str());
-  std::exit(1);
+// CPU seconds used so far by the calling thread / by the whole process.
+double CpuSeconds(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// Raw loop: `size`-byte write + fdatasync, until `seconds` pass. Returns per-op latencies (s).
-std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
-                                 size_t max_ops = SIZE_MAX) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) Die("open " + path);
-  std::string buf(size, 'r');
-  std::vector<double> lat;
-  const auto start = Clock::now();
-  while (Seconds(Clock::now() - start) < seconds && lat.size() < max_ops) {
-    const auto t0 = Clock::now();
-    size_t done = 0;
-    while (done < size) {
-      ssize_t n = ::write(fd, buf.data() + done, size - done);
-      if (n < 0) Die("write");
-      done += static_cast<size_t>(n);
-    }
-    if (::fdatasync(fd) != 0) Die("fdatasync");
-    lat.push_back(Seconds(Clock::now() - t0));
-  }
-  ::close(fd);
-  ::unlink(path.c_str());
-  return lat;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
+// Adaptor messages carry `_ik` unless --no-ik.
+bool g_idempotency_keys = true;
 
 // Which append path a measurement drives.
 enum class Layer { kBackend, kAdaptor };
@@ -126,8 +106,10 @@ struct Wal {
     }
     kf::MutableMessage m(kf::MessageType::kInsert, payload);
     m.set_vchannel(std::string(adaptor->pchannel()) + "_bench");
-    m.set_idempotency_key("bench:" +
-                          std::to_string(next_seq.fetch_add(1, std::memory_order_relaxed)));
+    if (g_idempotency_keys) {
+      m.set_idempotency_key("bench:" +
+                            std::to_string(next_seq.fetch_add(1, std::memory_order_relaxed)));
+    }
     adaptor->Append({}, std::move(m),
                     [done = std::move(done)](absl::StatusOr<kf::wal::AppendResult> r) mutable {
                       done(r.status());
@@ -158,6 +140,8 @@ void BenchInFlight(const std::string& root, double seconds, Layer layer, double 
   int in_flight = 0;
   uint64_t acked = 0;
   const auto start = Clock::now();
+  const double thread_cpu0 = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
+  const double process_cpu0 = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
   uint64_t sent = 0;
   while (Seconds(Clock::now() - start) < seconds) {
     {
@@ -180,6 +164,11 @@ void BenchInFlight(const std::string& root, double seconds, Layer layer, double 
         +[](int* n) { return *n == 0; }, &in_flight));
   }
   const double elapsed = Seconds(Clock::now() - start);
+  // The appending thread's CPU per append: what bounds this figure when it is CPU-bound.
+  const double thread_us = (CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - thread_cpu0) * 1e6 /
+                           static_cast<double>(std::max<uint64_t>(acked, 1));
+  const double process_us = (CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu0) * 1e6 /
+                            static_cast<double>(std::max<uint64_t>(acked, 1));
   const double wal_mibs = static_cast<double>(acked) * 1024 / elapsed / (1 << 20);
   const uint64_t syncs = wal.counting.sync_count();
   std::printf(
@@ -190,6 +179,11 @@ void BenchInFlight(const std::string& root, double seconds, Layer layer, double 
       static_cast<double>(syncs) / elapsed,
       static_cast<double>(wal.FileBytes()) / std::max<uint64_t>(syncs, 1) / 1024, seq_mibs,
       wal_mibs / seq_mibs);
+  std::printf(
+      "    %llu appends; CPU per append: appending thread %.2f us (%.0f%% busy), whole process "
+      "%.2f us\n",
+      static_cast<unsigned long long>(acked), thread_us,
+      thread_us * static_cast<double>(acked) / elapsed / 1e4, process_us);
 }
 
 // (b) ---------------------------------------------------------------------------------------
@@ -268,9 +262,11 @@ void BenchLatency(const std::string& root, double seconds, Layer layer) {
 int main(int argc, char** argv) {
   // As in the server binary: no per-lock deadlock detection on the measured paths.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  kf::bench::SetProgramName("local_wal_bench");
   std::string dir = stdfs::path(argv[0]).parent_path().parent_path().string() + "/bench-data";
   double seconds = 4;
   std::vector<Layer> layers = {Layer::kBackend, Layer::kAdaptor};
+  std::string figures = "abc";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
       dir = argv[++i];
@@ -286,8 +282,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--layer must be backend, wal or both\n");
         return 2;
       }
+    } else if (std::strcmp(argv[i], "--figures") == 0 && i + 1 < argc) {
+      figures = argv[++i];
+    } else if (std::strcmp(argv[i], "--no-ik") == 0) {
+      g_idempotency_keys = false;
     } else {
-      std::fprintf(stderr, "usage: %s [--dir DIR] [--seconds S] [--layer backend|wal|both]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--dir DIR] [--seconds S] [--layer backend|wal|both] "
+                   "[--figures abc] [--no-ik]\n",
                    argv[0]);
       return 2;
     }
@@ -295,11 +297,12 @@ int main(int argc, char** argv) {
   const std::string root = dir + "/local_wal_bench";
   stdfs::create_directories(root);
   std::printf("local_wal_bench: dir %s, %.1f s per measurement\n", root.c_str(), seconds);
-  const double seq_mibs = SeqBandwidthMiBs(root, seconds);
+  const bool a = figures.find('a') != std::string::npos;
+  const double seq_mibs = a ? SeqBandwidthMiBs(root, seconds) : 0;
   for (Layer layer : layers) {
-    BenchInFlight(root, seconds, layer, seq_mibs);
-    BenchAppenders(root, seconds, layer);
-    BenchLatency(root, seconds, layer);
+    if (a) BenchInFlight(root, seconds, layer, seq_mibs);
+    if (figures.find('b') != std::string::npos) BenchAppenders(root, seconds, layer);
+    if (figures.find('c') != std::string::npos) BenchLatency(root, seconds, layer);
   }
   std::error_code ec;
   stdfs::remove_all(root, ec);

@@ -1,6 +1,7 @@
 #include "common/text_codec.h"
 
 #include <array>
+#include <cstring>
 
 namespace kf {
 namespace {
@@ -15,31 +16,40 @@ constexpr std::array<int8_t, 256> MakeB64Rev() {
 constexpr auto kB64Rev = MakeB64Rev();
 }  // namespace
 
-std::string Base64Encode(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
+size_t Base64EncodeTo(std::string_view in, char* out) {
+  char* o = out;
   size_t i = 0;
   const auto* p = reinterpret_cast<const unsigned char*>(in.data());
   for (; i + 3 <= in.size(); i += 3) {
     uint32_t v = (p[i] << 16) | (p[i + 1] << 8) | p[i + 2];
-    out += kB64[v >> 18];
-    out += kB64[(v >> 12) & 63];
-    out += kB64[(v >> 6) & 63];
-    out += kB64[v & 63];
+    o[0] = kB64[v >> 18];
+    o[1] = kB64[(v >> 12) & 63];
+    o[2] = kB64[(v >> 6) & 63];
+    o[3] = kB64[v & 63];
+    o += 4;
   }
   size_t rest = in.size() - i;
   if (rest == 1) {
     uint32_t v = p[i] << 16;
-    out += kB64[v >> 18];
-    out += kB64[(v >> 12) & 63];
-    out += "==";
+    o[0] = kB64[v >> 18];
+    o[1] = kB64[(v >> 12) & 63];
+    o[2] = '=';
+    o[3] = '=';
+    o += 4;
   } else if (rest == 2) {
     uint32_t v = (p[i] << 16) | (p[i + 1] << 8);
-    out += kB64[v >> 18];
-    out += kB64[(v >> 12) & 63];
-    out += kB64[(v >> 6) & 63];
-    out += '=';
+    o[0] = kB64[v >> 18];
+    o[1] = kB64[(v >> 12) & 63];
+    o[2] = kB64[(v >> 6) & 63];
+    o[3] = '=';
+    o += 4;
   }
+  return static_cast<size_t>(o - out);
+}
+
+std::string Base64Encode(std::string_view in) {
+  std::string out(Base64EncodedSize(in.size()), '\0');
+  out.resize(Base64EncodeTo(in, out.data()));
   return out;
 }
 
@@ -73,18 +83,23 @@ std::optional<std::string> Base64Decode(std::string_view in) {
   return out;
 }
 
-std::string Base36Encode(uint64_t v) {
-  if (v == 0) return "0";
-  char buf[16];
-  int n = 0;
-  while (v) {
-    int d = static_cast<int>(v % 36);
-    buf[n++] = static_cast<char>(d < 10 ? '0' + d : 'a' + d - 10);
+size_t Base36EncodeTo(uint64_t v, char* out) {
+  // Digits are produced least significant first into the tail of a scratch buffer.
+  char buf[kMaxBase36Chars];
+  size_t n = kMaxBase36Chars;
+  do {
+    const auto d = static_cast<int>(v % 36);
+    buf[--n] = static_cast<char>(d < 10 ? '0' + d : 'a' + d - 10);
     v /= 36;
-  }
-  std::string out;
-  while (n) out += buf[--n];
-  return out;
+  } while (v != 0);
+  const size_t len = kMaxBase36Chars - n;
+  std::memcpy(out, buf + n, len);
+  return len;
+}
+
+std::string Base36Encode(uint64_t v) {
+  char buf[kMaxBase36Chars];
+  return std::string(buf, Base36EncodeTo(v, buf));
 }
 
 std::optional<uint64_t> Base36Decode(std::string_view s) {

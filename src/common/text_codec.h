@@ -3,6 +3,7 @@
 // matching encoder would not have produced.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,11 +12,21 @@
 namespace kf {
 
 std::string Base64Encode(std::string_view bytes);
+// Base64EncodedSize(n) = the length of Base64Encode of n bytes.
+constexpr size_t Base64EncodedSize(size_t n) { return (n + 2) / 3 * 4; }
+// Writes Base64Encode(bytes) to `out` (at least Base64EncodedSize(bytes.size()) chars, no
+// terminator) and returns its length. For hot paths that must not allocate.
+size_t Base64EncodeTo(std::string_view bytes, char* out);
 // Standard alphabet, '=' padding required, no whitespace.
 std::optional<std::string> Base64Decode(std::string_view text);
 
 // Lower-case base-36, no leading zeros ("0" for zero).
 std::string Base36Encode(uint64_t v);
+// The longest Base36Encode (UINT64_MAX = "3w5e11264sgsf").
+inline constexpr size_t kMaxBase36Chars = 13;
+// Writes Base36Encode(v) to `out` (at least kMaxBase36Chars chars, no terminator) and returns
+// its length. For hot paths that must not allocate.
+size_t Base36EncodeTo(uint64_t v, char* out);
 // Accepts lower-case digits only; rejects empty, leading zeros and overflow.
 std::optional<uint64_t> Base36Decode(std::string_view text);
 

@@ -1,5 +1,7 @@
 #include "common/text_codec.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace kf {
@@ -38,6 +40,34 @@ TEST(Base36, RoundTripsAndRejects) {
   EXPECT_EQ(Base36Encode(UINT64_MAX), "3w5e11264sgsf");
   for (const char* bad : {"", "01", "A", "-1", "3w5e11264sgsg", "zzzzzzzzzzzzzz"}) {
     EXPECT_FALSE(Base36Decode(bad).has_value()) << bad;
+  }
+}
+
+// The allocation-free writers behind the hot-path setters produce exactly the same text.
+TEST(Base36, EncodeToMatchesEncodeAndFitsTheBound) {
+  EXPECT_EQ(Base36Encode(0), "0");
+  uint64_t v = 1;
+  for (int i = 0; i < 2000; ++i, v = v * 6364136223846793005ULL + 1442695040888963407ULL) {
+    for (uint64_t x : {v, v >> (i % 64), uint64_t(i)}) {
+      char buf[kMaxBase36Chars];
+      const size_t n = Base36EncodeTo(x, buf);
+      ASSERT_LE(n, kMaxBase36Chars);
+      EXPECT_EQ(std::string(buf, n), Base36Encode(x));
+      EXPECT_EQ(*Base36Decode(std::string_view(buf, n)), x);
+    }
+  }
+}
+
+TEST(Base64, EncodeToMatchesEncodeForEveryLength) {
+  std::string in;
+  for (int len = 0; len < 64; ++len) {
+    std::string out(Base64EncodedSize(in.size()) + 1, '#');
+    const size_t n = Base64EncodeTo(in, out.data());
+    EXPECT_EQ(n, Base64EncodedSize(in.size()));
+    EXPECT_EQ(out[n], '#') << "wrote past the bound";
+    EXPECT_EQ(out.substr(0, n), Base64Encode(in));
+    EXPECT_EQ(*Base64Decode(out.substr(0, n)), in);
+    in.push_back(static_cast<char>(len * 37 + 11));
   }
 }
 

@@ -1,5 +1,8 @@
 #include "message/message.h"
 
+#include <cassert>
+#include <cstring>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -34,10 +37,21 @@ size_t EntrySize(const std::string& k, const std::string& v) {
   return LenFieldSize(k.size()) + LenFieldSize(v.size());
 }
 
-void PutLenField(std::string* dst, char tag, std::string_view bytes) {
-  dst->push_back(tag);
-  PutVarint64(dst, bytes.size());
-  dst->append(bytes);
+// Writers into a buffer sized by EncodedSize(): no capacity checks per byte.
+char* PutVarint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+char* PutLenField(char* p, char tag, std::string_view bytes) {
+  *p++ = tag;
+  p = PutVarint(p, bytes.size());
+  std::memcpy(p, bytes.data(), bytes.size());
+  return p + bytes.size();
 }
 
 absl::Status Malformed(std::string_view what) {
@@ -139,6 +153,16 @@ void MutableMessage::SetProperty(std::string key, std::string value) {
   properties_.insert_or_assign(std::move(key), std::move(value));
 }
 
+void MutableMessage::AssignProperty(std::string_view key, std::string_view value) {
+  auto it = properties_.lower_bound(key);
+  if (it != properties_.end() && it->first == key) {
+    it->second.assign(value);
+  } else {
+    properties_.emplace_hint(it, std::piecewise_construct, std::forward_as_tuple(key),
+                             std::forward_as_tuple(value));
+  }
+}
+
 void MutableMessage::EraseProperty(std::string_view key) {
   auto it = properties_.find(key);
   if (it != properties_.end()) properties_.erase(it);
@@ -165,7 +189,8 @@ std::optional<TimeTick> MutableMessage::timetick() const {
 }
 
 void MutableMessage::set_timetick(TimeTick t) {
-  SetProperty(std::string(prop::kTimeTick), Base36Encode(t.value()));
+  char buf[kMaxBase36Chars];
+  AssignProperty(prop::kTimeTick, std::string_view(buf, Base36EncodeTo(t.value(), buf)));
 }
 
 std::optional<Term> MutableMessage::wal_term() const {
@@ -177,7 +202,9 @@ std::optional<Term> MutableMessage::wal_term() const {
 }
 
 void MutableMessage::set_wal_term(Term t) {
-  SetProperty(std::string(prop::kWalTerm), Base36Encode(static_cast<uint64_t>(t.value())));
+  char buf[kMaxBase36Chars];
+  AssignProperty(prop::kWalTerm,
+                 std::string_view(buf, Base36EncodeTo(static_cast<uint64_t>(t.value()), buf)));
 }
 
 std::optional<MessageId> MutableMessage::last_confirmed() const {
@@ -201,7 +228,7 @@ void MutableMessage::set_last_confirmed(const MessageId& id) {
 
 void MutableMessage::set_last_confirmed_self() {
   EraseProperty(prop::kLastConfirmed);
-  SetProperty(std::string(prop::kLastConfirmedSelf), "");
+  AssignProperty(prop::kLastConfirmedSelf, "");
 }
 
 namespace {
@@ -251,7 +278,7 @@ void MutableMessage::set_idempotency_key(std::string k) {
 }
 
 bool MutableMessage::not_persisted() const { return HasProperty(prop::kNotPersisted); }
-void MutableMessage::set_not_persisted() { SetProperty(std::string(prop::kNotPersisted), ""); }
+void MutableMessage::set_not_persisted() { AssignProperty(prop::kNotPersisted, ""); }
 
 size_t MutableMessage::EncodedSize() const {
   size_t n = payload_.empty() ? 0 : LenFieldSize(payload_.size());
@@ -266,16 +293,21 @@ std::string MutableMessage::Encode() const {
 }
 
 void MutableMessage::EncodeTo(std::string* dst) const {
-  dst->reserve(dst->size() + EncodedSize());
+  // One exact-size growth, then plain stores: this runs once per append.
+  const size_t start = dst->size();
+  const size_t size = EncodedSize();
+  dst->resize(start + size);
+  char* p = dst->data() + start;
   // proto3 omits a default (empty) bytes field; protobuf writes fields in number order and,
   // deterministically, map entries in key order with both key and value present.
-  if (!payload_.empty()) PutLenField(dst, kPayloadTag, payload_);
+  if (!payload_.empty()) p = PutLenField(p, kPayloadTag, payload_);
   for (const auto& [k, v] : properties_) {
-    dst->push_back(kPropertiesTag);
-    PutVarint64(dst, EntrySize(k, v));
-    PutLenField(dst, kEntryKeyTag, k);
-    PutLenField(dst, kEntryValueTag, v);
+    *p++ = kPropertiesTag;
+    p = PutVarint(p, EntrySize(k, v));
+    p = PutLenField(p, kEntryKeyTag, k);
+    p = PutLenField(p, kEntryValueTag, v);
   }
+  assert(p == dst->data() + start + size);
 }
 
 absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string_view bytes) {

@@ -52,6 +52,9 @@ class MutableMessage {
   bool HasProperty(std::string_view key) const;
   // No checks (system use): reserved keys are written as given.
   void SetProperty(std::string key, std::string value);
+  // As SetProperty, for a value the caller has as bytes: an existing entry's strings are
+  // reused, so overwriting a property allocates nothing (the stamping hot path).
+  void AssignProperty(std::string_view key, std::string_view value);
   void EraseProperty(std::string_view key);
 
   // Typed accessors over the reserved properties; a getter returns nullopt when the property

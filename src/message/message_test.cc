@@ -223,6 +223,39 @@ TEST(MutableMessageTest, LargeFieldsUseMultiByteLengths) {
   EXPECT_EQ(*back, m);
 }
 
+// The hand-written encoder against protobuf at every varint length boundary of the payload,
+// of an entry and of a key/value inside it.
+TEST(MutableMessageTest, ProtobufIsByteIdenticalAcrossLengthBoundaries) {
+  for (size_t n : {0, 1, 126, 127, 128, 16383, 16384, 2097152}) {
+    MutableMessage m(MessageType::kInsert, std::string(n, 'p'));
+    m.SetProperty(std::string(std::min<size_t>(n, 200), 'k'), std::string(n % 300, 'v'));
+    m.set_timetick(TimeTick(n));
+    Message pb;
+    pb.set_payload(m.payload());
+    for (const auto& [k, v] : m.properties()) (*pb.mutable_properties())[k] = v;
+    EXPECT_EQ(DeterministicSerialize(pb), m.Encode()) << n;
+    EXPECT_EQ(m.Encode().size(), m.EncodedSize()) << n;
+  }
+}
+
+TEST(MutableMessageTest, AssignPropertyInsertsOrOverwrites) {
+  MutableMessage m(MessageType::kInsert, "");
+  m.AssignProperty("b", "1");
+  m.AssignProperty("a", "x");
+  m.AssignProperty("c", "");
+  m.AssignProperty("b", std::string(100, 'y'));
+  m.AssignProperty("b", "2");
+  EXPECT_EQ(m.GetProperty("a"), "x");
+  EXPECT_EQ(m.GetProperty("b"), "2");
+  EXPECT_EQ(m.GetProperty("c"), "");
+  MutableMessage same(MessageType::kInsert, "");
+  same.SetProperty("c", "");
+  same.SetProperty("a", "x");
+  same.SetProperty("b", "2");
+  EXPECT_EQ(m, same);
+  EXPECT_EQ(m.Encode(), same.Encode());
+}
+
 TEST(MutableMessageTest, OursParsesWithProtobuf) {
   const MutableMessage m = Sample();
   Message pb;

@@ -17,8 +17,13 @@ namespace {
 // proto3 does). Hand-written because `_tc` is overwritten on every append and the generated
 // message costs four heap allocations per call (two id strings, the serialization and a
 // temporary); message_trace_test checks the bytes against the generated code.
-std::string EncodeTraceContextHeader(const trace::SpanContext& sc) {
-  std::array<char, 2 + 16 + 2 + 8 + 3> buf;
+// The header's bytes (at most 2 + 16 + 2 + 8 + 3) as base64, written to `out`; returns the
+// length. No allocation: this runs twice per append.
+constexpr size_t kMaxHeaderBytes = 2 + 16 + 2 + 8 + 3;
+constexpr size_t kMaxHeaderText = Base64EncodedSize(kMaxHeaderBytes);
+
+size_t EncodeTraceContextHeader(const trace::SpanContext& sc, char* out) {
+  std::array<char, kMaxHeaderBytes> buf;
   size_t n = 0;
   auto put_bytes = [&](char tag, const auto& bytes) {
     buf[n++] = tag;
@@ -37,7 +42,16 @@ std::string EncodeTraceContextHeader(const trace::SpanContext& sc) {
     }
     buf[n++] = static_cast<char>(v);
   }
-  return Base64Encode(std::string_view(buf.data(), n));
+  return Base64EncodeTo(std::string_view(buf.data(), n), out);
+}
+
+// msg.type() == kTimeTick without parsing: `_t` is canonical decimal, so the type is TimeTick
+// exactly when the text is TimeTick's number.
+bool IsTimeTick(const MutableMessage& msg) {
+  constexpr std::string_view kTimeTickNumber = "1";
+  static_assert(static_cast<int32_t>(MessageType::kTimeTick) == 1);
+  auto t = msg.GetProperty(prop::kType);
+  return t && *t == kTimeTickNumber;
 }
 
 template <size_t N>
@@ -48,11 +62,13 @@ bool CopyBytes(const std::string& in, std::array<uint8_t, N>* out) {
 }
 
 void Write(const trace::Context& ctx, MutableMessage* msg, bool overwrite) {
-  if (msg == nullptr || msg->type() == MessageType::kTimeTick) return;
+  if (msg == nullptr || IsTimeTick(*msg)) return;
   const trace::SpanContext sc = ctx.span_context();
   if (!sc.IsValid()) return;
   if (!overwrite && msg->HasProperty(prop::kTraceContext)) return;
-  msg->SetProperty(std::string(prop::kTraceContext), EncodeTraceContextHeader(sc));
+  char text[kMaxHeaderText];
+  msg->AssignProperty(prop::kTraceContext,
+                      std::string_view(text, EncodeTraceContextHeader(sc, text)));
 }
 
 // The span returned for messages that are never traced; shared, so it costs nothing.
@@ -106,14 +122,14 @@ trace::Context ExtractTraceContext(const trace::Context& ctx, const MutableMessa
 std::pair<trace::Context, std::shared_ptr<trace::Span>> StartSpan(const trace::Context& ctx,
                                                                   std::string_view name,
                                                                   trace::SpanKind kind) {
-  return trace::WalTracer()->StartSpan(ctx, name, kind);
+  return trace::StartWalSpan(ctx, name, kind);
 }
 
 std::pair<trace::Context, std::shared_ptr<trace::Span>> StartSpanForMessage(
     const trace::Context& ctx, const MutableMessage* msg, std::string_view name,
     trace::SpanKind kind) {
-  if (msg == nullptr || msg->type() == MessageType::kTimeTick) return {ctx, NoopSpan()};
-  auto [child, span] = trace::WalTracer()->StartSpan(ctx, name, kind);
+  if (msg == nullptr || IsTimeTick(*msg)) return {ctx, NoopSpan()};
+  auto [child, span] = trace::StartWalSpan(ctx, name, kind);
   // Attributes only when recording: decoding headers per message is wasted when tracing is off.
   if (span->IsRecording()) SetMessageAttributes(*msg, span.get());
   return {std::move(child), std::move(span)};

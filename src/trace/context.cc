@@ -25,7 +25,7 @@ Context Context::WithRemoteParent(const SpanContext& sc) const {
   if (!sc.IsValid()) return *this;
   SpanContext remote = sc;
   remote.remote = true;
-  return WithSpan(std::make_shared<NonRecordingSpan>(remote));
+  return WithSpan(MakeNonRecordingSpan(remote));
 }
 
 const std::shared_ptr<Span>& Context::span() const { return span_ ? span_ : BackgroundSpan(); }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -57,5 +58,12 @@ class NonRecordingSpan final : public Span {
  private:
   const SpanContext context_;
 };
+
+// A NonRecordingSpan for `sc`. Non-recording spans are started for every traced operation
+// while tracing is off (two per WAL append), so they are carved from per-thread blocks of 128:
+// one allocation per block instead of one per span. The result shares the block's reference
+// count (an aliasing shared_ptr), so a block is freed when its last span is released, on any
+// thread; a span kept for long keeps its whole block (~5 KiB) alive. Throws std::bad_alloc.
+std::shared_ptr<Span> MakeNonRecordingSpan(const SpanContext& sc);
 
 }  // namespace kf::trace

@@ -1,5 +1,6 @@
 #include "trace/tracer.h"
 
+#include <atomic>
 #include <utility>
 
 #include "trace/id_generator.h"
@@ -12,6 +13,7 @@ namespace {
 // The default provider: one shared tracer per scope is not needed, ids are all it provides.
 class NoopTracerProvider final : public TracerProvider {
  public:
+  Tracer& wal_tracer() const { return *wal_tracer_; }
   std::shared_ptr<Tracer> GetTracer(std::string_view scope) override {
     if (scope == kWalTracerScope) return wal_tracer_;
     return std::make_shared<Tracer>(std::string(scope));
@@ -26,8 +28,11 @@ class NoopTracerProvider final : public TracerProvider {
 
 struct Global {
   absl::Mutex mu;
-  std::shared_ptr<TracerProvider> noop = std::make_shared<NoopTracerProvider>();
+  const std::shared_ptr<NoopTracerProvider> noop = std::make_shared<NoopTracerProvider>();
   std::shared_ptr<TracerProvider> provider ABSL_GUARDED_BY(mu) = noop;
+  // provider == noop. Read without the lock: a span started while SetTracerProvider runs may
+  // come from either provider, exactly as if the lookup had happened a moment earlier.
+  std::atomic<bool> noop_installed{true};
 };
 
 Global& GetGlobal() {
@@ -63,8 +68,8 @@ std::pair<Context, std::shared_ptr<Span>> Tracer::StartSpan(const Context& paren
     }
     std::shared_ptr<Span> span;
     if (decision == SamplingDecision::kDrop) {
-      // The cheap path (tracing off or sampled out): one allocation, nothing recorded.
-      span = std::make_shared<NonRecordingSpan>(sc);
+      // The cheap path (tracing off or sampled out): nothing recorded, no allocation per span.
+      span = MakeNonRecordingSpan(sc);
     } else {
       SpanData data;
       data.name = std::string(name);
@@ -86,7 +91,8 @@ std::pair<Context, std::shared_ptr<Span>> Tracer::StartSpan(const Context& paren
       data.resource = pipeline_->resource;
       span = std::make_shared<RecordingSpan>(std::move(data), pipeline_);
     }
-    return {parent.WithSpan(span), span};
+    Context child = parent.WithSpan(span);
+    return {std::move(child), std::move(span)};
   } catch (...) {
     // Allocation failure: the parent unchanged and the shared background span (safe to End).
     return {parent, Context().span()};
@@ -105,8 +111,19 @@ void SetTracerProvider(std::shared_ptr<TracerProvider> provider) {
   Global& g = GetGlobal();
   absl::MutexLock lock(&g.mu);
   g.provider = provider ? std::move(provider) : g.noop;
+  g.noop_installed.store(g.provider == g.noop, std::memory_order_release);
 }
 
 std::shared_ptr<Tracer> WalTracer() { return GetTracerProvider()->GetTracer(kWalTracerScope); }
+
+std::pair<Context, std::shared_ptr<Span>> StartWalSpan(const Context& parent, std::string_view name,
+                                                       SpanKind kind) noexcept {
+  Global& g = GetGlobal();
+  // The no-op provider and its tracer are immortal (Global is never destroyed).
+  if (g.noop_installed.load(std::memory_order_acquire)) {
+    return g.noop->wal_tracer().StartSpan(parent, name, kind);
+  }
+  return WalTracer()->StartSpan(parent, name, kind);
+}
 
 }  // namespace kf::trace

@@ -3,7 +3,8 @@
 // The global provider is the one singleton STYLE.md allows. Its default is a no-op provider that
 // still hands out VALID span contexts (fresh random ids, trace id and flags inherited from a
 // valid parent, flags 00 for a root), so the message `_tc` propagates and logs correlate even
-// when nothing is exported (TRACING.md §2). A no-op span costs one small allocation.
+// when nothing is exported (TRACING.md §2). No-op spans come from per-thread blocks
+// (MakeNonRecordingSpan): no allocation per span.
 //
 // Thread-safety: all functions and methods are thread-safe.
 // Ownership: providers and tracers are shared; a Tracer keeps its provider's pipeline alive.
@@ -66,5 +67,10 @@ std::shared_ptr<TracerProvider> GetTracerProvider();
 void SetTracerProvider(std::shared_ptr<TracerProvider> provider);
 // GetTracerProvider()->GetTracer(kWalTracerScope).
 std::shared_ptr<Tracer> WalTracer();
+// WalTracer()->StartSpan(parent, name, kind), without the provider lookup (a lock and two
+// reference counts) while the default no-op provider is installed: every append starts two
+// WAL spans.
+std::pair<Context, std::shared_ptr<Span>> StartWalSpan(
+    const Context& parent, std::string_view name, SpanKind kind = SpanKind::kInternal) noexcept;
 
 }  // namespace kf::trace

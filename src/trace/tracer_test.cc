@@ -4,6 +4,7 @@
 
 #include <latch>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -237,6 +238,66 @@ TEST(GlobalProviderTest, SetAndRestore) {
   ASSERT_EQ(spans.size(), 1u);
   EXPECT_EQ(std::get<std::string>(spans[0].resource->attributes.at("service.name")),
             "unknown_service");
+}
+
+// Non-recording spans share per-thread blocks: every span stays itself (own context, own
+// object) however the spans of a block are released, on whichever thread.
+TEST(NonRecordingSpanTest, BlocksOutliveTheirSpansAcrossThreads) {
+  std::vector<std::shared_ptr<Span>> spans;
+  std::vector<SpanContext> contexts;
+  for (int i = 0; i < 1000; ++i) {  // several blocks
+    SpanContext sc;
+    sc.trace_id.bytes[0] = static_cast<uint8_t>(i);
+    sc.trace_id.bytes[1] = static_cast<uint8_t>(i >> 8);
+    sc.span_id.bytes[0] = 1;
+    sc.trace_flags = static_cast<uint8_t>(i & 1);
+    spans.push_back(MakeNonRecordingSpan(sc));
+    contexts.push_back(sc);
+  }
+  std::set<Span*> distinct;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    EXPECT_FALSE(spans[i]->IsRecording());
+    EXPECT_EQ(spans[i]->context(), contexts[i]);
+    distinct.insert(spans[i].get());
+  }
+  EXPECT_EQ(distinct.size(), spans.size());
+  // Release the odd ones here, the even ones on another thread, then check the survivors.
+  std::vector<std::shared_ptr<Span>> even;
+  for (size_t i = 0; i < spans.size(); i += 2) even.push_back(std::move(spans[i]));
+  std::thread([moved = std::move(even)]() mutable { moved.clear(); }).join();
+  for (size_t i = 1; i < spans.size(); i += 2) {
+    EXPECT_EQ(spans[i]->context(), contexts[i]);
+    spans[i].reset();
+  }
+  // Spans made on a thread that has exited stay valid.
+  std::shared_ptr<Span> orphan;
+  std::thread([&] { orphan = MakeNonRecordingSpan(contexts[7]); }).join();
+  EXPECT_EQ(orphan->context(), contexts[7]);
+}
+
+// StartWalSpan skips the provider lookup only while the no-op provider is installed.
+TEST(GlobalProviderTest, StartWalSpanFollowsTheInstalledProvider) {
+  SetTracerProvider(nullptr);
+  auto [noop_ctx, noop_span] = StartWalSpan(Context(), "wal.append");
+  EXPECT_FALSE(noop_span->IsRecording());
+  EXPECT_TRUE(noop_span->context().IsValid());
+  EXPECT_EQ(noop_ctx.span(), noop_span);
+
+  auto exporter = std::make_shared<InMemorySpanExporter>();
+  auto provider = std::make_shared<SdkTracerProvider>(
+      Attributes{}, nullptr, std::make_unique<SimpleSpanProcessor>(exporter));
+  SetTracerProvider(provider);
+  auto [ctx, span] = StartWalSpan(Context(), "wal.appendimpl");  // a sampled root
+  EXPECT_TRUE(span->IsRecording());
+  span->End();
+  ASSERT_EQ(exporter->GetFinishedSpans().size(), 1u);
+  EXPECT_EQ(exporter->GetFinishedSpans()[0].scope, kWalTracerScope);
+
+  SetTracerProvider(nullptr);
+  auto [after_ctx, after_span] = StartWalSpan(Context(), "wal.append");
+  EXPECT_FALSE(after_span->IsRecording());
+  after_span->End();
+  EXPECT_EQ(exporter->GetFinishedSpans().size(), 1u);
 }
 
 }  // namespace

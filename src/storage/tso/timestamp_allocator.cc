@@ -40,30 +40,53 @@ TimestampAllocator::TimestampAllocator(std::string path, Options options, uint64
 
 absl::Status TimestampAllocator::PersistLocked(uint64_t new_hwm) {
   RETURN_IF_ERROR(fs::WriteFileAtomically(options_.fs, path_, absl::StrCat(new_hwm, "\n")));
-  persisted_ = new_hwm;
+  persisted_.store(new_hwm, std::memory_order_release);
   return absl::OkStatus();
 }
 
 absl::StatusOr<TimeTick> TimestampAllocator::Allocate(uint32_t count) {
   if (count == 0) return absl::InvalidArgumentError("allocate count must be >= 1");
-  absl::MutexLock lock(&mu_);
-  uint64_t first = std::max(ComposeTimeTick(options_.now_ms(), 0).value(), last_ + 1);
-  uint64_t end = first + count;  // exclusive
-  if (end > persisted_) {
-    uint64_t mark = ComposeTimeTick(PhysicalMs(TimeTick(end)) + options_.window_ms, 0).value();
-    RETURN_IF_ERROR(PersistLocked(mark));
+  const uint64_t now = ComposeTimeTick(options_.now_ms(), 0).value();
+  // Fast path: the whole range lies below a durable mark, so claiming it is one CAS.
+  uint64_t last = last_.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint64_t first = std::max(now, last + 1);
+    const uint64_t end = first + count;  // exclusive
+    if (end > persisted_.load(std::memory_order_acquire)) break;
+    if (last_.compare_exchange_weak(last, end - 1, std::memory_order_relaxed)) {
+      return TimeTick(first);
+    }
   }
-  last_ = end - 1;
-  return TimeTick(first);
+  // Slow path: the mark must be raised (durably) first. Fast-path allocators may still claim
+  // ranges below the old mark meanwhile, hence the CAS here too.
+  absl::MutexLock lock(&mu_);
+  last = last_.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint64_t first = std::max(now, last + 1);
+    const uint64_t end = first + count;
+    if (end > persisted_.load(std::memory_order_relaxed)) {
+      uint64_t mark = ComposeTimeTick(PhysicalMs(TimeTick(end)) + options_.window_ms, 0).value();
+      RETURN_IF_ERROR(PersistLocked(mark));
+    }
+    if (last_.compare_exchange_weak(last, end - 1, std::memory_order_relaxed)) {
+      return TimeTick(first);
+    }
+  }
+}
+
+uint64_t TimestampAllocator::RaiseLast(uint64_t floor) {
+  uint64_t last = last_.load(std::memory_order_relaxed);
+  while (last < floor && !last_.compare_exchange_weak(last, floor, std::memory_order_relaxed)) {
+  }
+  return last;
 }
 
 absl::Status TimestampAllocator::Observe(TimeTick t) {
   absl::MutexLock lock(&mu_);
-  if (t.value() <= last_) return absl::OkStatus();
-  last_ = t.value();
-  if (last_ >= persisted_) {
+  if (RaiseLast(t.value()) >= t.value()) return absl::OkStatus();
+  if (t.value() >= persisted_.load(std::memory_order_relaxed)) {
     return PersistLocked(
-        ComposeTimeTick(PhysicalMs(TimeTick(last_ + 1)) + options_.window_ms, 0).value());
+        ComposeTimeTick(PhysicalMs(TimeTick(t.value() + 1)) + options_.window_ms, 0).value());
   }
   return absl::OkStatus();
 }

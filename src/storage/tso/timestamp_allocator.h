@@ -6,10 +6,13 @@
 // window (default 3 s of physical time). After a restart allocation resumes above the mark, so
 // a crash can waste at most one window of timestamps but never repeat one.
 //
-// Thread-safe. Errors: the persisting write failing (the allocator then refuses to allocate
-// beyond the mark: it never hands out a timestamp it could repeat after a crash).
+// Thread-safe. Allocations below the persisted mark take no lock (one compare-and-swap); the
+// mutex serialises only raising the mark. Errors: the persisting write failing (the allocator
+// then refuses to allocate beyond the mark: it never hands out a timestamp it could repeat
+// after a crash).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -47,12 +50,17 @@ class TimestampAllocator {
  private:
   TimestampAllocator(std::string path, Options options, uint64_t hwm);
   absl::Status PersistLocked(uint64_t new_hwm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Raises last_ to at least `floor`; returns the previous value.
+  uint64_t RaiseLast(uint64_t floor);
 
   const std::string path_;
   const Options options_;
-  absl::Mutex mu_;
-  uint64_t last_ ABSL_GUARDED_BY(mu_);       // last timestamp handed out
-  uint64_t persisted_ ABSL_GUARDED_BY(mu_);  // durable high-water mark (exclusive bound)
+  absl::Mutex mu_;  // serialises raising persisted_ (and its write)
+  // Last timestamp handed out. Only grows; advanced by compare-and-swap.
+  std::atomic<uint64_t> last_;
+  // Durable high-water mark (exclusive bound); stored only after the mark is durable, under
+  // mu_, and only grows, so a reader that sees a value may hand out anything below it.
+  std::atomic<uint64_t> persisted_;
 };
 
 }  // namespace kf

@@ -1,5 +1,7 @@
 #include "wal/backends/local/local_backend.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -39,9 +41,19 @@ LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchann
     absl::MutexLock l(&mu_);
     next_id_ = init.next_offset;
   }
-  completer_ = std::jthread([this] { CompletionLoop(); });
-  syncer_ = std::jthread([this] { SyncLoop(); });
-  writer_ = std::jthread([this] { WriterLoop(); });
+  // Named, so that top, perf and /proc attribute CPU and context switches to them.
+  completer_ = std::jthread([this] {
+    pthread_setname_np(pthread_self(), "kf-wal-done");
+    CompletionLoop();
+  });
+  syncer_ = std::jthread([this] {
+    pthread_setname_np(pthread_self(), "kf-wal-sync");
+    SyncLoop();
+  });
+  writer_ = std::jthread([this] {
+    pthread_setname_np(pthread_self(), "kf-wal-write");
+    WriterLoop();
+  });
 }
 
 LocalBackend::~LocalBackend() { (void)Close(); }
@@ -84,6 +96,7 @@ void LocalBackend::WriterLoop() {
       while (queue_.empty() && !closing_) work_cv_.Wait(&mu_);
       if (queue_.empty()) break;  // closing and drained
       job.group.swap(queue_);
+      queue_.swap(spare_);
       failed_before = !error_.ok();
     }
     for (const auto& p : job.group) job.bytes += p.data.size();
@@ -189,8 +202,12 @@ void LocalBackend::RunCallbacks(std::vector<Pending>& group, const absl::Status&
   for (auto& p : group) {
     if (p.done) std::move(p.done)(status);
   }
+  group.clear();
   absl::MutexLock l(&mu_);
   queue_bytes_ -= bytes;
+  if (group.capacity() > spare_.capacity() && group.capacity() <= kMaxSpareEntries) {
+    spare_.swap(group);
+  }
 }
 
 void LocalBackend::CompletionLoop() {

@@ -128,7 +128,11 @@ class LocalBackend final : public WalBackend {
   mutable absl::Mutex mu_;
   absl::CondVar work_cv_;
   std::vector<Pending> queue_ ABSL_GUARDED_BY(mu_);
-  uint64_t queue_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // queued + being written
+  // The storage of a completed group, empty, reused as the next queue_ so that appends do not
+  // regrow (and move) the queue from nothing for every group.
+  std::vector<Pending> spare_ ABSL_GUARDED_BY(mu_);
+  static constexpr size_t kMaxSpareEntries = 16384;  // keeps at most 1 MiB of queue storage
+  uint64_t queue_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // queued + being written
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // sticky write error or FENCED

@@ -1,0 +1,80 @@
+#include "bench_util.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+namespace kf::bench {
+namespace {
+std::string& ProgramName() {
+  static std::string* name = new std::string("bench");
+  return *name;
+}
+}  // namespace
+
+void SetProgramName(std::string name) { ProgramName() = std::move(name); }
+
+void Die(const std::string& what) {
+  std::fprintf(stderr, "%s: %s\n", ProgramName().c_str(), what.c_str());
+  std::exit(1);
+}
+
+std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
+                                 size_t max_ops) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) Die("open " + path);
+  std::string buf(size, 'r');
+  std::vector<double> lat;
+  const auto start = Clock::now();
+  while (Seconds(Clock::now() - start) < seconds && lat.size() < max_ops) {
+    const auto t0 = Clock::now();
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = ::write(fd, buf.data() + done, size - done);
+      if (n < 0) Die("write " + path);
+      done += static_cast<size_t>(n);
+    }
+    if (::fdatasync(fd) != 0) Die("fdatasync " + path);
+    lat.push_back(Seconds(Clock::now() - t0));
+  }
+  ::close(fd);
+  ::unlink(path.c_str());
+  return lat;
+}
+
+double Mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double total = 0;
+  for (double x : v) total += x;
+  return total / static_cast<double>(v.size());
+}
+
+namespace {
+double Rank(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  return sorted[std::min(sorted.size() - 1,
+                         static_cast<size_t>(p * static_cast<double>(sorted.size())))];
+}
+}  // namespace
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return Rank(v, p);
+}
+
+Quantiles Summarize(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  Quantiles q;
+  q.count = v.size();
+  q.p50 = Rank(v, 0.50);
+  q.p90 = Rank(v, 0.90);
+  q.p99 = Rank(v, 0.99);
+  q.max = v.empty() ? 0 : v.back();
+  return q;
+}
+
+}  // namespace kf::bench

@@ -1,0 +1,43 @@
+// Shared pieces of the benchmark binaries: the raw-disk baselines every bench prints next to
+// its own figures (SPEC §9 compares against them, measured in the same run on the same
+// filesystem), percentiles and error exits.
+//
+// Thread-safety: functions only; each call uses its own file. Ownership: none kept.
+// Errors: Die() exits the process (benchmarks have no error path worth recovering).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kf::bench {
+
+using Clock = std::chrono::steady_clock;
+
+inline double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Prints "<prog>: <what>" to stderr and exits with status 1.
+[[noreturn]] void Die(const std::string& what);
+// The program name Die() prefixes (default "bench").
+void SetProgramName(std::string name);
+
+// Raw loop on `path` (created, truncated, removed afterwards): a `size`-byte write +
+// fdatasync, until `seconds` pass or `max_ops` ops ran. Returns per-op latencies in seconds.
+std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
+                                 size_t max_ops = SIZE_MAX);
+
+// Sum of `v` divided by its count (0 for empty).
+double Mean(const std::vector<double>& v);
+// The p-quantile (0 <= p <= 1) by nearest rank on a sorted copy; 0 for empty.
+double Percentile(std::vector<double> v, double p);
+
+// Nearest-rank quantiles of one sample set, sorted once.
+struct Quantiles {
+  size_t count = 0;
+  double p50 = 0, p90 = 0, p99 = 0, max = 0;
+};
+Quantiles Summarize(std::vector<double> v);
+
+}  // namespace kf::bench

@@ -1,0 +1,482 @@
+// tailing_bench: append -> tailing-consumer latency over loopback (SPEC §9: p99 < 2 ms).
+//
+// Starts the real `kingfisher run standalone` (the binary next to this one, or --bin-dir) on a
+// fresh data dir and free loopback ports, then, through the public client library, runs one
+// Consumer on a raw vchannel from DeliverPolicy::Latest and one Producer appending messages of
+// --size bytes. The latency of a message is the time the consumer's Next returned it minus the
+// time AppendAsync was called for it (same process, steady clock; the send time travels in the
+// payload's first 16 bytes together with a sequence number, so the message is exactly --size
+// bytes). Two phases:
+//   1. one at a time: the next AppendAsync only after the previous ack;
+//   2. open loop at --rate messages/s with at most --inflight unacknowledged appends (a send
+//      that finds the window full waits and is counted as "late").
+// Baselines printed next to each phase, measured in the same run: the append-ack latency of
+// the same appends, and one --size write + fdatasync on the data dir's filesystem (measured
+// before the server starts and after it stops, and pooled).
+//
+// Usage: tailing_bench [--seconds S] [--rate N] [--inflight N] [--size BYTES] [--dir DIR]
+//                      [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both]
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "bench_util.h"
+#include "kingfisher/client.h"
+#include "kingfisher/consumer.h"
+#include "kingfisher/producer.h"
+#include "server_process.h"
+
+namespace {
+
+using kf::bench::Clock;
+using kf::bench::Die;
+using kf::bench::Seconds;
+namespace stdfs = std::filesystem;
+
+struct Flags {
+  double seconds = 3;  // per phase
+  double rate = 2000;  // phase 2, messages/s
+  int inflight = 64;   // phase 2 window
+  size_t size = 1024;
+  std::string dir;      // parent of the temp data dir (default: <build>/bench-data)
+  std::string bin_dir;  // where `kingfisher` is (default: this binary's dir)
+  std::string vchannel = "kf-dml_0_bench";
+  bool phase1 = true, phase2 = true;
+};
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// CPU seconds (user + system) used so far by process `pid`, or by this process when pid <= 0.
+double CpuSeconds(pid_t pid) {
+  if (pid <= 0) {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+    return sec(ru.ru_utime) + sec(ru.ru_stime);
+  }
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::vector<std::string> fields;
+  size_t pos = close + 2;
+  while (pos < stat.size()) {
+    size_t end = stat.find(' ', pos);
+    if (end == std::string::npos) end = stat.size();
+    fields.push_back(stat.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  if (fields.size() < 13) return 0;
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return (std::stod(fields[11]) + std::stod(fields[12])) / ticks;  // utime, stime
+}
+
+// CPU used by the server and by this process (producer + consumer) over one phase.
+struct CpuMeter {
+  pid_t server;
+  double server0, self0;
+  explicit CpuMeter(pid_t server_pid)
+      : server(server_pid), server0(CpuSeconds(server_pid)), self0(CpuSeconds(0)) {}
+  std::pair<double, double> Used() const {
+    return {CpuSeconds(server) - server0, CpuSeconds(0) - self0};
+  }
+};
+
+// Payload header: phase (8 bytes), sequence (8 bytes), send time (8 bytes) little-endian on
+// this (x86/arm64 little-endian) host; the rest is filler. Only this process reads it.
+constexpr size_t kHeaderBytes = 24;
+
+std::string MakePayload(size_t size, uint64_t phase, uint64_t seq) {
+  std::string p(std::max(size, kHeaderBytes), 'x');
+  std::memcpy(p.data(), &phase, 8);
+  std::memcpy(p.data() + 8, &seq, 8);
+  return p;
+}
+
+// Writes the send time into the payload right before AppendAsync; returns it.
+Clock::time_point Stamp(kingfisher::Message* m) {
+  const Clock::time_point now = Clock::now();
+  const int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  std::memcpy(m->mutable_payload()->data() + 16, &ns, 8);
+  return now;
+}
+
+// Receives every message of the vchannel on its own thread and records the latency of the
+// messages of the current phase.
+class Receiver {
+ public:
+  explicit Receiver(std::unique_ptr<kingfisher::Consumer> consumer)
+      : consumer_(std::move(consumer)), thread_([this] { Loop(); }) {}
+  ~Receiver() {
+    stop_ = true;
+    consumer_->Close();
+    thread_.join();
+  }
+
+  // Starts a phase: latencies of messages with this phase number are kept from now on.
+  void BeginPhase(uint64_t phase, size_t expected) {
+    absl::MutexLock l(&mu_);
+    phase_ = phase;
+    latencies_.clear();
+    latencies_.reserve(expected);
+    received_ = 0;
+  }
+  // Waits until `count` messages of the current phase arrived or `timeout` passed; returns the
+  // latencies (seconds) received so far.
+  std::vector<double> EndPhase(uint64_t count, absl::Duration timeout) {
+    absl::MutexLock l(&mu_);
+    auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return received_ >= count || failed_; };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+    return latencies_;
+  }
+  uint64_t received() {
+    absl::MutexLock l(&mu_);
+    return received_;
+  }
+  uint64_t duplicates() {
+    absl::MutexLock l(&mu_);
+    return duplicates_;
+  }
+  // The first message with phase number `phase` arrived (the stream is live).
+  bool WaitForPhase(uint64_t phase, absl::Duration timeout) {
+    absl::MutexLock l(&mu_);
+    auto seen = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return last_phase_seen_ == phase; };
+    return mu_.AwaitWithTimeout(absl::Condition(&seen), timeout);
+  }
+
+ private:
+  void Loop() {
+    uint64_t last_seq = 0;
+    uint64_t last_seq_phase = ~uint64_t{0};
+    while (!stop_) {
+      auto m = consumer_->Next(absl::Now() + absl::Milliseconds(200));
+      const int64_t now = NowNs();
+      if (absl::IsDeadlineExceeded(m.status())) continue;
+      if (!m.ok()) {
+        if (!stop_)
+          std::fprintf(stderr, "tailing_bench: consumer: %s\n", m.status().ToString().c_str());
+        absl::MutexLock l(&mu_);
+        failed_ = true;
+        return;
+      }
+      if (m->type != kingfisher::MessageType::kInsert || m->payload.size() < kHeaderBytes) continue;
+      uint64_t phase, seq;
+      int64_t sent;
+      std::memcpy(&phase, m->payload.data(), 8);
+      std::memcpy(&seq, m->payload.data() + 8, 8);
+      std::memcpy(&sent, m->payload.data() + 16, 8);
+      absl::MutexLock l(&mu_);
+      last_phase_seen_ = phase;
+      if (phase == last_seq_phase && seq <= last_seq) ++duplicates_;
+      last_seq_phase = phase;
+      last_seq = seq;
+      if (phase != phase_) continue;
+      latencies_.push_back(static_cast<double>(now - sent) * 1e-9);
+      ++received_;
+    }
+  }
+
+  std::unique_ptr<kingfisher::Consumer> consumer_;
+  std::atomic<bool> stop_{false};
+  absl::Mutex mu_;
+  uint64_t phase_ ABSL_GUARDED_BY(mu_) = ~uint64_t{0};
+  uint64_t last_phase_seen_ ABSL_GUARDED_BY(mu_) = ~uint64_t{0};
+  std::vector<double> latencies_ ABSL_GUARDED_BY(mu_);
+  uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t duplicates_ ABSL_GUARDED_BY(mu_) = 0;
+  bool failed_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+kingfisher::Message NewMessage(const Flags& f, uint64_t phase, uint64_t seq) {
+  kingfisher::Message m(kingfisher::MessageType::kInsert, MakePayload(f.size, phase, seq));
+  m.set_vchannel(f.vchannel);
+  return m;
+}
+
+// Sends until the consumer has seen one message: the Latest position is then established and
+// the channel, streams and server-side scanner are warm.
+void WarmUp(const Flags& f, kingfisher::Producer& producer, Receiver& receiver) {
+  constexpr uint64_t kWarmupPhase = 0;
+  for (uint64_t seq = 0; seq < 200; ++seq) {
+    kingfisher::Message m = NewMessage(f, kWarmupPhase, seq);
+    Stamp(&m);
+    auto r = producer.AppendSync(std::move(m));
+    if (!r.ok()) Die("warm-up append: " + r.status().ToString());
+    if (receiver.WaitForPhase(kWarmupPhase, absl::Milliseconds(seq < 5 ? 1000 : 10))) {
+      if (seq >= 100) return;  // a few hundred round trips warm both processes up
+    }
+  }
+  if (!receiver.WaitForPhase(kWarmupPhase, absl::Seconds(5))) {
+    Die("the consumer received nothing during the warm-up");
+  }
+}
+
+struct PhaseResult {
+  std::vector<double> e2e;  // seconds
+  std::vector<double> ack;  // seconds
+  uint64_t sent = 0;
+  uint64_t late = 0;  // phase 2: sends delayed by a full window
+  double elapsed = 0;
+  double server_cpu = 0, client_cpu = 0;  // seconds
+};
+
+void Progress(const char* phase, double t, uint64_t sent, uint64_t acked, uint64_t received) {
+  std::fprintf(stderr,
+               "  [%s] %4.1f s: sent %" PRIu64 ", acked %" PRIu64 ", received %" PRIu64 "\n", phase,
+               t, sent, acked, received);
+}
+
+// Phase 1: one append at a time (the next after the previous ack).
+PhaseResult RunSequential(const Flags& f, kingfisher::Producer& producer, Receiver& receiver,
+                          pid_t server) {
+  constexpr uint64_t kPhase = 1;
+  PhaseResult r;
+  const CpuMeter cpu(server);
+  receiver.BeginPhase(kPhase, static_cast<size_t>(f.seconds * 5000));
+  const auto start = Clock::now();
+  double next_progress = 1;
+  while (Seconds(Clock::now() - start) < f.seconds) {
+    std::promise<absl::Status> done;
+    kingfisher::Message m = NewMessage(f, kPhase, r.sent);
+    const auto t0 = Stamp(&m);
+    producer.AppendAsync(std::move(m), [&done](absl::StatusOr<kingfisher::AppendResult> res) {
+      done.set_value(res.status());
+    });
+    absl::Status s = done.get_future().get();
+    if (!s.ok()) Die("append: " + s.ToString());
+    r.ack.push_back(Seconds(Clock::now() - t0));
+    ++r.sent;
+    const double t = Seconds(Clock::now() - start);
+    if (t >= next_progress) {
+      Progress("one at a time", t, r.sent, r.sent, receiver.received());
+      next_progress += 1;
+    }
+  }
+  r.elapsed = Seconds(Clock::now() - start);
+  r.e2e = receiver.EndPhase(r.sent, absl::Seconds(10));
+  std::tie(r.server_cpu, r.client_cpu) = cpu.Used();
+  return r;
+}
+
+// Phase 2: open loop at f.rate with at most f.inflight unacknowledged appends.
+PhaseResult RunRate(const Flags& f, kingfisher::Producer& producer, Receiver& receiver,
+                    pid_t server) {
+  constexpr uint64_t kPhase = 2;
+  PhaseResult r;
+  const CpuMeter cpu(server);
+  const auto total = static_cast<uint64_t>(f.seconds * f.rate);
+  receiver.BeginPhase(kPhase, total);
+  absl::Mutex mu;
+  int in_flight = 0;
+  uint64_t acked = 0;
+  absl::Status error;
+  std::vector<double> ack_lat;
+  ack_lat.reserve(total);
+  const auto start = Clock::now();
+  const auto interval = std::chrono::duration<double>(1.0 / f.rate);
+  double next_progress = 1;
+  for (uint64_t seq = 0; seq < total; ++seq) {
+    const auto due = start + std::chrono::duration_cast<Clock::duration>(interval * seq);
+    std::this_thread::sleep_until(due);  // pacing the open-loop sender
+    {
+      absl::MutexLock l(&mu);
+      if (!error.ok()) Die("append: " + error.ToString());
+      if (in_flight >= f.inflight) {
+        ++r.late;
+        auto has_room = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu) { return in_flight < f.inflight; };
+        mu.Await(absl::Condition(&has_room));
+      }
+      ++in_flight;
+    }
+    kingfisher::Message m = NewMessage(f, kPhase, seq);
+    const auto t0 = Stamp(&m);
+    producer.AppendAsync(std::move(m), [&, t0](absl::StatusOr<kingfisher::AppendResult> res) {
+      const double lat = Seconds(Clock::now() - t0);
+      absl::MutexLock l(&mu);
+      if (!res.ok() && error.ok()) error = res.status();
+      ack_lat.push_back(lat);
+      ++acked;
+      --in_flight;
+    });
+    ++r.sent;
+    const double t = Seconds(Clock::now() - start);
+    if (t >= next_progress) {
+      uint64_t a;
+      {
+        absl::MutexLock l(&mu);
+        a = acked;
+      }
+      Progress("fixed rate", t, r.sent, a, receiver.received());
+      next_progress += 1;
+    }
+  }
+  {
+    absl::MutexLock l(&mu);
+    mu.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &in_flight));
+    if (!error.ok()) Die("append: " + error.ToString());
+    r.ack = std::move(ack_lat);
+  }
+  r.elapsed = Seconds(Clock::now() - start);
+  r.e2e = receiver.EndPhase(r.sent, absl::Seconds(10));
+  std::tie(r.server_cpu, r.client_cpu) = cpu.Used();
+  return r;
+}
+
+void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& sync) {
+  const auto e = kf::bench::Summarize(r.e2e);
+  const auto a = kf::bench::Summarize(r.ack);
+  std::printf(
+      "%s: %" PRIu64
+      " sent (%.0f/s)%s, %zu received | append->consumer us: p50 %.0f p90 %.0f "
+      "p99 %.0f max %.0f (bar p99 < 2000) | append->ack us: p50 %.0f p99 %.0f | fdatasync us: "
+      "p50 %.0f p99 %.0f\n",
+      name, r.sent, static_cast<double>(r.sent) / r.elapsed,
+      r.late > 0 ? (", " + std::to_string(r.late) + " late (window full)").c_str() : "", e.count,
+      e.p50 * 1e6, e.p90 * 1e6, e.p99 * 1e6, e.max * 1e6, a.p50 * 1e6, a.p99 * 1e6, sync.p50 * 1e6,
+      sync.p99 * 1e6);
+  const double n = static_cast<double>(std::max<uint64_t>(r.sent, 1));
+  std::printf(
+      "  mean in flight %.1f | CPU per message: server %.0f us, this process (producer + "
+      "consumer) %.0f us | CPU load: server %.2f, this process %.2f cores\n",
+      kf::bench::Mean(r.ack) * static_cast<double>(r.sent) / r.elapsed, r.server_cpu / n * 1e6,
+      r.client_cpu / n * 1e6, r.server_cpu / r.elapsed, r.client_cpu / r.elapsed);
+  if (e.count != r.sent) {
+    std::printf("  WARNING: %" PRIu64 " messages were not received within 10 s\n",
+                r.sent - e.count);
+  }
+}
+
+[[noreturn]] void Usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--seconds S] [--rate N] [--inflight N] [--size BYTES] [--dir DIR]\n"
+               "          [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both]\n",
+               argv0);
+  std::exit(2);
+}
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  const stdfs::path self = stdfs::weakly_canonical(stdfs::absolute(argv[0])).parent_path();
+  f.bin_dir = self.string();
+  f.dir = (self.parent_path() / "bench-data").string();
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) Usage(argv[0]);
+    const char* v = argv[++i];
+    if (a == "--seconds") {
+      f.seconds = std::atof(v);
+    } else if (a == "--rate") {
+      f.rate = std::atof(v);
+    } else if (a == "--inflight") {
+      f.inflight = std::atoi(v);
+    } else if (a == "--size") {
+      f.size = static_cast<size_t>(std::atoll(v));
+    } else if (a == "--dir") {
+      f.dir = v;
+    } else if (a == "--bin-dir") {
+      f.bin_dir = v;
+    } else if (a == "--vchannel") {
+      f.vchannel = v;
+    } else if (a == "--phase") {
+      f.phase1 = std::strcmp(v, "2") != 0;
+      f.phase2 = std::strcmp(v, "1") != 0;
+    } else {
+      Usage(argv[0]);
+    }
+  }
+  if (f.seconds <= 0 || f.rate <= 0 || f.inflight < 1 || f.size < kHeaderBytes) Usage(argv[0]);
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kf::bench::SetProgramName("tailing_bench");
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // results interleave with the progress on stderr
+  const Flags f = ParseFlags(argc, argv);
+  setenv("KF_BIN_DIR", f.bin_dir.c_str(), /*overwrite=*/1);  // ServerProcess finds the binary
+  stdfs::create_directories(f.dir);
+  std::string tmpl = f.dir + "/tailing_bench_XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) Die("mkdtemp in " + f.dir);
+  const std::string root = tmpl;
+  std::printf("tailing_bench: server %s/kingfisher, data %s, %zu B messages, %.1f s per phase\n",
+              f.bin_dir.c_str(), root.c_str(), f.size, f.seconds);
+
+  // The baseline runs before and after the server (never next to it): on a shared machine
+  // the disk's latency moves, and one window alone can make the WAL look faster than the disk.
+  const std::string raw = root + "/fdatasync.raw";
+  const double raw_seconds = std::min(f.seconds, 1.5);
+  std::vector<double> sync_samples = kf::bench::RawWriteSync(raw, f.size, raw_seconds, 3000);
+  const auto before = kf::bench::Summarize(sync_samples);
+
+  std::vector<std::pair<std::string, PhaseResult>> results;
+  {
+    kf::testing::ServerProcess server({.data_dir = root + "/data"});
+    if (!server.Start()) Die("server did not start:\n" + server.Output());
+    std::printf("server pid %d on %s\n", static_cast<int>(server.pid()), server.address().c_str());
+    auto client = kingfisher::Client::Connect({.endpoint = server.address()});
+    if (!client.ok()) Die("connect: " + client.status().ToString());
+    auto producer = (*client)->CreateProducer();
+    if (!producer.ok()) Die("producer: " + producer.status().ToString());
+    auto consumer = (*client)->CreateConsumer(
+        {.vchannel = f.vchannel, .policy = kingfisher::DeliverPolicy::Latest()});
+    if (!consumer.ok()) Die("consumer: " + consumer.status().ToString());
+    {
+      Receiver receiver(std::move(*consumer));
+      WarmUp(f, **producer, receiver);
+      if (f.phase1) {
+        results.emplace_back("one at a time", RunSequential(f, **producer, receiver, server.pid()));
+      }
+      if (f.phase2) {
+        char name[96];
+        std::snprintf(name, sizeof(name), "%.0f/s, <= %d in flight", f.rate, f.inflight);
+        results.emplace_back(name, RunRate(f, **producer, receiver, server.pid()));
+      }
+      if (uint64_t d = receiver.duplicates(); d > 0) {
+        std::printf("  WARNING: %" PRIu64 " duplicate or out-of-order deliveries\n", d);
+      }
+    }
+    (*producer)->Close();
+    auto stopped = server.Stop();
+    if (!stopped.exited || stopped.exit_code != 0) {
+      std::fprintf(stderr, "tailing_bench: server exit %d (signal %d)\n", stopped.exit_code,
+                   stopped.term_signal);
+    }
+  }
+
+  std::vector<double> after_samples = kf::bench::RawWriteSync(raw, f.size, raw_seconds, 3000);
+  const auto after = kf::bench::Summarize(after_samples);
+  sync_samples.insert(sync_samples.end(), after_samples.begin(), after_samples.end());
+  const auto sync = kf::bench::Summarize(std::move(sync_samples));
+  std::printf(
+      "baseline: %zu B write+fdatasync on the data dir's filesystem: p50 %.0f us p99 %.0f us "
+      "(before the server: p50 %.0f p99 %.0f, after: p50 %.0f p99 %.0f)\n",
+      f.size, sync.p50 * 1e6, sync.p99 * 1e6, before.p50 * 1e6, before.p99 * 1e6, after.p50 * 1e6,
+      after.p99 * 1e6);
+  for (const auto& [name, r] : results) Report(name.c_str(), r, sync);
+  std::error_code ec;
+  stdfs::remove_all(root, ec);
+  return 0;
+}
