@@ -93,6 +93,9 @@ bool SwitchableScanner::AlreadyDelivered(const ImmutableMessage& m) const {
     return true;
   }
   if (IsNonPersistedTick(m)) return false;  // carries the previous message's id
+  // A fallback reopens catch-up at an LCMID, which may lie before an inclusive start (the
+  // reader may not have delivered anything yet): what lies there was never this reader's.
+  if (options_.start.valid() && m.id() < options_.start) return true;
   return last_delivered_id_.has_value() && m.id() <= *last_delivered_id_;
 }
 

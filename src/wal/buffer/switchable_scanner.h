@@ -4,9 +4,9 @@
 //
 // Fallback restarts catch-up at the last consumed message's LCMID (ImmutableMessage::
 // last_confirmed(); the message's own id when it has none) and skips what was already
-// delivered: persisted messages with id <= the last delivered id and TimeTicks with a
-// timetick <= the last delivered timetick. So the output has no gap and no duplicate across
-// any number of switches.
+// delivered: persisted messages with id <= the last delivered id (or before the start, as the
+// LCMID may be) and TimeTicks with a timetick <= the last delivered timetick. So the output has no
+// gap and no duplicate across any number of switches.
 //
 // Tracing (TRACING.md §5): the catch-up scanner opens `wal.catchup_consume` itself; tailing
 // returns the buffer's shared message untouched (no span, no mutation).

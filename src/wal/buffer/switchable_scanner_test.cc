@@ -167,6 +167,26 @@ TEST_F(SwitchableScannerTest, LaggingReaderFallsBackFromTheLcmidAndResumesWithou
   EXPECT_EQ(s->tailing_switches(), 2);
 }
 
+// Found by wal_model_test (seed 20250602): a vchannel reader started inside an open
+// transaction only consumed other vchannels' messages, so it had delivered nothing when the
+// buffer evicted its position; the fallback reopened catch-up at the LCMID (the txn's Begin,
+// before the start) and delivered this vchannel's messages from before the start.
+TEST_F(SwitchableScannerTest, FallbackFromAnLcmidBeforeTheStartDeliversNothingBeforeTheStart) {
+  const size_t one = Msg(1, 10, "kf-dml_0_2v0", 1)->message().EncodedSize();
+  MakeBuffer({.capacity_bytes = 3 * one + one / 2});
+  Durable(Msg(1, 10, "kf-dml_0_1v0"));     // e.g. a Begin on the reader's vchannel
+  Durable(Msg(2, 20, "kf-dml_0_2v0", 1));  // LCMIDs point back at it while it is open
+  Durable(Msg(3, 30, "kf-dml_0_2v0", 1));
+  auto s = NewScanner(Id(2), /*start_after=*/false, "kf-dml_0_1v0");
+  EXPECT_TRUE(Drain(*s).empty());
+  EXPECT_EQ(s->mode(), ScanMode::kTailing);
+  for (uint64_t i = 4; i <= 8; ++i) Durable(Msg(i, 10 * i, "kf-dml_0_2v0", 1));
+  Durable(Msg(9, 90, "kf-dml_0_1v0", 1));
+  std::vector<Read> reads = Drain(*s);
+  EXPECT_THAT(Offsets(reads), ::testing::ElementsAre(9));
+  EXPECT_THAT(catchup_starts_, ::testing::ElementsAre(Id(1)));  // the fallback happened
+}
+
 TEST_F(SwitchableScannerTest, FullCycleCatchupTailingCatchupTailing) {
   FakeClock clock;
   MakeBuffer({.keepalive = absl::Seconds(30),
