@@ -908,9 +908,12 @@ class History {
   }
 
   // --- readers --------------------------------------------------------------------------------
-  ReaderSpec RandomSpec() {
+  // `allow_latest` false: a reader opened while appends are in flight, where the position
+  // Latest resolves to is unknown.
+  ReaderSpec RandomSpec(bool allow_latest = true) {
     ReaderSpec s;
-    const int k = rec_ids_.empty() ? Uniform(0, 1) : Uniform(0, 99);
+    int k = rec_ids_.empty() ? Uniform(0, 1) : Uniform(0, 99);
+    if (!allow_latest && (k == 1 || (k >= 25 && k < 40))) k = 0;
     bool resume = false;
     if (k == 0 || (k >= 2 && k < 25)) {
       s.kind = DeliverPolicy::Kind::kAll;
@@ -1097,8 +1100,15 @@ class History {
     }
     for (auto& plan : committers) plans.push_back(std::move(plan));
     const bool ticker = Chance(0.5);
-    Reader* reader = nullptr;
+    Reader* reader = nullptr;  // an open reader drained while the round runs
     if (!readers_.empty() && Chance(0.7)) reader = Pick(readers_).get();
+    std::unique_ptr<Reader> fresh;  // a reader opened while the round runs
+    if (options_.readers && !rec_ids_.empty() && Chance(0.4)) {
+      fresh = std::make_unique<Reader>();
+      fresh->spec = RandomSpec(/*allow_latest=*/false);
+      fresh->spec.origin = absl::StrCat("#", reader_counter_++, " opened mid-round",
+                                        fresh->spec.origin.empty() ? "" : " " + fresh->spec.origin);
+    }
     {
       std::vector<std::string> shape;
       for (const auto& plan : plans) {
@@ -1112,7 +1122,8 @@ class History {
         shape.push_back(absl::StrJoin(ops, " "));
       }
       Log(absl::StrCat("par round: {", absl::StrJoin(shape, "} {"), "}", ticker ? " + ticker" : "",
-                       reader ? " + reader " + reader->spec.origin : ""));
+                       reader ? " + reader " + reader->spec.origin : "",
+                       fresh ? " + new reader " + fresh->spec.ToString() : ""));
     }
 
     // Run.
@@ -1165,20 +1176,32 @@ class History {
         }
       });
     }
-    if (reader != nullptr) {
+    if (reader != nullptr || fresh != nullptr) {
       threads.emplace_back([&] {
         go.WaitForNotification();
+        if (fresh != nullptr) {
+          std::this_thread::yield();  // let the writers start
+          auto scanner = wal().Read(fresh->spec.ToScanOptions());
+          if (!scanner.ok()) {
+            fresh->error = absl::StrCat("Read: ", scanner.status().ToString());
+            return;
+          }
+          fresh->scanner = std::move(*scanner);
+        }
         while (writers_left.load() > 0) {
-          if (!DrainReader(*reader)) return;
+          if (reader != nullptr && !DrainReader(*reader)) return;
+          if (fresh != nullptr && !DrainReader(*fresh)) return;
         }
       });
     }
     go.Notify();
     for (auto& th : threads) th.join();
-    if (reader != nullptr && !reader->error.empty()) {
-      return Fail(
-          absl::StrCat("reader ", reader->spec.ToString(), " (concurrent): ", reader->error));
+    for (Reader* r : {reader, fresh.get()}) {
+      if (r != nullptr && !r->error.empty()) {
+        return Fail(absl::StrCat("reader ", r->spec.ToString(), " (concurrent): ", r->error));
+      }
     }
+    if (fresh != nullptr) readers_.push_back(std::move(fresh));
     ++g_stats.concurrent_rounds;
     ReconcileRound(plans);
   }
