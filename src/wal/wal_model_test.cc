@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -220,6 +221,7 @@ struct ModelTxn {
   MessageId begin_id;
   TimeTick last_tt;  // the Begin's or the latest acknowledged body's timetick
   TxnState state = TxnState::kActive;
+  bool earlier_owner = false;  // begun before a restart: the WAL no longer knows it
 };
 
 // What a reader may receive: a non-txn message, or a committed txn as one Txn at its commit.
@@ -650,6 +652,8 @@ class History {
   TimeTick NextHi() { return TimeTick(ComposeTimeTick(now_ms_.load() + 1, 0).value() - 1); }
 
   Want Predict(const ModelTxn& t) {
+    // SPEC §3: txns do not survive a restart; a request naming one is told to retry it whole.
+    if (t.earlier_owner) return Want::kExpired;
     switch (t.state) {
       case TxnState::kActive: {
         // SPEC §3: a body (or commit) later than last activity + keepalive expires the txn.
@@ -752,8 +756,12 @@ class History {
       if (t.state == TxnState::kActive) {
         ++g_stats.expired_by_request;
         Log(absl::StrCat("exp ", ToAbsl(what), " of txn ", t.id, " -> txn expired"));
+        t.state = TxnState::kExpired;
+      } else {
+        ++g_stats.rejected;
+        Log(absl::StrCat("exp ", ToAbsl(what), " of txn ", t.id, " (", TxnStateText(t.state),
+                         t.earlier_owner ? ", earlier owner)" : ")"));
       }
-      t.state = TxnState::kExpired;
       return;
     }
     if (got == Outcome::kInvalidState) {
@@ -797,12 +805,16 @@ class History {
   void WrongTxnRequest() {
     ModelTxn* t = PickTxn(/*prefer_active=*/true);
     if (t == nullptr || vcs_.size() < 2 || Chance(0.3)) {
-      auto r = wal().AppendSync({}, NewCommitTxnMessage(vcs_[0], TxnId(7)));
+      // An id above every timetick: never begun (ids at or below the log's last timetick at
+      // open may belong to an earlier owner and are TRANSACTION_EXPIRED instead).
+      constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+      auto r = wal().AppendSync({}, NewCommitTxnMessage(vcs_[0], TxnId(kNever)));
       if (Classify(r.status()) != Outcome::kInvalidState) {
-        return Fail(absl::StrCat("commit of unknown txn 7: want INVALID_TRANSACTION_STATE, got ",
-                                 r.status().ToString()));
+        return Fail(
+            absl::StrCat("commit of a txn never begun: want INVALID_TRANSACTION_STATE, got ",
+                         r.status().ToString()));
       }
-      Log("rej CommitTxn of unknown txn 7");
+      Log("rej CommitTxn of a txn never begun");
       return;
     }
     std::string other = t->vc;
@@ -812,7 +824,8 @@ class History {
     m.set_txn(t->ctx);
     auto r = wal().AppendSync({}, std::move(m));
     // The vchannel check comes before the deadline check: an unexpired txn stays unharmed.
-    const Want want = t->state == TxnState::kExpired ? Want::kExpired : Want::kInvalidState;
+    const Want want =
+        t->earlier_owner || t->state == TxnState::kExpired ? Want::kExpired : Want::kInvalidState;
     if (!Matches(Classify(r.status()), want)) {
       return Fail(absl::StrCat("body of txn ", t->id, " (", TxnStateText(t->state),
                                ") on the wrong vchannel ", other, ": want ", WantText(want),
@@ -892,10 +905,10 @@ class History {
     if (absl::Status s = wut_->Restart(); !s.ok()) {
       return Fail(absl::StrCat("restart: ", s.ToString()));
     }
-    // SPEC §3: transactions do not survive a reassignment. The new owner knows nothing of the
-    // earlier ones, so expired ones are unknown now, too.
+    // SPEC §3: transactions do not survive a reassignment; the new owner knows none of them.
     for (auto& [id, t] : model_.txns) {
-      if (t.state == TxnState::kActive || t.state == TxnState::kExpired) t.state = TxnState::kLost;
+      t.earlier_owner = true;
+      if (t.state == TxnState::kActive) t.state = TxnState::kLost;
     }
     // The recovered last timetick is the log's (a non-persisted tick's may have been higher;
     // the TSO, not this value, keeps later timeticks above it).
