@@ -403,6 +403,7 @@ struct Reader {
   std::optional<TimeTick> last_tt;  // over everything delivered, TimeTicks included
   int ticks = 0;
   std::string error;
+  bool resident = false;  // stays open until the history ends (or restarts)
 };
 
 // Reads until nothing more arrives within kDrainWait (DEADLINE_EXCEEDED). Call it once
@@ -499,7 +500,8 @@ struct RoundOp {
 };
 
 struct HistoryOptions {
-  bool readers = true;
+  bool readers = true;   // open, drain and compare random readers during the history
+  bool resident = true;  // sometimes keep a resident reader (the buffer retains while one exists)
   int min_ops = 60;
   int max_ops = 150;
 };
@@ -555,8 +557,9 @@ class History {
       Reader r;
       r.spec = spec;
       auto scanner = wal().Read(spec.ToScanOptions());
-      if (!scanner.ok())
+      if (!scanner.ok()) {
         return Fail(absl::StrCat("Read ", spec.ToString(), ": ", scanner.status().ToString()));
+      }
       r.scanner = std::move(*scanner);
       if (!DrainReader(r)) return Fail(absl::StrCat("reader ", spec.ToString(), ": ", r.error));
       if (r.got != want) {
@@ -564,6 +567,7 @@ class History {
       }
       CountDeliveries(r);
     }
+    FinishAllReaders();  // the resident reader, if any
   }
 
  private:
@@ -623,6 +627,8 @@ class History {
     o.buffer.clock = [this] { return absl::FromUnixMillis(static_cast<int64_t>(now_ms_.load())); };
     wut_ = std::make_unique<WalUnderTest>(kind_, dir_, std::move(o));
     if (absl::Status s = wut_->Open(); !s.ok()) return Fail(absl::StrCat("open: ", s.ToString()));
+    resident_ = options_.resident && Chance(0.6);
+    if (resident_) OpenResidentReader();
   }
 
   void Step() {
@@ -918,6 +924,7 @@ class History {
     }
     ++g_stats.restarts;
     Log("rst restart at a higher term; active txns are lost");
+    if (resident_) OpenResidentReader();
   }
 
   // --- readers --------------------------------------------------------------------------------
@@ -962,10 +969,23 @@ class History {
     return s;
   }
 
-  void OpenReader() {
+  void OpenReader() { OpenReaderWith(RandomSpec(), /*resident=*/false); }
+
+  // A long-lived consumer of the whole pchannel, as a deployment usually has: while one is
+  // open the write-ahead buffer retains messages, so later readers tail with it.
+  void OpenResidentReader() {
+    ReaderSpec spec;
+    spec.kind = DeliverPolicy::Kind::kLatest;
+    if (!model_.recs.empty()) spec.latest_after = model_.recs.rbegin()->first;
+    spec.origin = "resident";
+    OpenReaderWith(std::move(spec), /*resident=*/true);
+  }
+
+  void OpenReaderWith(ReaderSpec spec, bool resident) {
     if (readers_.size() >= 6) return FinishOneReader();
     auto r = std::make_unique<Reader>();
-    r->spec = RandomSpec();
+    r->spec = std::move(spec);
+    r->resident = resident;
     auto scanner = wal().Read(r->spec.ToScanOptions());
     if (!scanner.ok()) {
       return Fail(absl::StrCat("Read ", r->spec.ToString(), ": ", scanner.status().ToString()));
@@ -995,14 +1015,21 @@ class History {
   }
 
   void FinishOneReader() {
-    if (readers_.empty()) return;
-    const size_t i = static_cast<size_t>(Uniform(0, static_cast<int>(readers_.size()) - 1));
+    std::vector<size_t> candidates;
+    for (size_t i = 0; i < readers_.size(); ++i) {
+      if (!readers_[i]->resident) candidates.push_back(i);
+    }
+    if (candidates.empty()) return;
+    const size_t i = Pick(candidates);
     FinishReader(*readers_[i]);
     readers_.erase(readers_.begin() + static_cast<std::ptrdiff_t>(i));
   }
 
   void FinishAllReaders() {
-    while (!readers_.empty() && !failed_) FinishOneReader();
+    for (auto& r : readers_) {
+      if (failed_) break;
+      FinishReader(*r);
+    }
     readers_.clear();
   }
 
@@ -1386,6 +1413,7 @@ class History {
   Model model_;
   std::vector<MessageId> rec_ids_;
   std::vector<std::unique_ptr<Reader>> readers_;
+  bool resident_ = false;  // a resident reader is kept open
   int reader_counter_ = 0;
   int op_counter_ = 0;
   std::atomic<uint64_t> ack_counter_{0};
