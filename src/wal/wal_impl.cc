@@ -93,10 +93,10 @@ absl::Status WalImpl::Recover() {
       }
     }
   }
-    if (max_tt.value() > 0) RETURN_IF_ERROR(options_.tso->Observe(max_tt));
+  if (max_tt.value() > 0) RETURN_IF_ERROR(options_.tso->Observe(max_tt));
   txns_.SetOpenedAfter(max_tt);
   WriteAheadBufferOptions buffer_options = options_.buffer;
-    // An empty log: the buffer will hold it from its very beginning.
+  // An empty log: the buffer will hold it from its very beginning.
   buffer_options.starts_after = last_id.value_or(MessageId());
   buffer_ = WriteAheadBuffer::Create(std::move(buffer_options));
   absl::MutexLock lock(&seq_mu_);

@@ -105,7 +105,7 @@ bool WriteAheadBuffer::CoversLocked(const MessageId& id, bool inclusive) const {
                                          : entries_.empty()
                                              ? std::nullopt
                                              : std::optional<MessageId>(entries_.front().msg->id());
-    if (!floor.has_value()) return false;
+  if (!floor.has_value()) return false;
   // An invalid horizon: the log was empty when the buffer was created, so it holds everything.
   if (!floor->valid()) return true;
   if (horizon_.has_value()) return inclusive ? id > *floor : id >= *floor;

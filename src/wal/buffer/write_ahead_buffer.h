@@ -54,7 +54,7 @@ struct WriteAheadBufferOptions {
   std::function<absl::Time()> clock;
   // The id of the last durable message when the buffer is created (the adaptor knows it from
   // its open-time tail scan). Readers positioned after it can tail at once; without it the
-    // buffer covers only positions from its first appended message on. Later appends must
+  // buffer covers only positions from its first appended message on. Later appends must
   // follow it like any other append. An invalid MessageId means the log is empty: the buffer
   // covers every position (MessageId() = from the beginning) until its first eviction.
   std::optional<MessageId> starts_after;
