@@ -286,6 +286,48 @@ TEST_F(WalTxnAdaptorTest, ExclusiveMessageFailsTheOpenTxnOfItsVchannelOnly) {
   }
 }
 
+// Issue acceptance "bad input": each request fails with a clear error, appends nothing, and the
+// WAL (and an unrelated txn) carries on.
+TEST_F(WalTxnAdaptorTest, BadTxnRequestsFailClearlyAndLeaveTheWalUnharmed) {
+  MemoryWalBackend* b = OpenMemory();
+  auto begin = wal_->AppendSync({}, NewBeginTxnMessage(kVcA, kKeepaliveMs));
+  ASSERT_TRUE(begin.ok()) << begin.status();
+  const size_t stored_before = b->DurableEntries().size();
+
+  // Commit of a txn never begun (an id above every timetick handed out).
+  auto unknown = wal_->AppendSync({}, NewCommitTxnMessage(kVcA, TxnId(int64_t{1} << 62)));
+  EXPECT_TRUE(IsInvalidState(unknown.status())) << unknown.status();
+  // A txn spans one vchannel: a body on another is refused, the txn itself is unharmed.
+  auto other_vc = wal_->AppendSync({}, Body(kVcB, *begin->txn, "elsewhere"));
+  EXPECT_TRUE(IsInvalidState(other_vc.status())) << other_vc.status();
+  // Begin with a negative keepalive.
+  auto negative = wal_->AppendSync({}, NewBeginTxnMessage(kVcB, -5));
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument) << negative.status();
+  // A commit without a transaction context.
+  MutableMessage bare = NewCommitTxnMessage(kVcA, TxnId(begin->txn->txn_id()));
+  bare.EraseProperty(prop::kTxn);
+  auto no_ctx = wal_->AppendSync({}, std::move(bare));
+  EXPECT_EQ(no_ctx.status().code(), absl::StatusCode::kInvalidArgument) << no_ctx.status();
+  EXPECT_EQ(b->DurableEntries().size(), stored_before) << "a refused request was appended";
+
+  ASSERT_TRUE(wal_->AppendSync({}, Body(kVcA, *begin->txn, "a1")).ok());
+  auto commit = wal_->AppendSync({}, NewCommitTxnMessage(kVcA, TxnId(begin->txn->txn_id())));
+  ASSERT_TRUE(commit.ok()) << commit.status();
+  // Body after the commit.
+  auto late = wal_->AppendSync({}, Body(kVcA, *begin->txn, "after-commit"));
+  EXPECT_TRUE(IsInvalidState(late.status())) << late.status();
+  ASSERT_TRUE(wal_->AppendSync({}, Insert(kVcA, "autocommit")).ok());
+
+  std::vector<MessageType> types;
+  for (const auto& m : ReadAll()) {
+    types.push_back(m->type());
+    if (const TxnMessage* t = AsTxnMessage(*m)) {
+      EXPECT_EQ(t->inner().size(), 3u);
+    }
+  }
+  EXPECT_EQ(types, (std::vector<MessageType>{MessageType::kTxn, MessageType::kInsert}));
+}
+
 // --- commit gate ----------------------------------------------------------------------------
 
 TEST_F(WalTxnAdaptorTest, CommitIsAcknowledgedOnlyAfterItsBodiesAreDurable) {
