@@ -18,3 +18,4 @@ run() {
 run local_wal_bench --dir "$BUILD_DIR"
 # Starts $BIN/kingfisher on loopback with a temp data dir in the build dir.
 run tailing_bench --dir "$BUILD_DIR"
+run tailing_bench --dir "$BUILD_DIR" --consumers 16

@@ -1,12 +1,13 @@
 // tailing_bench: append -> tailing-consumer latency over loopback (SPEC §9: p99 < 2 ms).
 //
 // Starts the real `kingfisher run standalone` (the binary next to this one, or --bin-dir) on a
-// fresh data dir and free loopback ports, then, through the public client library, runs one
-// Consumer on a raw vchannel from DeliverPolicy::Latest and one Producer appending messages of
-// --size bytes. The latency of a message is the time the consumer's Next returned it minus the
-// time AppendAsync was called for it (same process, steady clock; the send time travels in the
-// payload's first 16 bytes together with a sequence number, so the message is exactly --size
-// bytes). Two phases:
+// fresh data dir and free loopback ports, then, through the public client library, runs
+// --consumers Consumers (default 1; the figures are for 1 and 16) on a raw vchannel
+// from DeliverPolicy::Latest and one Producer appending messages of --size bytes; every
+// consumer's latencies are pooled. The latency of a message is the time the consumer's Next
+// returned it minus the time AppendAsync was called for it (same process, steady clock; the send
+// time travels in the payload's first 16 bytes together with a sequence number, so the message is
+// exactly --size bytes). Two phases:
 //   1. one at a time: the next AppendAsync only after the previous ack;
 //   2. open loop at --rate messages/s with at most --inflight unacknowledged appends (a send
 //      that finds the window full waits and is counted as "late").
@@ -15,7 +16,7 @@
 // before the server starts and after it stops, and pooled).
 //
 // Usage: tailing_bench [--seconds S] [--rate N] [--inflight N] [--size BYTES] [--dir DIR]
-//                      [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both]
+//                      [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both] [--consumers N]
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -57,6 +58,7 @@ struct Flags {
   std::string bin_dir;  // where `kingfisher` is (default: this binary's dir)
   std::string vchannel = "kf-dml_0_bench";
   bool phase1 = true, phase2 = true;
+  int consumers = 1;
 };
 
 int64_t NowNs() {
@@ -208,6 +210,49 @@ class Receiver {
   std::thread thread_;  // last: starts after the members it uses
 };
 
+// Several Receivers seen as one: every message counts once all of them got it.
+class Receivers {
+ public:
+  void Add(std::unique_ptr<kingfisher::Consumer> c) {
+    all_.push_back(std::make_unique<Receiver>(std::move(c)));
+  }
+  void BeginPhase(uint64_t phase, size_t expected) {
+    for (auto& r : all_) r->BeginPhase(phase, expected);
+  }
+  std::vector<double> EndPhase(uint64_t count, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    std::vector<double> pooled;
+    for (auto& r : all_) {
+      auto l = r->EndPhase(count, std::max(deadline - absl::Now(), absl::ZeroDuration()));
+      pooled.insert(pooled.end(), l.begin(), l.end());
+    }
+    return pooled;
+  }
+  uint64_t received() {
+    uint64_t least = ~uint64_t{0};
+    for (auto& r : all_) least = std::min(least, r->received());
+    return least;
+  }
+  uint64_t duplicates() {
+    uint64_t sum = 0;
+    for (auto& r : all_) sum += r->duplicates();
+    return sum;
+  }
+  bool WaitForPhase(uint64_t phase, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    for (auto& r : all_) {
+      if (!r->WaitForPhase(phase, std::max(deadline - absl::Now(), absl::ZeroDuration()))) {
+        return false;
+      }
+    }
+    return true;
+  }
+  size_t size() const { return all_.size(); }
+
+ private:
+  std::vector<std::unique_ptr<Receiver>> all_;
+};
+
 kingfisher::Message NewMessage(const Flags& f, uint64_t phase, uint64_t seq) {
   kingfisher::Message m(kingfisher::MessageType::kInsert, MakePayload(f.size, phase, seq));
   m.set_vchannel(f.vchannel);
@@ -216,7 +261,7 @@ kingfisher::Message NewMessage(const Flags& f, uint64_t phase, uint64_t seq) {
 
 // Sends until the consumer has seen one message: the Latest position is then established and
 // the channel, streams and server-side scanner are warm.
-void WarmUp(const Flags& f, kingfisher::Producer& producer, Receiver& receiver) {
+void WarmUp(const Flags& f, kingfisher::Producer& producer, Receivers& receiver) {
   constexpr uint64_t kWarmupPhase = 0;
   for (uint64_t seq = 0; seq < 200; ++seq) {
     kingfisher::Message m = NewMessage(f, kWarmupPhase, seq);
@@ -248,7 +293,7 @@ void Progress(const char* phase, double t, uint64_t sent, uint64_t acked, uint64
 }
 
 // Phase 1: one append at a time (the next after the previous ack).
-PhaseResult RunSequential(const Flags& f, kingfisher::Producer& producer, Receiver& receiver,
+PhaseResult RunSequential(const Flags& f, kingfisher::Producer& producer, Receivers& receiver,
                           pid_t server) {
   constexpr uint64_t kPhase = 1;
   PhaseResult r;
@@ -280,7 +325,7 @@ PhaseResult RunSequential(const Flags& f, kingfisher::Producer& producer, Receiv
 }
 
 // Phase 2: open loop at f.rate with at most f.inflight unacknowledged appends.
-PhaseResult RunRate(const Flags& f, kingfisher::Producer& producer, Receiver& receiver,
+PhaseResult RunRate(const Flags& f, kingfisher::Producer& producer, Receivers& receiver,
                     pid_t server) {
   constexpr uint64_t kPhase = 2;
   PhaseResult r;
@@ -344,7 +389,8 @@ PhaseResult RunRate(const Flags& f, kingfisher::Producer& producer, Receiver& re
   return r;
 }
 
-void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& sync) {
+void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& sync,
+            uint64_t consumers) {
   const auto e = kf::bench::Summarize(r.e2e);
   const auto a = kf::bench::Summarize(r.ack);
   std::printf(
@@ -362,16 +408,16 @@ void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& 
       "consumer) %.0f us | CPU load: server %.2f, this process %.2f cores\n",
       kf::bench::Mean(r.ack) * static_cast<double>(r.sent) / r.elapsed, r.server_cpu / n * 1e6,
       r.client_cpu / n * 1e6, r.server_cpu / r.elapsed, r.client_cpu / r.elapsed);
-  if (e.count != r.sent) {
-    std::printf("  WARNING: %" PRIu64 " messages were not received within 10 s\n",
-                r.sent - e.count);
+  if (e.count != r.sent * consumers) {
+    std::printf("  WARNING: %" PRIu64 " deliveries missing after 10 s\n",
+                r.sent * consumers - e.count);
   }
 }
 
 [[noreturn]] void Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--seconds S] [--rate N] [--inflight N] [--size BYTES] [--dir DIR]\n"
-               "          [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both]\n",
+               "          [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both] [--consumers N]\n",
                argv0);
   std::exit(2);
 }
@@ -399,6 +445,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.bin_dir = v;
     } else if (a == "--vchannel") {
       f.vchannel = v;
+    } else if (a == "--consumers") {
+      f.consumers = std::atoi(v);
     } else if (a == "--phase") {
       f.phase1 = std::strcmp(v, "2") != 0;
       f.phase2 = std::strcmp(v, "1") != 0;
@@ -406,7 +454,9 @@ Flags ParseFlags(int argc, char** argv) {
       Usage(argv[0]);
     }
   }
-  if (f.seconds <= 0 || f.rate <= 0 || f.inflight < 1 || f.size < kHeaderBytes) Usage(argv[0]);
+  if (f.seconds <= 0 || f.rate <= 0 || f.inflight < 1 || f.size < kHeaderBytes || f.consumers < 1) {
+    Usage(argv[0]);
+  }
   return f;
 }
 
@@ -421,8 +471,10 @@ int main(int argc, char** argv) {
   std::string tmpl = f.dir + "/tailing_bench_XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr) Die("mkdtemp in " + f.dir);
   const std::string root = tmpl;
-  std::printf("tailing_bench: server %s/kingfisher, data %s, %zu B messages, %.1f s per phase\n",
-              f.bin_dir.c_str(), root.c_str(), f.size, f.seconds);
+  std::printf(
+      "tailing_bench: server %s/kingfisher, data %s, %zu B messages, %.1f s per phase, %d "
+      "consumer(s)\n",
+      f.bin_dir.c_str(), root.c_str(), f.size, f.seconds, f.consumers);
 
   // The baseline runs before and after the server (never next to it): on a shared machine
   // the disk's latency moves, and one window alone can make the WAL look faster than the disk.
@@ -440,11 +492,14 @@ int main(int argc, char** argv) {
     if (!client.ok()) Die("connect: " + client.status().ToString());
     auto producer = (*client)->CreateProducer();
     if (!producer.ok()) Die("producer: " + producer.status().ToString());
-    auto consumer = (*client)->CreateConsumer(
-        {.vchannel = f.vchannel, .policy = kingfisher::DeliverPolicy::Latest()});
-    if (!consumer.ok()) Die("consumer: " + consumer.status().ToString());
     {
-      Receiver receiver(std::move(*consumer));
+      Receivers receiver;
+      for (int i = 0; i < f.consumers; ++i) {
+        auto consumer = (*client)->CreateConsumer(
+            {.vchannel = f.vchannel, .policy = kingfisher::DeliverPolicy::Latest()});
+        if (!consumer.ok()) Die("consumer: " + consumer.status().ToString());
+        receiver.Add(std::move(*consumer));
+      }
       WarmUp(f, **producer, receiver);
       if (f.phase1) {
         results.emplace_back("one at a time", RunSequential(f, **producer, receiver, server.pid()));
@@ -475,7 +530,7 @@ int main(int argc, char** argv) {
       "(before the server: p50 %.0f p99 %.0f, after: p50 %.0f p99 %.0f)\n",
       f.size, sync.p50 * 1e6, sync.p99 * 1e6, before.p50 * 1e6, before.p99 * 1e6, after.p50 * 1e6,
       after.p99 * 1e6);
-  for (const auto& [name, r] : results) Report(name.c_str(), r, sync);
+  for (const auto& [name, r] : results) Report(name.c_str(), r, sync, f.consumers);
   std::error_code ec;
   stdfs::remove_all(root, ec);
   return 0;
