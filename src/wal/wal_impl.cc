@@ -181,7 +181,8 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
 }
 
 absl::Status WalImpl::Intercept(const std::shared_ptr<Pending>& p, TimeTick tt) {
-  const std::string vchannel(p->msg.vchannel());
+  // A view into the `_vc` property: std::map nodes stay put when `_tx` is set below.
+  const std::string_view vchannel = p->msg.vchannel();
   switch (p->role) {
     case Role::kPlain:
       if (IsExclusiveType(p->msg.type())) txns_.FailVChannel(vchannel);
