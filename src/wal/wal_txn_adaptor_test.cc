@@ -391,6 +391,21 @@ class WalTxnTracingTest : public WalTxnAdaptorTest {
   static trace::TraceId TcTrace(const MutableMessage& m) {
     return ExtractTraceContext({}, m).span_context().trace_id;
   }
+  // Appends Begin, one body and Commit on kVcA, each carrying `source` in `_tc` (as the client's
+  // wal.txn does); returns the Begin's result.
+  AppendResult AppendTracedTxn(const trace::Context& source) {
+    auto traced = [&](MutableMessage m) {
+      InjectTraceContext(source, &m);
+      return m;
+    };
+    auto begin = wal_->AppendSync(source, traced(NewBeginTxnMessage(kVcA, kKeepaliveMs)));
+    EXPECT_TRUE(begin.ok()) << begin.status();
+    EXPECT_TRUE(wal_->AppendSync(source, traced(Body(kVcA, *begin->txn, "b"))).ok());
+    EXPECT_TRUE(
+        wal_->AppendSync(source, traced(NewCommitTxnMessage(kVcA, TxnId(begin->txn->txn_id()))))
+            .ok());
+    return *begin;
+  }
 
   trace::testing::ScopedInMemoryTracing tracing_;
 };
@@ -456,16 +471,7 @@ TEST_F(WalTxnTracingTest, Scenario11AfterARestartTheTxnHasOneConsumeSpanUnderIts
   auto root = std::make_unique<MemoryWalBackend>("kf-dml_0");
   Open(root->Reopen(Term(1)));
   auto [source_ctx, source] = Source();
-  auto traced = [&](MutableMessage m) {
-    InjectTraceContext(source_ctx, &m);
-    return m;
-  };
-  auto begin = wal_->AppendSync(source_ctx, traced(NewBeginTxnMessage(kVcA, kKeepaliveMs)));
-  ASSERT_TRUE(begin.ok());
-  ASSERT_TRUE(wal_->AppendSync(source_ctx, traced(Body(kVcA, *begin->txn, "b"))).ok());
-  auto commit =
-      wal_->AppendSync(source_ctx, traced(NewCommitTxnMessage(kVcA, TxnId(begin->txn->txn_id()))));
-  ASSERT_TRUE(commit.ok());
+  AppendTracedTxn(source_ctx);
   wal_->Close();
   std::vector<MutableMessage> stored = Stored(*root);
   ASSERT_EQ(stored.size(), 3u);
@@ -500,17 +506,10 @@ TEST_F(WalTxnTracingTest, Scenario12TailingReadersShareTheMessageAndOpenNoConsum
   auto r2 = *wal_->Read(latest);
 
   auto [source_ctx, source] = Source();
-  auto traced = [&](MutableMessage m) {
-    InjectTraceContext(source_ctx, &m);
-    return m;
-  };
-  auto begin = wal_->AppendSync(source_ctx, traced(NewBeginTxnMessage(kVcA, kKeepaliveMs)));
-  ASSERT_TRUE(begin.ok());
-  ASSERT_TRUE(wal_->AppendSync(source_ctx, traced(Body(kVcA, *begin->txn, "b"))).ok());
-  ASSERT_TRUE(
-      wal_->AppendSync(source_ctx, traced(NewCommitTxnMessage(kVcA, TxnId(begin->txn->txn_id()))))
-          .ok());
-  ASSERT_TRUE(wal_->AppendSync(source_ctx, traced(Insert(kVcB, "plain"))).ok());
+  const AppendResult begin = AppendTracedTxn(source_ctx);
+  MutableMessage plain = Insert(kVcB, "plain");
+  InjectTraceContext(source_ctx, &plain);
+  ASSERT_TRUE(wal_->AppendSync(source_ctx, std::move(plain)).ok());
 
   auto d1 = Drain(*r1);
   auto d2 = Drain(*r2);
