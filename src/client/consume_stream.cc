@@ -82,6 +82,21 @@ absl::Status ConsumeStream::status() {
   return status_;
 }
 
+absl::Status ConsumeStream::Enqueue(const kingfisher::v1::ConsumedBatch& batch) {
+  for (const kingfisher::v1::ConsumedMessage& wire : batch.messages()) {
+    absl::StatusOr<kingfisher::ConsumedMessage> m = DecodeConsumed(wire);
+    if (!m.ok()) return m.status();
+    absl::MutexLock l(&mu_);
+    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return queue_.size() < capacity_ || cancelled_;
+    };
+    mu_.Await(absl::Condition(&room));
+    if (cancelled_) break;
+    queue_.push_back(*std::move(m));
+  }
+  return absl::OkStatus();
+}
+
 void ConsumeStream::ReadLoop(kingfisher::v1::ConsumeRequest create) {
   absl::Status end;
   bool call_over = true;  // Read failed: the status is in; otherwise we end the call ourselves
@@ -97,21 +112,9 @@ void ConsumeStream::ReadLoop(kingfisher::v1::ConsumeRequest create) {
         case kingfisher::v1::ConsumeResponse::kError:
           end = rpc::FromProtoError(resp.error());
           break;
-        case kingfisher::v1::ConsumeResponse::kMessage: {
-          auto m = DecodeConsumed(resp.message());
-          if (!m.ok()) {
-            end = m.status();
-            break;
-          }
-          absl::MutexLock l(&mu_);
-          auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-            return queue_.size() < capacity_ || cancelled_;
-          };
-          mu_.Await(absl::Condition(&room));
-          if (cancelled_) break;
-          queue_.push_back(*std::move(m));
+        case kingfisher::v1::ConsumeResponse::kBatch:
+          end = Enqueue(resp.batch());
           break;
-        }
         default:  // `created` and future responses carry nothing to deliver
           break;
       }

@@ -40,6 +40,8 @@ class ConsumeStream {
 
  private:
   void ReadLoop(kingfisher::v1::ConsumeRequest create);
+  // Decodes and queues a batch, waiting for room message by message; stops early on Cancel.
+  absl::Status Enqueue(const kingfisher::v1::ConsumedBatch& batch);
 
   grpc::ClientContext context_;
   std::unique_ptr<

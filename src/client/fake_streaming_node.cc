@@ -252,11 +252,12 @@ grpc::Status FakeStreamingNode::Consume(
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "injected consume stream failure");
     }
     v1::ConsumeResponse r;
-    r.mutable_message()->set_message_id(MessageId::Local(i + 1).Encode());
-    *r.mutable_message()->mutable_message() = log[i];
+    v1::ConsumedMessage* m = r.mutable_batch()->add_messages();
+    m->set_message_id(MessageId::Local(i + 1).Encode());
+    *m->mutable_message() = log[i];
     if (auto it = inner.find(i); it != inner.end()) {
       for (size_t j = 0; j < it->second.size(); ++j) {
-        auto* in = r.mutable_message()->add_inner();
+        auto* in = m->add_inner();
         in->set_message_id(MessageId::Local(1000 + j).Encode());
         *in->mutable_message() = it->second[j];
       }

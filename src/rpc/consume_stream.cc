@@ -2,6 +2,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/errors.h"
 #include "rpc/message_convert.h"
@@ -105,10 +106,16 @@ void ConsumeStream::OnReadDone(bool ok) {
   StartRead(&request_);  // watch for `close` / half-close
 }
 
+namespace {
+size_t QueuedSize(const ImmutableMessage& m) { return m.message().EncodedSize(); }
+}  // namespace
+
 void ConsumeStream::ScanLoop(std::stop_token stop) {
   const trace::Context ctx;
-  auto writable = [this]()
-                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !write_in_flight_ || ending_; };
+  auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ending_ || queue_.empty() ||
+           (queue_.size() < kMaxQueuedMessages && queued_bytes_ < kMaxQueuedBytes);
+  };
   while (!stop.stop_requested()) {
     {
       absl::MutexLock lock(&mu_);
@@ -122,34 +129,54 @@ void ConsumeStream::ScanLoop(std::stop_token stop) {
       return;
     }
     if (*next == nullptr) continue;
-    ConsumeResponse response;
-    ConsumedToProto(**next, response.mutable_message());
+    bool start = false;
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(&writable));
+      mu_.Await(absl::Condition(&room));
       if (ending_) return;
-      out_ = std::move(response);
+      queued_bytes_ += QueuedSize(**next);
+      queue_.push_back(*std::move(next));
+      start = !write_in_flight_;
       write_in_flight_ = true;
     }
-    StartWrite(&out_);
-    // Back-pressure: the next message is read only after this one reached the transport.
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&writable));
+    if (start) WriteQueued();
   }
+}
+
+void ConsumeStream::WriteQueued() {
+  std::vector<ImmutableMessagePtr> batch;
+  {
+    absl::MutexLock lock(&mu_);
+    size_t bytes = 0;
+    while (!queue_.empty() &&
+           (batch.empty() || bytes + QueuedSize(*queue_.front()) <= kMaxBatchBytes)) {
+      bytes += QueuedSize(*queue_.front());
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    queued_bytes_ -= bytes;
+  }
+  out_.Clear();
+  for (const ImmutableMessagePtr& m : batch)
+    ConsumedToProto(*m, out_.mutable_batch()->add_messages());
+  StartWrite(&out_);
 }
 
 void ConsumeStream::OnWriteDone(bool ok) {
   bool finish = false;
+  bool next = false;
   {
     absl::MutexLock lock(&mu_);
-    write_in_flight_ = false;
     if (!ok && !ending_) {
       ending_ = true;  // the client is gone
       end_status_ = absl::CancelledError("consumer stream write failed");
       end_send_error_ = false;
     }
+    next = !ending_ && !queue_.empty();
+    write_in_flight_ = next;
     finish = ending_ && TakeFinishLocked();
   }
+  if (next) WriteQueued();
   if (finish) IssueFinish();
 }
 

@@ -1,17 +1,21 @@
 // ConsumeStream: the server side of one StreamingNode.Consume bidi stream (gRPC callback API).
 //
 // The first request must be `create` (else INVALID_ARGUMENT); it opens a Wal Scanner (policy,
-// vchannel and deliver filters) and answers `created`. A scanner thread then delivers what the
-// scanner yields (Txn messages with their inner messages), one write at a time: it does not read
-// the next message before the previous write completed (back-pressure follows the client's flow
-// control). A later `close` request, a half-close, cancellation or server shutdown ends the stream.
-// A scan error is sent as a terminal `error` response and as the stream's status.
+// vchannel and deliver filters) and answers `created`. A scanner thread then queues what the
+// scanner yields (Txn messages with their inner messages) and the stream writes them, one write
+// at a time: a write carries every queued message (one ConsumedBatch), and the next write is
+// started by the completion of the previous one, so the scanner thread is woken only by the WAL
+// and a burst costs one write. The queue is bounded (kMaxQueuedMessages / kMaxQueuedBytes): a
+// full queue stops the scanner, so back-pressure follows the client's flow control. A later `close`
+// request, a half-close, cancellation or server shutdown ends the stream. A scan error is sent as a
+// terminal `error` response and as the stream's status.
 //
 // Thread-safety: gRPC reactions, the scanner thread and shutdown run concurrently; state is
 // guarded by mu_. Ownership: owned by gRPC until OnDone, which stops and joins the scanner
 // thread (its scanner and Wal reference die with the stream) and deletes the stream.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -64,6 +68,14 @@ class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::Consu
   // when the caller must call Finish/StartWriteAndFinish after unlocking.
   bool TakeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void IssueFinish();
+  // Fills out_ with queued messages (at least one, at most kMaxBatchBytes unless the first is
+  // larger) and starts its write. REQUIRES: write_in_flight_ was set by the caller, which makes
+  // out_ the caller's until OnWriteDone; mu_ not held.
+  void WriteQueued();
+
+  static constexpr size_t kMaxQueuedMessages = 256;
+  static constexpr size_t kMaxQueuedBytes = 8 << 20;
+  static constexpr size_t kMaxBatchBytes = 4 << 20;
 
   const WalRegistry* const registry_;
   const StreamingNodeOptions* const options_;
@@ -78,8 +90,12 @@ class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::Consu
   std::unique_ptr<wal::Scanner> scanner_;
 
   absl::Mutex mu_;
-  kingfisher::v1::ConsumeResponse out_ ABSL_GUARDED_BY(mu_);
+  // Written only by whoever set write_in_flight_ (see WriteQueued), read by gRPC until
+  // OnWriteDone.
+  kingfisher::v1::ConsumeResponse out_;
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<ImmutableMessagePtr> queue_ ABSL_GUARDED_BY(mu_);  // scanned, not yet written
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool ending_ ABSL_GUARDED_BY(mu_) = false;         // End was called
   bool finish_issued_ ABSL_GUARDED_BY(mu_) = false;  // Finish or StartWriteAndFinish called
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);

@@ -95,18 +95,19 @@ class Client {
     EXPECT_TRUE(stream->Read(&resp));
     EXPECT_TRUE(resp.created()) << resp.DebugString();
     std::vector<kingfisher::v1::ConsumedMessage> out;
-    while (out.size() < want && stream->Read(&resp)) {
-      if (!resp.has_message()) {
+        while (out.size() < want && stream->Read(&resp)) {
+      if (!resp.has_batch() || resp.batch().messages().empty()) {
         ADD_FAILURE() << "unexpected consume response " << resp.DebugString();
         break;
       }
-      const auto& props = resp.message().message().properties();
-      auto t = props.find("_t");
-      if (t != props.end() &&
-          t->second == std::to_string(static_cast<int>(MessageType::kTimeTick))) {
-        continue;
+      for (const kingfisher::v1::ConsumedMessage& m : resp.batch().messages()) {
+        const auto& props = m.message().properties();
+        auto t = props.find("_t");
+        if (t == props.end() ||
+            t->second != std::to_string(static_cast<int>(MessageType::kTimeTick))) {
+          out.push_back(m);
+        }
       }
-      out.push_back(resp.message());
     }
     ctx->TryCancel();
     stream->Finish();
