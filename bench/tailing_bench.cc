@@ -17,6 +17,7 @@
 //
 // Usage: tailing_bench [--seconds S] [--rate N] [--inflight N] [--size BYTES] [--dir DIR]
 //                      [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both] [--consumers N]
+#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -128,7 +129,10 @@ Clock::time_point Stamp(kingfisher::Message* m) {
 class Receiver {
  public:
   explicit Receiver(std::unique_ptr<kingfisher::Consumer> consumer)
-      : consumer_(std::move(consumer)), thread_([this] { Loop(); }) {}
+      : consumer_(std::move(consumer)), thread_([this] {
+          pthread_setname_np(pthread_self(), "bench-consumer");
+          Loop();
+        }) {}
   ~Receiver() {
     stop_ = true;
     consumer_->Close();

@@ -1,5 +1,6 @@
 #include "client/consume_stream.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -38,105 +39,156 @@ absl::StatusOr<kingfisher::ConsumedMessage> DecodeConsumed(
   return out;
 }
 
+namespace {
+
+gpr_timespec GrpcDeadline(absl::Time t) {
+  if (t == absl::InfiniteFuture()) return gpr_inf_future(GPR_CLOCK_REALTIME);
+  const timespec ts = absl::ToTimespec(std::max(t, absl::UnixEpoch()));
+  gpr_timespec out;
+  out.tv_sec = ts.tv_sec;
+  out.tv_nsec = static_cast<int32_t>(ts.tv_nsec);
+  out.clock_type = GPR_CLOCK_REALTIME;
+  return out;
+}
+
+}  // namespace
+
 ConsumeStream::ConsumeStream(kingfisher::v1::StreamingNode::Stub* stub,
-                             const kingfisher::v1::ConsumeRequest& create, size_t capacity)
-    : capacity_(capacity == 0 ? 1 : capacity) {
-  rw_ = stub->Consume(&context_);
-  reader_ = std::thread([this, create] { ReadLoop(create); });
+                             kingfisher::v1::ConsumeRequest create, size_t capacity)
+    : create_(std::move(create)), capacity_(capacity == 0 ? 1 : capacity) {
+  rw_ = stub->AsyncConsume(&context_, &cq_, Tag(kStart));
+  outstanding_ = 1;
 }
 
 ConsumeStream::~ConsumeStream() {
-  Cancel();
-  if (reader_.joinable()) reader_.join();
+    Cancel();
+  // Every started operation completes after the cancel; the call ends with its Finish, which
+  // may be started only once no Read is outstanding.
+  void* tag;
+  bool ok;
+  for (;;) {
+    if (outstanding_ == 0) {
+      if (finishing_) break;
+      StartFinish();
+    }
+    if (!cq_.Next(&tag, &ok)) break;
+    Handle(static_cast<Op>(reinterpret_cast<intptr_t>(tag)), ok);
+  }
+  cq_.Shutdown();
+  while (cq_.Next(&tag, &ok)) {
+  }
 }
 
 void ConsumeStream::Cancel() {
-  {
-    absl::MutexLock l(&mu_);
-    cancelled_ = true;
-  }
+  cancelled_.store(true, std::memory_order_release);
   context_.TryCancel();
 }
 
 ConsumeStream::Wait ConsumeStream::WaitFor(absl::Time deadline) {
-  absl::MutexLock l(&mu_);
-  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !queue_.empty() || ended_ || cancelled_;
-  };
-  mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
-  if (!queue_.empty()) return Wait::kMessage;
-  if (cancelled_) return Wait::kCancelled;
-  if (ended_) return Wait::kEnded;
-  return Wait::kDeadline;
+  for (;;) {
+    if (!queue_.empty()) return Wait::kMessage;
+    if (cancelled_.load(std::memory_order_acquire)) return Wait::kCancelled;
+    if (ended_) return Wait::kEnded;
+    void* tag;
+    bool ok;
+    switch (cq_.AsyncNext(&tag, &ok, GrpcDeadline(deadline))) {
+      case grpc::CompletionQueue::TIMEOUT:
+        return Wait::kDeadline;
+      case grpc::CompletionQueue::SHUTDOWN:  // not before the destructor; treat as the end
+        return Wait::kEnded;
+      case grpc::CompletionQueue::GOT_EVENT:
+        Handle(static_cast<Op>(reinterpret_cast<intptr_t>(tag)), ok);
+        break;
+    }
+  }
 }
 
 kingfisher::ConsumedMessage ConsumeStream::Pop() {
-  absl::MutexLock l(&mu_);
   kingfisher::ConsumedMessage m = std::move(queue_.front());
   queue_.pop_front();
+  if (queue_.size() < capacity_) StartRead();
   return m;
 }
 
-absl::Status ConsumeStream::status() {
-  absl::MutexLock l(&mu_);
-  return status_;
+void ConsumeStream::Handle(Op op, bool ok) {
+  --outstanding_;
+  switch (op) {
+    case kStart:
+      if (!ok) {
+        reading_ = false;
+        StartFinish();
+        return;
+      }
+      rw_->Write(create_, Tag(kWrite));
+      ++outstanding_;
+      StartRead();
+      return;
+    case kWrite:
+      return;  // a failed write shows as a failed read
+    case kRead:
+      read_pending_ = false;
+      if (!ok) {
+        reading_ = false;
+        StartFinish();
+        return;
+      }
+      Receive();
+      if (!reading_) {
+        context_.TryCancel();  // a server error or a message we cannot decode ends the call
+        StartFinish();
+      } else if (queue_.size() < capacity_) {
+        StartRead();
+      }
+      return;
+    case kFinish:
+      ended_ = true;
+      status_ = end_;
+      if (status_.ok()) {
+        status_ = rpc::FromGrpcStatus(grpc_status_);
+        if (status_.ok() || status_.code() == absl::StatusCode::kCancelled) {
+          status_ = absl::UnavailableError(grpc_status_.ok() ? "consume stream closed by the server"
+                                                             : "consume stream reset: " +
+                                                                   grpc_status_.error_message());
+        }
+      }
+      return;
+  }
 }
 
-absl::Status ConsumeStream::Enqueue(const kingfisher::v1::ConsumedBatch& batch) {
-  for (const kingfisher::v1::ConsumedMessage& wire : batch.messages()) {
-    absl::StatusOr<kingfisher::ConsumedMessage> m = DecodeConsumed(wire);
-    if (!m.ok()) return m.status();
-    absl::MutexLock l(&mu_);
-    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return queue_.size() < capacity_ || cancelled_;
-    };
-    mu_.Await(absl::Condition(&room));
-    if (cancelled_) break;
-    queue_.push_back(*std::move(m));
+void ConsumeStream::Receive() {
+  switch (response_.response_case()) {
+    case kingfisher::v1::ConsumeResponse::kError:
+      end_ = rpc::FromProtoError(response_.error());
+      reading_ = false;
+      return;
+    case kingfisher::v1::ConsumeResponse::kBatch:
+      for (const kingfisher::v1::ConsumedMessage& wire : response_.batch().messages()) {
+        absl::StatusOr<kingfisher::ConsumedMessage> m = DecodeConsumed(wire);
+        if (!m.ok()) {
+          end_ = m.status();
+          reading_ = false;
+          return;
+        }
+        queue_.push_back(*std::move(m));
+      }
+      return;
+    default:  // `created` and future responses carry nothing to deliver
+      return;
   }
-  return absl::OkStatus();
 }
 
-void ConsumeStream::ReadLoop(kingfisher::v1::ConsumeRequest create) {
-  absl::Status end;
-  bool call_over = true;  // Read failed: the status is in; otherwise we end the call ourselves
-  if (rw_->Write(create)) {
-    kingfisher::v1::ConsumeResponse resp;
-    while (true) {
-      if (!end.ok()) {
-        call_over = false;
-        break;
-      }
-      if (!rw_->Read(&resp)) break;
-      switch (resp.response_case()) {
-        case kingfisher::v1::ConsumeResponse::kError:
-          end = rpc::FromProtoError(resp.error());
-          break;
-        case kingfisher::v1::ConsumeResponse::kBatch:
-          end = Enqueue(resp.batch());
-          break;
-        default:  // `created` and future responses carry nothing to deliver
-          break;
-      }
-      absl::MutexLock l(&mu_);
-      if (cancelled_) {
-        call_over = false;
-        break;
-      }
-    }
-  }
-  if (!call_over) context_.TryCancel();
-  grpc::Status st = rw_->Finish();
-  if (end.ok()) {
-    end = rpc::FromGrpcStatus(st);
-    if (end.ok() || end.code() == absl::StatusCode::kCancelled) {
-      end = absl::UnavailableError(st.ok() ? "consume stream closed by the server"
-                                           : "consume stream reset: " + st.error_message());
-    }
-  }
-  absl::MutexLock l(&mu_);
-  status_ = end;
-  ended_ = true;
+void ConsumeStream::StartRead() {
+  if (!reading_ || read_pending_ || finishing_) return;
+  rw_->Read(&response_, Tag(kRead));
+  read_pending_ = true;
+  ++outstanding_;
+}
+
+void ConsumeStream::StartFinish() {
+  if (finishing_) return;
+  finishing_ = true;
+  rw_->Finish(&grpc_status_, Tag(kFinish));
+  ++outstanding_;
 }
 
 }  // namespace kf::client

@@ -1,5 +1,7 @@
 #include "client/produce_stream.h"
 
+#include <pthread.h>
+
 #include <utility>
 
 #include "rpc/status_convert.h"
@@ -12,7 +14,10 @@ ProduceStream::ProduceStream(std::string pchannel, kingfisher::v1::StreamingNode
       on_response_(std::move(on_response)),
       on_broken_(std::move(on_broken)) {
   rw_ = stub->Produce(&context_);
-  reader_ = std::thread([this] { ReadLoop(); });
+    reader_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "kf-produce-read");
+    ReadLoop();
+  });
   reader_id_ = reader_.get_id();
 }
 
