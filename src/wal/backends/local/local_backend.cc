@@ -46,10 +46,7 @@ LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchann
     pthread_setname_np(pthread_self(), "kf-wal-done");
     CompletionLoop();
   });
-  syncer_ = std::jthread([this] {
-    pthread_setname_np(pthread_self(), "kf-wal-sync");
-    SyncLoop();
-  });
+  
   writer_ = std::jthread([this] {
     pthread_setname_np(pthread_self(), "kf-wal-write");
     WriterLoop();
@@ -89,100 +86,50 @@ absl::StatusOr<MessageId> LocalBackend::Append(std::string data, AppendCallback 
 
 void LocalBackend::WriterLoop() {
   for (;;) {
-    SyncJob job;
-    bool failed_before = false;
+    std::vector<Pending> group;
+    absl::Status earlier;
     {
       absl::MutexLock l(&mu_);
       while (queue_.empty() && !closing_) work_cv_.Wait(&mu_);
       if (queue_.empty()) break;  // closing and drained
-      job.group.swap(queue_);
+      group.swap(queue_);
       queue_.swap(spare_);
-      failed_before = !error_.ok();
-    }
-    for (const auto& p : job.group) job.bytes += p.data.size();
-    if (failed_before) {
-      job.status = absl::FailedPreconditionError("earlier write error");  // replaced in SyncLoop
-    } else {
-      // The gate orders our write against a failure the sync thread observes: once it has
-      // marked the log failed, nothing more reaches the file.
-      absl::MutexLock gate(&gate_mu_);
-      if (write_failed_) {
-        job.status = absl::FailedPreconditionError("earlier write error");
-      } else {
-        job.status = WriteGroup(job.group, &job.written);
-        if (!job.status.ok()) write_failed_ = true;
-      }
-    }
-    job.file = active_;
-    job.new_segments.swap(new_segments_);
-    // Hand over; wait only if the sync thread still has the previous job queued (depth 2:
-    // one group syncing, one written and waiting), so appends pile up for the next group.
-    absl::MutexLock l(&sync_mu_);
-    sync_mu_.Await(absl::Condition(
-        +[](std::optional<SyncJob>* j) { return !j->has_value(); }, &job_));
-    job_ = std::move(job);
-  }
-  absl::MutexLock l(&sync_mu_);
-  writer_done_ = true;
-}
-
-void LocalBackend::SyncLoop() {
-  for (;;) {
-    SyncJob job;
-    {
-      absl::MutexLock l(&sync_mu_);
-      sync_mu_.Await(absl::Condition(this, &LocalBackend::SyncWorkReady));
-      if (!job_.has_value()) return;
-      job = std::move(*job_);
-      job_.reset();
-    }
-    absl::Status s = job.status;
-    absl::Status earlier;
-    {
-      absl::MutexLock l(&mu_);
       earlier = error_;
     }
+    uint64_t bytes = 0;
+    for (const auto& p : group) bytes += p.data.size();
+    absl::Status s;
     if (!earlier.ok()) {
-      // A previous group failed: this one was never synced after that, it fails as well.
+      // A previous group failed: nothing after it reaches the file.
       s = IsFenced(earlier)
               ? earlier
               : absl::FailedPreconditionError(absl::StrCat(
                     "local WAL ", pchannel_, ": earlier write error: ", earlier.message()));
     } else {
-      if (s.ok()) s = job.file->Sync();
-      // Only after the sync: a fence written before our data hit the disk must win.
-      if (s.ok()) s = CheckFence();
-      if (s.ok()) {
-        Publish(job.written, job.new_segments);
-      } else {
+      s = CommitGroup(group);
+      if (!s.ok()) {
         if (!IsFenced(s)) {
           s = absl::Status(s.code(),
                            absl::StrCat("local WAL ", pchannel_, ": write failed: ", s.message()));
         }
-        {
-          absl::MutexLock gate(&gate_mu_);
-          write_failed_ = true;
-        }
-        std::vector<Pending> rest;
-        {
-          absl::MutexLock l(&mu_);
-          error_ = s;
-          rest.swap(queue_);
-        }
-        absl::Status rest_status =
-            IsFenced(s) ? s
-                        : absl::FailedPreconditionError(absl::StrCat(
-                              "local WAL ", pchannel_, ": earlier write error: ", s.message()));
-        uint64_t rest_bytes = 0;
-        for (auto& p : rest) rest_bytes += p.data.size();
-        // The failed group's entries come before the queued ones: complete it first.
-        Complete(std::move(job.group), s, job.bytes);
-        Complete(std::move(rest), rest_status, rest_bytes);
-        continue;
+        absl::MutexLock l(&mu_);
+        error_ = s;  // sticky: the groups queued meanwhile fail on the next rounds
       }
     }
-    Complete(std::move(job.group), s, job.bytes);
+    Complete(std::move(group), s, bytes);
   }
+  absl::MutexLock l(&done_mu_);
+  writer_done_ = true;
+}
+
+absl::Status LocalBackend::CommitGroup(std::vector<Pending>& group) {
+  written_.clear();
+  RETURN_IF_ERROR(WriteGroup(group, &written_));
+  RETURN_IF_ERROR(active_->Sync());
+  // Only after the sync: a fence written before our data hit the disk must win.
+  RETURN_IF_ERROR(CheckFence());
+  Publish(written_, new_segments_);
+  return absl::OkStatus();
 }
 
 void LocalBackend::Complete(std::vector<Pending> group, absl::Status status, uint64_t bytes) {
@@ -217,7 +164,7 @@ void LocalBackend::CompletionLoop() {
       absl::MutexLock l(&done_mu_);
       done_mu_.Await(absl::Condition(
           +[](LocalBackend* b) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return !b->completions_.empty() || b->syncer_done_;
+            return !b->completions_.empty() || b->writer_done_;
           },
           this));
       if (completions_.empty()) return;
@@ -265,7 +212,6 @@ absl::Status LocalBackend::WriteGroup(std::vector<Pending>& group, std::vector<W
                                write_offset_, batch.count()});
     write_offset_ += batch.count();
   }
-  // The sync thread fdatasyncs (so the next group can be written meanwhile).
   return FlushBuffer();
 }
 
@@ -274,7 +220,6 @@ absl::Status LocalBackend::Roll() {
   const std::string path = fs::JoinPath(state_->dir(), name);
   ASSIGN_OR_RETURN(auto file, fs_->OpenWritable(path, fs::OpenMode::kCreateExclusive));
   RETURN_IF_ERROR(fs_->SyncDir(state_->dir()));
-  // The sync thread may still hold the old file for its fdatasync; it closes when released.
   active_ = std::move(file);
   active_segment_ = std::make_shared<Segment>(name, path, write_offset_, term_);
   new_segments_.push_back(active_segment_);
@@ -413,11 +358,6 @@ absl::Status LocalBackend::Close() {
     work_cv_.Signal();
   }
   if (writer_.joinable()) writer_.join();
-  if (syncer_.joinable()) syncer_.join();
-  {
-    absl::MutexLock l(&done_mu_);
-    syncer_done_ = true;
-  }
   if (completer_.joinable()) completer_.join();  // every callback has run after this
   absl::Status s;
   if (active_ != nullptr) {

@@ -1,14 +1,15 @@
 // LocalBackend: one open pchannel log on local disk (the WalBackend of NewLocalOpener).
 //
 // Writing: Append assigns the id under a lock and queues the entry. A writer thread takes
-// everything queued, encodes it into record batches and writes them with one write; a sync
-// thread then fdatasyncs once, re-checks the fence, publishes the new durable end to readers
-// and runs the callbacks in id order (group commit). The two threads pipeline: group N+1 is
-// written while group N is being fdatasynced, and appends arriving meanwhile form group N+2. A
-// write or sync error is sticky: that group and everything after fail, nothing is written again. A
-// higher fence fails the group with FENCED.
+// everything queued, encodes it into record batches, writes them with one write, fdatasyncs
+// once, re-checks the fence, publishes the new durable end to readers and runs the callbacks in
+// id order (group commit); appends arriving meanwhile form the next group. One thread does it
+// all: writing is a page-cache copy, small next to the fdatasync, so a separate sync thread
+// would win little throughput and cost every lone append one more thread wake-up (tens of
+// microseconds on a VM). A write or sync error is sticky: that group and everything after fail,
+// nothing is written again. A higher fence fails the group with FENCED.
 //
-// Thread-safety: thread-safe. Callbacks run on the sync thread without locks held; they
+// Thread-safety: thread-safe. Callbacks run on the writer thread without locks held; they
 // must be cheap and must not call Close().
 // Ownership: owns its files and writer thread; scanners share the LogState and may outlive it.
 #pragma once
@@ -16,7 +17,6 @@
 #include <atomic>
 #include <deque>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>  // std::jthread
 #include <vector>
@@ -78,38 +78,28 @@ class LocalBackend final : public WalBackend {
     uint32_t count;
   };
 
-  // A written group on its way to the sync thread.
-  struct SyncJob {
-    std::vector<Pending> group;
-    std::vector<Written> written;
-    std::shared_ptr<fs::WritableFile> file;  // the file to fdatasync (last one written)
-    std::vector<std::shared_ptr<Segment>> new_segments;
-    uint64_t bytes = 0;
-    absl::Status status;  // of the write
-  };
+  
 
   // Acknowledged groups whose callbacks are still to run, in id order. Many callbacks (each
-  // may wake a waiting thread) on the sync thread would delay the next fdatasync by as much as
+    // may wake a waiting thread) on the writer thread would delay the next fdatasync by as much as
   // the fdatasync itself, so large groups go to the completion thread.
   struct Completion {
     std::vector<Pending> group;
     absl::Status status;
     uint64_t bytes = 0;  // released from queue_bytes_ once the callbacks ran
   };
-  // Groups this small complete inline on the sync thread: a lone appender would otherwise pay
+    // Groups this small complete inline on the writer thread: a lone appender would otherwise pay
   // one more thread wake-up per append.
   static constexpr size_t kInlineCompletions = 4;
 
-  void WriterLoop();
-  void SyncLoop();
+    void WriterLoop();
+  // Writes, syncs and publishes one group. Writer thread only.
+  absl::Status CommitGroup(std::vector<Pending>& group);
   void CompletionLoop();
   // Runs (or hands to the completion thread) the callbacks of `group`, keeping id order.
   void Complete(std::vector<Pending> group, absl::Status status, uint64_t bytes);
   void RunCallbacks(std::vector<Pending>& group, const absl::Status& status, uint64_t bytes);
-  bool SyncWorkReady() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_) {
-    return job_.has_value() || writer_done_;
-  }
-  // Writes one group (writer thread only); the sync thread fdatasyncs it.
+    // Writes one group into the page cache (writer thread only); CommitGroup syncs it.
   absl::Status WriteGroup(std::vector<Pending>& group, std::vector<Written>* written);
   absl::Status Roll();
   absl::Status FlushBuffer();
@@ -138,32 +128,23 @@ class LocalBackend final : public WalBackend {
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // sticky write error or FENCED
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 
-  // Writer thread -> sync thread hand-off (at most one job waiting).
-  mutable absl::Mutex sync_mu_;
-  std::optional<SyncJob> job_ ABSL_GUARDED_BY(sync_mu_);
-  bool writer_done_ ABSL_GUARDED_BY(sync_mu_) = false;
-
-  // Held around each write so no write starts after the sync thread saw a failure.
-  absl::Mutex gate_mu_;
-  bool write_failed_ ABSL_GUARDED_BY(gate_mu_) = false;
-
-  // Writer thread only.
+    // Writer thread only.
   std::shared_ptr<fs::WritableFile> active_;
   std::shared_ptr<Segment> active_segment_;
   std::vector<std::shared_ptr<Segment>> new_segments_;  // rolled, not yet published
   uint64_t write_offset_ = 0;
   uint64_t buffer_file_pos_ = 0;  // file position where buf_ will land
-  std::string buf_;
+    std::string buf_;
+  std::vector<Written> written_;  // of the group being committed
 
-  // Sync thread -> completion thread.
+  // Writer thread -> completion thread.
   absl::Mutex done_mu_;
   std::deque<Completion> completions_ ABSL_GUARDED_BY(done_mu_);
   bool completer_busy_ ABSL_GUARDED_BY(done_mu_) = false;  // running a popped group
-  bool syncer_done_ ABSL_GUARDED_BY(done_mu_) = false;
+    bool writer_done_ ABSL_GUARDED_BY(done_mu_) = false;
 
   absl::Mutex close_mu_;  // serialises Close()
-  std::jthread completer_;
-  std::jthread syncer_;
+    std::jthread completer_;
   std::jthread writer_;
 };
 
