@@ -37,7 +37,7 @@
 #include "kingfisher/v1/message.pb.h"
 #include "message/message.h"
 #include "message/message_id.h"
-#include "storage/tso/timestamp_allocator.h"
+#include "storage/tso/timestamp_source.h"
 #include "trace/context.h"
 #include "wal/backend.h"
 #include "wal/buffer/write_ahead_buffer.h"
@@ -58,7 +58,7 @@ using AppendResultCallback = absl::AnyInvocable<void(absl::StatusOr<AppendResult
 struct WalOptions {
   std::string pchannel;
   // Borrowed; must outlive the Wal. Timeticks come from here (the node's TSO batch source).
-  TimestampAllocator* tso = nullptr;
+  TimestampSource* tso = nullptr;
   // Persisted TimeTick cadence while there is traffic (SPEC §3 default 200 ms).
   absl::Duration timetick_interval = absl::Milliseconds(200);
   // How far back from the tail the open-time scan reads to rebuild the `_ik` state and the

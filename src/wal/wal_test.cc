@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "message/builders.h"
 #include "message/message_trace.h"
+#include "storage/tso/timestamp_allocator.h"
 #include "trace/testing/scoped_in_memory_tracing.h"
 #include "trace/tracer.h"
 #include "wal/testing/memory_backend.h"

@@ -23,10 +23,11 @@
 #include "absl/synchronization/mutex.h"
 #include "common/hybrid_time.h"
 #include "storage/fs/file_system.h"
+#include "storage/tso/timestamp_source.h"
 
 namespace kf {
 
-class TimestampAllocator {
+class TimestampAllocator final : public TimestampSource {
  public:
   struct Options {
     uint64_t window_ms = 3000;
@@ -41,11 +42,11 @@ class TimestampAllocator {
                                                                   Options options);
 
   // Allocates `count` (>= 1) consecutive timestamps and returns the first.
-  absl::StatusOr<TimeTick> Allocate(uint32_t count = 1);
+    absl::StatusOr<TimeTick> Allocate(uint32_t count = 1) override;
 
   // Ensures every later allocation is greater than `t` (e.g. the last timetick found in a
   // recovered log).
-  absl::Status Observe(TimeTick t);
+    absl::Status Observe(TimeTick t) override;
 
  private:
   TimestampAllocator(std::string path, Options options, uint64_t hwm);
