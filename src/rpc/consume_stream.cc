@@ -55,7 +55,7 @@ absl::Status ConsumeStream::Create(const ConsumeRequest::Create& create) {
   if (!policy.ok()) return policy.status();
   absl::StatusOr<wal::DeliverFilter> filter = wal::DeliverFilter::Parse(create.filters());
   if (!filter.ok()) return filter.status();
-  absl::StatusOr<std::shared_ptr<wal::Wal>> wal = registry_->Get(*pchannel);
+  absl::StatusOr<std::shared_ptr<wal::Wal>> wal = GetAtTerm(*registry_, *pchannel, create.term());
   if (!wal.ok()) return wal.status();
   wal::ScanOptions scan;
   scan.policy = *policy;
@@ -104,7 +104,7 @@ void ConsumeStream::OnReadDone(bool ok) {
     write_in_flight_ = true;
   }
   StartWrite(&out_);
-    scan_thread_ = std::jthread([this](std::stop_token stop) {
+  scan_thread_ = std::jthread([this](std::stop_token stop) {
     pthread_setname_np(pthread_self(), "kf-consume");  // attributes CPU and switches in top/perf
     ScanLoop(std::move(stop));
   });

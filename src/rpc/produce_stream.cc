@@ -152,21 +152,12 @@ void ProduceStream::HandleRequest() {
     Respond(ErrorResponse(request_id, pchannel.status()), false);
     return;
   }
-  absl::StatusOr<std::shared_ptr<wal::Wal>> wal = registry_->Get(*pchannel);
+  absl::StatusOr<std::shared_ptr<wal::Wal>> wal = GetAtTerm(*registry_, *pchannel, req.term());
   if (!wal.ok()) {
     Respond(ErrorResponse(request_id, wal.status()), false);
     return;
   }
   const Term term = (*wal)->term();
-  if (req.term() != 0 && Term(req.term()) != term) {
-    Respond(ErrorResponse(request_id,
-                          StreamingError(StreamingCode::kUnmatchedChannelTerm,
-                                         "pchannel " + *pchannel + " is at term " +
-                                             std::to_string(term.value()) + ", request has " +
-                                             std::to_string(req.term()))),
-            false);
-    return;
-  }
   // The client's wal.dist_append span (in `_tc`) is the parent of the server's wal.append.
   trace::Context ctx = ExtractTraceContext(trace::Context(), msg);
   std::shared_ptr<ProduceStream> self;

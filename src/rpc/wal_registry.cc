@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "common/absl_compat.h"
 #include "common/errors.h"
 
 namespace kf::rpc {
@@ -35,5 +37,14 @@ std::vector<WalRegistry::PChannelInfo> StaticWalRegistry::List() const {
 }
 
 std::vector<std::shared_ptr<wal::Wal>> StaticWalRegistry::All() const { return wals_; }
+
+absl::StatusOr<std::shared_ptr<wal::Wal>> GetAtTerm(const WalRegistry& registry,
+                                                    std::string_view pchannel, int64_t term) {
+  absl::StatusOr<std::shared_ptr<wal::Wal>> wal = registry.Get(pchannel);
+  if (!wal.ok() || term == 0 || Term(term) == (*wal)->term()) return wal;
+  return StreamingError(StreamingCode::kUnmatchedChannelTerm,
+                        absl::StrCat("pchannel ", ToAbsl(pchannel), " is at term ",
+                                     (*wal)->term().value(), ", request has ", term));
+}
 
 }  // namespace kf::rpc

@@ -38,6 +38,11 @@ class WalRegistry {
   virtual std::vector<PChannelInfo> List() const = 0;
 };
 
+// The Wal of `pchannel` if this node serves it at `term` (0 = any term): a request from a client
+// with another term is UNMATCHED_CHANNEL_TERM (its view of the assignment is stale).
+absl::StatusOr<std::shared_ptr<wal::Wal>> GetAtTerm(const WalRegistry& registry,
+                                                    std::string_view pchannel, int64_t term);
+
 // A fixed set of Wals, registered before serving starts (standalone). Add is not
 // synchronised with Get: finish adding before sharing the registry.
 class StaticWalRegistry final : public WalRegistry {
