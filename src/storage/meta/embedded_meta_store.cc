@@ -230,13 +230,12 @@ absl::StatusOr<RangeResult> EmbeddedMetaStore::Range(std::string_view prefix, ab
 
 absl::StatusOr<int64_t> EmbeddedMetaStore::Put(std::string_view key, std::string_view value,
                                                absl::Time deadline, LeaseId lease) {
-  ASSIGN_OR_RETURN(TxnResult r, Txn({}, {Op::Put(std::string(key), std::string(value), lease)},
-                                    {}, deadline));
+  ASSIGN_OR_RETURN(TxnResult r,
+                   Txn({}, {Op::Put(std::string(key), std::string(value), lease)}, {}, deadline));
   return r.revision;
 }
 
-absl::StatusOr<DeleteResult> EmbeddedMetaStore::Delete(std::string_view key,
-                                                       absl::Time deadline) {
+absl::StatusOr<DeleteResult> EmbeddedMetaStore::Delete(std::string_view key, absl::Time deadline) {
   RETURN_IF_ERROR(CheckKey(key));
   ASSIGN_OR_RETURN(TxnResult r, Txn({}, {Op::Delete(std::string(key))}, {}, deadline));
   return DeleteResult{.deleted = r.results[0].deleted, .revision = r.revision};
@@ -406,9 +405,8 @@ void EmbeddedMetaStore::ExpiryLoop() {
       absl::Time next = absl::InfiniteFuture();
       for (const auto& [id, at] : lease_expiry_) next = std::min(next, at);
       expiry_changed_ = false;
-      auto woken = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-        return stopping_ || expiry_changed_;
-      };
+      auto woken = [this]()
+                       ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_ || expiry_changed_; };
       mu_.AwaitWithDeadline(absl::Condition(&woken), next);
       if (stopping_) return;
       const absl::Time now = absl::Now();

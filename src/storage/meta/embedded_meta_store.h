@@ -57,8 +57,7 @@ class EmbeddedMetaStore final : public MetaStore {
   absl::StatusOr<int64_t> Put(std::string_view key, std::string_view value, absl::Time deadline,
                               LeaseId lease = kNoLease) override;
   absl::StatusOr<DeleteResult> Delete(std::string_view key, absl::Time deadline) override;
-  absl::StatusOr<DeleteResult> DeletePrefix(std::string_view prefix,
-                                            absl::Time deadline) override;
+  absl::StatusOr<DeleteResult> DeletePrefix(std::string_view prefix, absl::Time deadline) override;
   absl::StatusOr<TxnResult> Txn(const std::vector<Compare>& compares,
                                 const std::vector<Op>& then_ops, const std::vector<Op>& else_ops,
                                 absl::Time deadline) override;
@@ -66,8 +65,7 @@ class EmbeddedMetaStore final : public MetaStore {
   absl::StatusOr<absl::Duration> KeepAliveOnce(LeaseId lease, absl::Time deadline) override;
   absl::Status RevokeLease(LeaseId lease, absl::Time deadline) override;
   absl::StatusOr<std::unique_ptr<WatchHandle>> Watch(std::string_view prefix,
-                                                     int64_t start_revision,
-                                                     WatchCallback callback,
+                                                     int64_t start_revision, WatchCallback callback,
                                                      absl::Time deadline) override;
   absl::Status Compact(int64_t revision, absl::Time deadline) override;
 

@@ -38,8 +38,7 @@ std::vector<KeyValue> KvState::RangePrefix(std::string_view prefix, int64_t limi
                                            bool* more) const {
   std::vector<KeyValue> out;
   *more = false;
-  for (auto it = kvs_.lower_bound(prefix); it != kvs_.end() && HasPrefix(it->first, prefix);
-       ++it) {
+  for (auto it = kvs_.lower_bound(prefix); it != kvs_.end() && HasPrefix(it->first, prefix); ++it) {
     if (limit > 0 && static_cast<int64_t>(out.size()) == limit) {
       *more = true;
       break;
@@ -114,7 +113,8 @@ absl::StatusOr<Mutation> KvState::PlanRevoke(LeaseId lease) const {
   auto it = leases_.find(lease);
   if (it == leases_.end()) return absl::NotFoundError(absl::StrCat("lease ", lease, " not found"));
   Mutation m{.kind = Mutation::Kind::kLeaseRevoke, .lease = lease};
-  for (const std::string& key : it->second.keys) m.writes.push_back({.is_delete = true, .key = key});
+  for (const std::string& key : it->second.keys)
+    m.writes.push_back({.is_delete = true, .key = key});
   if (!m.writes.empty()) m.revision = revision_ + 1;
   return m;
 }
@@ -150,9 +150,9 @@ absl::Status KvState::Apply(const Mutation& m) {
     if (w.is_delete) {
       if (it == kvs_.end()) continue;
       kvs_.erase(it);
-      history_.push_back({revision_,
-                          {.type = WatchEvent::Type::kDelete,
-                           .kv = {.key = w.key, .mod_revision = revision_}}});
+      history_.push_back(
+          {revision_,
+           {.type = WatchEvent::Type::kDelete, .kv = {.key = w.key, .mod_revision = revision_}}});
       continue;
     }
     if (w.lease != kNoLease) {

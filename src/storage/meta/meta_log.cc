@@ -154,8 +154,8 @@ absl::StatusOr<ParsedLog> ParseMetaLog(std::string_view contents) {
     if (length == 0 || crc32c::Value(payload) != crc) {
       // The last record (or zero fill a crash left behind) is a torn write; anything after a
       // bad record means bytes that were once durable went bad.
-      if (end == contents.size() || contents.substr(pos).find_first_not_of('\0') ==
-                                        std::string_view::npos) {
+      if (end == contents.size() ||
+          contents.substr(pos).find_first_not_of('\0') == std::string_view::npos) {
         break;
       }
       return Corrupt(absl::StrCat("checksum mismatch in log record at offset ", pos));
@@ -207,8 +207,8 @@ absl::StatusOr<Snapshot> DecodeSnapshot(std::string_view contents) {
   Reader r(body.substr(8));
   Snapshot s;
   uint64_t n = 0;
-  bool ok = r.Unsigned(&s.log_seq) && r.Signed(&s.revision) && r.Signed(&s.next_lease_id) &&
-            r.Count(&n);
+  bool ok =
+      r.Unsigned(&s.log_seq) && r.Signed(&s.revision) && r.Signed(&s.next_lease_id) && r.Count(&n);
   for (uint64_t i = 0; ok && i < n; ++i) {
     LeaseId id = 0;
     KvState::Lease lease;
