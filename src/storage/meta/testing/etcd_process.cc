@@ -64,8 +64,10 @@ std::string EtcdBinary() {
 
 }  // namespace
 
-EtcdProcess::EtcdProcess() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "kf_etcd_XXXXXX").string();
+EtcdProcess::EtcdProcess(const std::string& parent_dir) {
+  const std::filesystem::path parent = parent_dir.empty() ? std::filesystem::temp_directory_path()
+                                                          : std::filesystem::path(parent_dir);
+  std::string tmpl = (parent / "kf_etcd_XXXXXX").string();
   root_ = ::mkdtemp(tmpl.data());
   data_dir_ = root_ + "/data";
   log_path_ = root_ + "/etcd.log";

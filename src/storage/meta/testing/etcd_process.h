@@ -21,7 +21,9 @@ namespace kf::meta::testing {
 
 class EtcdProcess {
  public:
-  EtcdProcess();
+  // The temp directory is created under `parent_dir` (default: the system temp dir), e.g. to
+  // put etcd's data on the filesystem a benchmark measures.
+  explicit EtcdProcess(const std::string& parent_dir = "");
   ~EtcdProcess();
   EtcdProcess(const EtcdProcess&) = delete;
   EtcdProcess& operator=(const EtcdProcess&) = delete;
