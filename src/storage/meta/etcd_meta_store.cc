@@ -339,7 +339,8 @@ absl::Status EtcdMetaStore::Compact(int64_t revision, absl::Time deadline) {
   pb::CompactionRequest req;
   req.set_revision(revision);
   pb::CompactionResponse resp;
-  return Invoke(true, deadline,
+  // Not retried: a repeat of an applied compaction answers OUT_OF_RANGE ("already compacted").
+  return Invoke(false, deadline,
                 [&](auto& e, grpc::ClientContext* ctx) { return e.kv->Compact(ctx, req, &resp); });
 }
 

@@ -172,7 +172,10 @@ class MetaStore {
   virtual absl::StatusOr<DeleteResult> Delete(std::string_view key, absl::Time deadline) = 0;
   virtual absl::StatusOr<DeleteResult> DeletePrefix(std::string_view prefix,
                                                     absl::Time deadline) = 0;
-  // Atomically: if every compare holds run `then_ops`, else `else_ops`.
+  // Atomically: if every compare holds run `then_ops`, else `else_ops`. A branch may write a
+  // key at most once (INVALID_ARGUMENT otherwise, as etcd). Do not rely on a Get seeing an
+  // earlier write of its own branch: etcd shows it, the embedded store shows the state before
+  // the txn.
   virtual absl::StatusOr<TxnResult> Txn(const std::vector<Compare>& compares,
                                         const std::vector<Op>& then_ops,
                                         const std::vector<Op>& else_ops, absl::Time deadline) = 0;

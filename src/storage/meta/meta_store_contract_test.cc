@@ -56,6 +56,8 @@ class MetaStoreContractTest : public ::testing::TestWithParam<std::string> {
       auto store = EtcdMetaStore::Create({.endpoints = {SharedEtcd().endpoint()}});
       ASSERT_TRUE(store.ok()) << store.status();
       store_ = *std::move(store);
+      // The shared etcd outlives a test (and --gtest_repeat runs it again): start clean.
+      ASSERT_TRUE(store_->DeletePrefix(prefix_, Deadline()).ok());
     }
   }
   void TearDown() override {
