@@ -19,3 +19,5 @@ run local_wal_bench --dir "$BUILD_DIR"
 # Starts $BIN/kingfisher on loopback with a temp data dir in the build dir.
 run tailing_bench --dir "$BUILD_DIR"
 run tailing_bench --dir "$BUILD_DIR" --consumers 16
+# Starts a real etcd (Debian's binary) on loopback with its data in the build dir.
+run meta_store_bench --dir "$BUILD_DIR"
