@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -79,6 +80,10 @@ class WalBackend {
 
   // Lets the backend reclaim entries up to and including `id`. Reads below it may then fail.
   virtual absl::Status Truncate(const MessageId& id) = 0;
+
+  // Bytes the log occupies in its store, for the kf_wal_size_bytes metric; nullopt when the
+  // backend cannot tell cheaply. Never blocks on I/O.
+  virtual std::optional<uint64_t> StoredBytes() const { return std::nullopt; }
 
   // Stops the writer: waits for queued appends to finish (each callback runs), then rejects
   // new ones with CANCELLED. Idempotent.

@@ -45,6 +45,10 @@
 #include "wal/txn/txn_buffer.h"
 #include "wal/txn/txn_manager.h"
 
+namespace kf::metrics {
+class Registry;
+}
+
 namespace kf::wal {
 
 struct AppendResult {
@@ -75,6 +79,9 @@ struct WalOptions {
   TxnManagerOptions txn;
   // Per reader: bytes of uncommitted txns held while assembling Txn messages.
   TxnBufferOptions txn_buffer;
+  // Where the Wal's metrics go (wal_metrics.h); borrowed, must outlive the Wal. Null: the
+  // process-wide metrics::DefaultRegistry().
+  metrics::Registry* metrics = nullptr;
 };
 
 // Where a reader starts (SPEC §3 DeliverPolicy).
@@ -130,6 +137,9 @@ class Wal {
 
   // Scanners currently open (the write-ahead buffer retains messages only while there are).
   virtual int readers() const = 0;
+
+  // The backend's WalBackend::StoredBytes (metrics); nullopt when it cannot tell.
+  virtual std::optional<uint64_t> StoredBytes() const { return std::nullopt; }
 
   // Stops accepting appends (later ones fail with ON_SHUTDOWN), waits for in-flight ones to
   // finish, stops the timetick loop and closes the backend. Idempotent.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/absl_compat.h"
 #include "common/errors.h"
+#include "common/metrics/registry.h"
 #include "common/status_macros.h"
 #include "message/builders.h"
 #include "message/message_trace.h"
@@ -40,6 +41,10 @@ struct WalImpl::Pending {
   std::atomic<int> commit_arrivals{0};
   absl::Status gate_status;
   absl::StatusOr<AppendResult> commit_result{absl::UnknownError("commit not durable")};
+  // Wal::Append calls only (not the adaptor's own TimeTicks): reported by Finish.
+  bool metered = false;
+  WalMetrics::Clock::time_point started;
+  uint64_t bytes = 0;  // the encoded entry of the last attempt
 };
 
 namespace {
@@ -57,6 +62,8 @@ WalImpl::WalImpl(WalOptions options, std::unique_ptr<WalBackend> backend)
     : options_(std::move(options)),
       backend_(std::move(backend)),
       term_(backend_->term()),
+      metrics_(options_.metrics != nullptr ? *options_.metrics : metrics::DefaultRegistry(),
+               options_.pchannel),
       dedup_(options_.dedup_window_per_producer, /*max_producers=*/65536),
       txns_(options_.txn) {}
 
@@ -140,6 +147,8 @@ absl::Status WalImpl::Rejection() const {
 void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResultCallback done) {
   auto p = std::make_shared<Pending>();
   p->wal = this;
+  p->metered = true;
+  p->started = WalMetrics::Clock::now();
   const MessageType type = msg.type();
   if (type == MessageType::kTimeTick) {
     p->role = Role::kTimeTick;
@@ -151,18 +160,24 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
                                                   : Role::kBody;
     p->txn_id = TxnId(txn->txn_id());
   } else if (IsTxnControlType(type) || msg.HasProperty(prop::kTxn)) {
-    std::move(done)(StreamingError(StreamingCode::kInvalidArgument,
-                                   absl::StrCat(ToAbsl(MessageTypeName(type)),
-                                                " needs a decodable transaction context `_tx`")));
+    absl::Status bad = StreamingError(StreamingCode::kInvalidArgument,
+                                      absl::StrCat(ToAbsl(MessageTypeName(type)),
+                                                   " needs a decodable transaction context `_tx`"));
+    metrics_.AppendFinished(bad, p->started, 0);
+    std::move(done)(std::move(bad));
     return;
   }
   if (auto ik = msg.idempotency_key()) {
     auto key = ParseIdempotencyKey(*ik);
     if (!key.ok()) {
+      metrics_.AppendFinished(key.status(), p->started, 0);
       std::move(done)(key.status());
       return;
     }
-    if (dedup_.Begin(*key, done) == IdempotencyTable<AppendResult>::Outcome::kDuplicate) return;
+    if (dedup_.Begin(*key, done) == IdempotencyTable<AppendResult>::Outcome::kDuplicate) {
+      metrics_.Deduplicated();
+      return;
+    }
     p->key = std::move(*key);
   }
   absl::Status rejection = BeginInFlight();
@@ -171,6 +186,7 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
     appends_since_tick_.fetch_add(1, std::memory_order_relaxed);
   } else {
     if (p->key) dedup_.Fail(*p->key, rejection);
+    metrics_.AppendFinished(rejection, p->started, 0);
     std::move(done)(rejection);
     return;
   }
@@ -265,6 +281,7 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
         p->timetick = *tt;
         if (p->role != Role::kPlain && p->role != Role::kTimeTick) p->txn = p->msg.txn();
         std::string data = p->msg.Encode();
+        p->bytes = data.size();
         // Not retained: freed here, on the thread that allocated it, after the enqueue (frees
         // on the callback thread contend for this thread's malloc arena).
         p->retain = readers_.load(std::memory_order_acquire) > 0;
@@ -379,6 +396,8 @@ void WalImpl::Finish(const std::shared_ptr<Pending>& p, absl::StatusOr<AppendRes
     if (!result.ok()) p->append_span->RecordError(result.status());
     p->append_span->End();
   }
+  // Before the callback: whoever sees the ack also sees it counted.
+  if (p->metered) metrics_.AppendFinished(result.status(), p->started, p->bytes);
   if (p->done) std::move(p->done)(std::move(result));
   if (p->counted) EndInFlight();
 }
@@ -436,21 +455,30 @@ void WalImpl::TimeTickLoop(std::stop_token stop) {
 
 namespace {
 
-// Counts itself in the Wal's live readers while it exists.
+// Counts itself in the Wal's live readers while it exists, and what it returns by the mode
+// the raw scanner was in when it returned it.
 class CountedScanner final : public Scanner {
  public:
-  CountedScanner(std::unique_ptr<Scanner> inner, std::atomic<int>* readers)
-      : inner_(std::move(inner)), readers_(readers) {}
+  CountedScanner(std::unique_ptr<Scanner> inner, std::atomic<int>* readers,
+                 const SwitchableScanner* raw, const WalMetrics* metrics)
+      : inner_(std::move(inner)), readers_(readers), raw_(raw), metrics_(metrics) {}
   ~CountedScanner() override { readers_->fetch_sub(1, std::memory_order_acq_rel); }
 
   absl::StatusOr<ImmutableMessagePtr> Next(const trace::Context& ctx,
                                            absl::Time deadline) override {
-    return inner_->Next(ctx, deadline);
+    absl::StatusOr<ImmutableMessagePtr> m = inner_->Next(ctx, deadline);
+    if (m.ok() && *m != nullptr) {
+      (raw_->mode() == ScanMode::kTailing ? metrics_->read_tailing() : metrics_->read_catchup())
+          ->Inc();
+    }
+    return m;
   }
 
  private:
   std::unique_ptr<Scanner> inner_;
   std::atomic<int>* readers_;
+  const SwitchableScanner* raw_;  // owned by inner_'s chain
+  const WalMetrics* metrics_;     // the Wal's, which outlives its scanners
 };
 
 }  // namespace
@@ -497,10 +525,11 @@ absl::StatusOr<std::unique_ptr<Scanner>> WalImpl::Read(const ScanOptions& option
     return NewCatchupScanner(std::move(backend_scanner), vchannel);
   };
   uncount.n = nullptr;  // the scanner owns the count from here
+  auto raw = std::make_unique<SwitchableScanner>(std::move(so));
+  const SwitchableScanner* raw_view = raw.get();
   return std::make_unique<CountedScanner>(
-      std::make_unique<DeliveringScanner>(std::make_unique<SwitchableScanner>(std::move(so)),
-                                          options.filter, options_.txn_buffer),
-      &readers_);
+      std::make_unique<DeliveringScanner>(std::move(raw), options.filter, options_.txn_buffer),
+      &readers_, raw_view, &metrics_);
 }
 
 TimeTick WalImpl::LastTimeTick() const {

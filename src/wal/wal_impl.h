@@ -14,6 +14,7 @@
 #include "wal/idempotency.h"
 #include "wal/txn/txn_manager.h"
 #include "wal/wal.h"
+#include "wal/wal_metrics.h"
 
 namespace kf::wal {
 
@@ -33,6 +34,7 @@ class WalImpl final : public Wal {
   absl::StatusOr<std::unique_ptr<Scanner>> Read(const ScanOptions& options) override;
   TimeTick LastTimeTick() const override;
   int readers() const override { return readers_.load(std::memory_order_relaxed); }
+  std::optional<uint64_t> StoredBytes() const override { return backend_->StoredBytes(); }
   void Close() override;
 
   // One round of the timetick loop: a persisted TimeTick if anything was appended since the
@@ -73,6 +75,7 @@ class WalImpl final : public Wal {
   const WalOptions options_;
   const std::unique_ptr<WalBackend> backend_;
   const Term term_;
+  WalMetrics metrics_;
   IdempotencyTable<AppendResult> dedup_;
   TxnManager txns_;
   std::shared_ptr<WriteAheadBuffer> buffer_;  // set by Recover

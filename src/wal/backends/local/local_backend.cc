@@ -349,6 +349,13 @@ absl::Status LocalBackend::Truncate(const MessageId& id) {
   return absl::OkStatus();
 }
 
+std::optional<uint64_t> LocalBackend::StoredBytes() const {
+  absl::MutexLock l(&state_->mu);
+  uint64_t total = 0;
+  for (const auto& seg : state_->segments) total += seg->limit;
+  return total;
+}
+
 absl::Status LocalBackend::Close() {
   absl::MutexLock cl(&close_mu_);
   {

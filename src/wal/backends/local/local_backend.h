@@ -62,6 +62,8 @@ class LocalBackend final : public WalBackend {
   MessageId NextId() const override;
   absl::StatusOr<MessageId> TailStart(uint64_t bytes) override;
   absl::Status Truncate(const MessageId& id) override;
+  // The readable (durable, valid) bytes of every segment still listed.
+  std::optional<uint64_t> StoredBytes() const override;
   absl::Status Close() override;
 
  private:
