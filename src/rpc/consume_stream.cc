@@ -17,8 +17,9 @@ using kingfisher::v1::ConsumeRequest;
 using kingfisher::v1::ConsumeResponse;
 
 grpc::ServerBidiReactor<ConsumeRequest, ConsumeResponse>* ConsumeStream::Start(
-    const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker) {
-  auto* stream = new ConsumeStream(registry, options, tracker);
+    const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
+    RpcMetrics* metrics) {
+  auto* stream = new ConsumeStream(registry, options, tracker, metrics);
   if (!tracker->Register(stream, stream->hook_)) {
     stream->End(StreamingError(StreamingCode::kOnShutdown, "server is shutting down"),
                 /*send_error=*/false);
@@ -29,10 +30,11 @@ grpc::ServerBidiReactor<ConsumeRequest, ConsumeResponse>* ConsumeStream::Start(
 }
 
 ConsumeStream::ConsumeStream(const WalRegistry* registry, const StreamingNodeOptions* options,
-                             StreamTracker* tracker)
+                             StreamTracker* tracker, RpcMetrics* metrics)
     : registry_(registry),
       options_(options),
       tracker_(tracker),
+      metrics_(metrics),
       hook_(std::make_shared<ShutdownHook>(this)) {}
 
 void ConsumeStream::ShutdownHook::OnServerShutdown() {
@@ -160,6 +162,7 @@ void ConsumeStream::WriteQueued() {
       queue_.pop_front();
     }
     queued_bytes_ -= bytes;
+    metrics_->Consumed(batch.size(), bytes);
   }
   out_.Clear();
   for (const ImmutableMessagePtr& m : batch)
@@ -195,6 +198,8 @@ void ConsumeStream::End(const absl::Status& status, bool send_error) {
     absl::MutexLock lock(&mu_);
     if (ending_) return;
     ending_ = true;
+    // A client's cancel (or its going away) is not a failure of the request.
+    if (!status.ok() && !absl::IsCancelled(status)) metrics_->Failed(status);
     end_status_ = status;
     end_send_error_ = send_error && !status.ok();
     finish = TakeFinishLocked();

@@ -25,6 +25,7 @@
 #include "grpcpp/grpcpp.h"
 #include "kingfisher/v1/streaming.pb.h"
 #include "rpc/node_options.h"
+#include "rpc/rpc_metrics.h"
 #include "rpc/stream_tracker.h"
 #include "rpc/wal_registry.h"
 
@@ -35,7 +36,8 @@ class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::Consu
  public:
   // Creates the stream and starts reading. Pointers are borrowed from the service.
   static grpc::ServerBidiReactor<kingfisher::v1::ConsumeRequest, kingfisher::v1::ConsumeResponse>*
-  Start(const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker);
+  Start(const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
+        RpcMetrics* metrics);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -57,7 +59,7 @@ class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::Consu
   };
 
   ConsumeStream(const WalRegistry* registry, const StreamingNodeOptions* options,
-                StreamTracker* tracker);
+                StreamTracker* tracker, RpcMetrics* metrics);
 
   absl::Status Create(const kingfisher::v1::ConsumeRequest::Create& create);
   void ScanLoop(std::stop_token stop);
@@ -80,6 +82,7 @@ class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::Consu
   const WalRegistry* const registry_;
   const StreamingNodeOptions* const options_;
   StreamTracker* const tracker_;
+  RpcMetrics* const metrics_;
   std::shared_ptr<ShutdownHook> hook_;
 
   kingfisher::v1::ConsumeRequest request_;  // read path only

@@ -7,6 +7,10 @@
 
 #include "absl/time/time.h"
 
+namespace kf::metrics {
+class Registry;
+}
+
 namespace kf::rpc {
 
 struct StreamingNodeOptions {
@@ -22,6 +26,9 @@ struct StreamingNodeOptions {
   // thread after an append became durable and before its ack is queued to the client. The
   // server binary sets it from KINGFISHER_TEST_CRASH_AFTER_DURABLE; production leaves it empty.
   std::function<void()> after_durable_for_test;
+  // Where the service's metrics go (rpc_metrics.h); borrowed, must outlive the service. Null:
+  // the process-wide metrics::DefaultRegistry().
+  metrics::Registry* metrics = nullptr;
 };
 
 }  // namespace kf::rpc

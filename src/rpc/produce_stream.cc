@@ -57,8 +57,9 @@ absl::Status OnShutdownError() {
 }  // namespace
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ProduceStream::Start(
-    const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker) {
-  auto stream = std::make_shared<ProduceStream>(registry, options, tracker);
+    const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
+    RpcMetrics* metrics) {
+  auto stream = std::make_shared<ProduceStream>(registry, options, tracker, metrics);
   ProduceStream* raw = stream.get();
   {
     absl::MutexLock lock(&raw->mu_);
@@ -71,6 +72,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ProduceStream::Star
       raw->shutting_down_ = true;
       raw->finish_called_ = true;
     }
+    metrics->Failed(StreamingCode::kOnShutdown);
     raw->Finish(ToGrpcStatus(OnShutdownError()));
     return raw;
   }
@@ -79,8 +81,8 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ProduceStream::Star
 }
 
 ProduceStream::ProduceStream(const WalRegistry* registry, const StreamingNodeOptions* options,
-                             StreamTracker* tracker)
-    : registry_(registry), options_(options), tracker_(tracker) {}
+                             StreamTracker* tracker, RpcMetrics* metrics)
+    : registry_(registry), options_(options), tracker_(tracker), metrics_(metrics) {}
 
 void ProduceStream::OnReadDone(bool ok) {
   if (!ok) {
@@ -191,6 +193,9 @@ void ProduceStream::OnAppendDone(uint64_t request_id, Term term,
 }
 
 void ProduceStream::Respond(const ProduceResponse& response, bool append_completed) {
+  metrics_->Produced(response.has_error()
+                         ? static_cast<StreamingCode>(response.error().streaming_code())
+                         : StreamingCode::kOk);
   grpc::ByteBuffer buf;
   bool own = false;
   grpc::Status s = grpc::SerializationTraits<ProduceResponse>::Serialize(response, &buf, &own);

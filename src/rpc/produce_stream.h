@@ -25,6 +25,7 @@
 #include "grpcpp/grpcpp.h"
 #include "kingfisher/v1/streaming.pb.h"
 #include "rpc/node_options.h"
+#include "rpc/rpc_metrics.h"
 #include "rpc/stream_tracker.h"
 #include "rpc/wal_registry.h"
 
@@ -37,10 +38,11 @@ class ProduceStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // Creates the stream, starts reading and returns the reactor gRPC drives. All pointers are
   // borrowed and must outlive the stream (they belong to the service).
   static grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Start(
-      const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker);
+      const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
+      RpcMetrics* metrics);
 
   ProduceStream(const WalRegistry* registry, const StreamingNodeOptions* options,
-                StreamTracker* tracker);
+                StreamTracker* tracker, RpcMetrics* metrics);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -66,6 +68,7 @@ class ProduceStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   const WalRegistry* const registry_;
   const StreamingNodeOptions* const options_;
   StreamTracker* const tracker_;
+  RpcMetrics* const metrics_;
 
   // Only touched by the read path (gRPC serialises reads).
   grpc::ByteBuffer read_buf_;

@@ -9,16 +9,18 @@ namespace kf::rpc {
 
 StreamingNodeService::StreamingNodeService(const WalRegistry* registry,
                                            StreamingNodeOptions options)
-    : registry_(registry), options_(std::move(options)) {}
+    : registry_(registry),
+      options_(std::move(options)),
+      metrics_(options_.metrics != nullptr ? *options_.metrics : metrics::DefaultRegistry()) {}
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamingNodeService::Produce(
     grpc::CallbackServerContext* /*context*/) {
-  return ProduceStream::Start(registry_, &options_, &tracker_);
+  return ProduceStream::Start(registry_, &options_, &tracker_, &metrics_);
 }
 
 grpc::ServerBidiReactor<kingfisher::v1::ConsumeRequest, kingfisher::v1::ConsumeResponse>*
 StreamingNodeService::Consume(grpc::CallbackServerContext* /*context*/) {
-  return ConsumeStream::Start(registry_, &options_, &tracker_);
+  return ConsumeStream::Start(registry_, &options_, &tracker_, &metrics_);
 }
 
 void StreamingNodeService::BeginShutdown() { tracker_.BeginShutdown(); }

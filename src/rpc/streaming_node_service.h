@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "rpc/node_options.h"
+#include "rpc/rpc_metrics.h"
 #include "rpc/stream_tracker.h"
 #include "rpc/wal_registry.h"
 
@@ -43,6 +44,7 @@ class StreamingNodeService final
  private:
   const WalRegistry* const registry_;
   const StreamingNodeOptions options_;
+  RpcMetrics metrics_;
   StreamTracker tracker_;
 };
 

@@ -9,7 +9,9 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
+#include "common/metrics/registry.h"
 #include "server/config.h"
+#include "server/process_metrics.h"
 #include "server/signals.h"
 #include "server/standalone.h"
 #include "spdlog/sinks/stdout_sinks.h"
@@ -85,6 +87,7 @@ int RunRole(const std::string& role, CLI::App* app, const Flags& flags) {
     return kUsageError;
   }
   SetUpLogging(config->log_level);
+  RegisterProcessMetrics(metrics::DefaultRegistry());
   static ShutdownSignals signals;  // static: its detached thread outlives main's frame
   signals.Start();
   return RunStandalone(*config, &signals);

@@ -12,6 +12,7 @@
 #include "common/absl_compat.h"
 #include "rpc/rpc_server.h"
 #include "rpc/wal_registry.h"
+#include "rpc/wal_registry_metrics.h"
 #include "server/data_dir.h"
 #include "server/http_server.h"
 #include "spdlog/spdlog.h"
@@ -51,6 +52,7 @@ struct Standalone {
   rpc::StaticWalRegistry registry;
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<HttpServer> http;
+  std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
 };
 
 absl::Status Open(const ServerConfig& config, Standalone* s) {
@@ -58,6 +60,12 @@ absl::Status Open(const ServerConfig& config, Standalone* s) {
                            DataDir::Identity{config.cluster, config.pchannels});
   if (!dir.ok()) return dir.status();
   s->data_dir = *std::move(dir);
+
+  // Before the WALs, so /healthz answers (503 "starting") while they recover; after the data
+  // dir lock, so a second server on the same dir reports the lock, not the port.
+  auto http = HttpServer::Start(config.http_listen);
+  if (!http.ok()) return http.status();
+  s->http = *std::move(http);
 
   auto tso = TimestampAllocator::Open(s->data_dir->tso_path(), {});
   if (!tso.ok()) return tso.status();
@@ -89,6 +97,11 @@ absl::Status Open(const ServerConfig& config, Standalone* s) {
     }
     s->registry.Add(std::shared_ptr<wal::Wal>(*std::move(w)));
   }
+  s->gauges = rpc::RegisterWalGauges(metrics::DefaultRegistry(), &s->registry);
+  for (auto& h :
+       rpc::RegisterAssignmentGauges(metrics::DefaultRegistry(), &s->registry, kStandaloneNodeId)) {
+    s->gauges.push_back(std::move(h));
+  }
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
@@ -99,20 +112,18 @@ absl::Status Open(const ServerConfig& config, Standalone* s) {
   auto rpc = rpc::RpcServer::Start(std::move(rpc_options), &s->registry);
   if (!rpc.ok()) return rpc.status();
   s->rpc = *std::move(rpc);
-
-  auto http = HttpServer::Start(config.http_listen);
-  if (!http.ok()) return http.status();
-  s->http = *std::move(http);
   return absl::OkStatus();
 }
 
 void Close(const ServerConfig& config, Standalone* s) {
-  if (s->http) s->http->Stop();
-  spdlog::debug("shutdown: http stopped");
+  // The HTTP port stays up to the end, so /healthz says why the server no longer serves.
+  if (s->http) s->http->SetHealth(Health::kStopping, "shutting down");
   if (s->rpc) s->rpc->Shutdown(absl::Seconds(config.shutdown_grace_seconds));
   spdlog::debug("shutdown: rpc stopped");
   for (const auto& w : s->registry.All()) w->Close();
   spdlog::debug("shutdown: wals closed");
+  if (s->http) s->http->Stop();
+  spdlog::debug("shutdown: http stopped");
   s->tracing.Shutdown(absl::Seconds(5));
 }
 
@@ -126,6 +137,7 @@ int RunStandalone(const ServerConfig& config, ShutdownSignals* signals) {
     Close(config, &s);
     return 1;
   }
+  s.http->SetHealth(Health::kServing, "");
   const auto pchannels = s.registry.List();
   std::vector<std::string> names;
   for (const auto& p : pchannels) names.push_back(p.pchannel);

@@ -85,8 +85,12 @@ std::string FormatValue(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   char buf[64];
-  // Shortest representation that parses back to the same double.
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  // The shortest digits that parse back to the same double; plain decimals in the range people
+  // read (0.0001 rather than 1e-04 for `le` values, 1048576 for a size), exponents outside it.
+  const double mag = std::fabs(v);
+  const bool fixed = mag == 0 || (mag >= 1e-4 && mag < 1e21);
+  auto [end, ec] = fixed ? std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed)
+                         : std::to_chars(buf, buf + sizeof(buf), v);
   if (ec != std::errc()) return "NaN";  // cannot happen with 64 bytes
   return std::string(buf, end);
 }

@@ -72,6 +72,10 @@ TEST(MetricsTextTest, ValuesFormatAsPrometheusParsesThem) {
   EXPECT_EQ(FormatValue(0.0), "0");
   EXPECT_EQ(FormatValue(2.5), "2.5");
   EXPECT_EQ(FormatValue(50e-6), "5e-05");
+  EXPECT_EQ(FormatValue(100e-6), "0.0001");
+  EXPECT_EQ(FormatValue(1e6), "1000000");
+  EXPECT_EQ(FormatValue(1e22), "1e+22");
+  EXPECT_EQ(FormatValue(1048576.0), "1048576");
   EXPECT_EQ(FormatValue(-1.0), "-1");
   EXPECT_EQ(FormatValue(std::numeric_limits<double>::infinity()), "+Inf");
   EXPECT_EQ(FormatValue(-std::numeric_limits<double>::infinity()), "-Inf");

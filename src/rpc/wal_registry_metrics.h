@@ -1,0 +1,30 @@
+// Scrape-time gauges over a WalRegistry (callback gauges, common/metrics/registry.h), registered
+// by whoever owns the registry (the standalone server today, the streaming node later):
+//   kf_wal_size_bytes{pchannel}           bytes the WAL occupies in its backend (Wal::StoredBytes;
+//                                         absent when the backend cannot tell)
+//   kf_wal_readers{pchannel}              open readers (scanners) of the WAL
+//   kf_pchannel_term{pchannel}            the term this node serves the pchannel at
+//   kf_pchannel_assigned{pchannel,node}   1 for the node serving the pchannel
+// The assignment pair is this node's view; the coordinator will register the cluster's view
+// from its own assignment table under the same names (in a process that runs both, only one of
+// them should: RegisterAssignmentGauges is the node-side half).
+//
+// Thread-safety: thread-safe. Ownership: the returned handles unregister the gauges when
+// destroyed; `wals` is borrowed and must outlive them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/metrics/registry.h"
+#include "rpc/wal_registry.h"
+
+namespace kf::rpc {
+
+[[nodiscard]] std::vector<metrics::CallbackHandle> RegisterWalGauges(metrics::Registry& registry,
+                                                                     const WalRegistry* wals);
+
+[[nodiscard]] std::vector<metrics::CallbackHandle> RegisterAssignmentGauges(
+    metrics::Registry& registry, const WalRegistry* wals, int64_t node_id);
+
+}  // namespace kf::rpc

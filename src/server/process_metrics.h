@@ -1,0 +1,20 @@
+// Process-level metrics of a `kingfisher run <role>` process (docs/operations.md):
+//   kf_build_info{version}          1; the version is the CMake project version
+//   kf_process_start_time_seconds   Unix time the process started, in seconds
+// Call once at startup (a second call just sets the same values again).
+//
+// Thread-safety: thread-safe. Ownership: the values live in `registry`.
+#pragma once
+
+#include <string_view>
+
+#include "common/metrics/registry.h"
+
+namespace kf::server {
+
+// The version the binary was built as.
+std::string_view BuildVersion();
+
+void RegisterProcessMetrics(metrics::Registry& registry);
+
+}  // namespace kf::server
