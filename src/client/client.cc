@@ -17,11 +17,11 @@ namespace kingfisher {
 
 class Client::Impl {
  public:
-  Impl(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
-      : options_(std::move(options)), channel_(std::move(channel)) {}
+  Impl(ClientOptions options, std::shared_ptr<kf::client::Router> router)
+      : options_(std::move(options)), router_(std::move(router)) {}
 
   ClientOptions options_;
-  std::shared_ptr<grpc::Channel> channel_;
+  std::shared_ptr<kf::client::Router> router_;  // shared with producers and consumers
 };
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -57,15 +57,14 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  auto channel =
-      grpc::CreateCustomChannel(options.endpoint, grpc::InsecureChannelCredentials(), args);
+  auto router = std::make_shared<kf::client::Router>(options.endpoint, std::move(args));
   return std::unique_ptr<Client>(
-      new Client(std::make_unique<Impl>(std::move(options), std::move(channel))));
+      new Client(std::make_unique<Impl>(std::move(options), std::move(router))));
 }
 
 absl::StatusOr<std::unique_ptr<Producer>> Client::CreateProducer(ProducerOptions options) {
   return std::unique_ptr<Producer>(
-      new kf::client::ProducerImpl(impl_->channel_, impl_->options_, std::move(options)));
+      new kf::client::ProducerImpl(impl_->router_, impl_->options_, std::move(options)));
 }
 
 absl::StatusOr<std::unique_ptr<Consumer>> Client::CreateConsumer(ConsumerOptions options) {
@@ -84,11 +83,11 @@ absl::StatusOr<std::unique_ptr<Consumer>> Client::CreateConsumer(ConsumerOptions
                               "StartFrom/StartAfter need a valid message id");
   }
   return std::unique_ptr<Consumer>(new kf::client::ConsumerImpl(
-      impl_->channel_, impl_->options_, std::move(options), std::move(pchannel)));
+      impl_->router_, impl_->options_, std::move(options), std::move(pchannel)));
 }
 
 absl::StatusOr<ClusterStatus> Client::GetStatus() {
-  auto stub = kingfisher::v1::StreamingCoord::NewStub(impl_->channel_);
+  auto stub = kingfisher::v1::StreamingCoord::NewStub(impl_->router_->endpoint_channel());
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + impl_->options_.status_timeout));
   kingfisher::v1::GetStatusRequest req;

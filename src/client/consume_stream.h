@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "client/router.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/completion_queue.h"
 #include "kingfisher/consumer.h"
@@ -29,8 +30,8 @@ namespace kf::client {
 
 class ConsumeStream {
  public:
-  ConsumeStream(kingfisher::v1::StreamingNode::Stub* stub, kingfisher::v1::ConsumeRequest create,
-                size_t capacity);
+  // A stream to the node `route` names (kept alive by the stream); `create` gets its term.
+  ConsumeStream(Router::Route route, kingfisher::v1::ConsumeRequest create, size_t capacity);
   ~ConsumeStream();
 
   enum class Wait { kMessage, kEnded, kDeadline, kCancelled };
@@ -39,6 +40,7 @@ class ConsumeStream {
   Wait WaitFor(absl::Time deadline);
   // The oldest queued message; REQUIRES: WaitFor returned kMessage.
   kingfisher::ConsumedMessage Pop();
+  const Router::Route& route() const { return route_; }
   // The end status; meaningful once WaitFor returned kEnded.
   absl::Status status() const { return status_; }
   void Cancel();
@@ -47,7 +49,7 @@ class ConsumeStream {
   // Completion-queue tags: the operations that can be outstanding.
   enum Op : intptr_t { kStart = 1, kWrite, kRead, kFinish };
 
-    // Applies one completion and starts what follows from it.
+  // Applies one completion and starts what follows from it.
   void Handle(Op op, bool ok);
   // Queues the messages of a response or records its terminal error.
   void Receive();
@@ -55,12 +57,13 @@ class ConsumeStream {
   void StartFinish();
   static void* Tag(Op op) { return reinterpret_cast<void*>(static_cast<intptr_t>(op)); }
 
+  const Router::Route route_;
   grpc::ClientContext context_;
   grpc::CompletionQueue cq_;
   std::unique_ptr<grpc::ClientAsyncReaderWriter<kingfisher::v1::ConsumeRequest,
                                                 kingfisher::v1::ConsumeResponse>>
       rw_;
-  const kingfisher::v1::ConsumeRequest create_;
+  kingfisher::v1::ConsumeRequest create_;
   const size_t capacity_;
   std::atomic<bool> cancelled_{false};
 

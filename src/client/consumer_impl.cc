@@ -47,11 +47,9 @@ void CopyTraceContext(const MutableMessage& traced, kingfisher::ConsumedMessage*
 
 }  // namespace
 
-ConsumerImpl::ConsumerImpl(std::shared_ptr<grpc::Channel> channel,
-                           kingfisher::ClientOptions client_options,
+ConsumerImpl::ConsumerImpl(std::shared_ptr<Router> router, kingfisher::ClientOptions client_options,
                            kingfisher::ConsumerOptions options, std::string pchannel)
-    : channel_(std::move(channel)),
-      stub_(kingfisher::v1::StreamingNode::NewStub(channel_)),
+    : router_(std::move(router)),
       client_options_(std::move(client_options)),
       options_(std::move(options)),
       pchannel_(std::move(pchannel)),
@@ -107,25 +105,34 @@ absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadli
         }
       }
     }
+    std::optional<Router::Route> route;
     if (need_stream) {
-      // Wait for ready (not under mu_, so Close stays prompt): a fail-fast stream on a channel
-      // that is reconnecting fails at once and leaves the reconnect unpolled (channel_ready.h).
-      absl::Status ready = AwaitChannelReady(*channel_, deadline, [this] {
+      // Wait for ready (not under mu_, so Close stays prompt): the pchannel assigned to a node
+      // (newer than a route that failed), and that node's channel up: a fail-fast stream on a
+      // channel that is reconnecting fails at once and leaves the reconnect unpolled
+      // (channel_ready.h).
+      auto closed = [this] {
         absl::MutexLock l(&mu_);
         return closed_;
-      });
+      };
+      absl::StatusOr<Router::Route> r =
+          router_->Resolve(pchannel_, stale_version_, deadline, closed);
+      absl::Status ready =
+          r.ok() ? AwaitChannelReady(*r->node->channel, deadline, closed) : r.status();
       if (absl::IsCancelled(ready)) return absl::CancelledError("consumer closed");
       if (!ready.ok()) {
+        stale_version_ = 0;  // waiting did not help: the next try takes the current route
         return absl::DeadlineExceededError(
             absl::StrCat("no message before the deadline (", ready.message(), ")"));
       }
+      route = *std::move(r);
     }
     {
       absl::MutexLock l(&mu_);
       if (closed_) return absl::CancelledError("consumer closed");
       if (stream_ == nullptr) {
-        stream_ =
-            std::make_shared<ConsumeStream>(stub_.get(), CreateRequest(), options_.buffer_messages);
+        stream_ = std::make_shared<ConsumeStream>(*std::move(route), CreateRequest(),
+                                                  options_.buffer_messages);
       }
       stream = stream_;
     }
@@ -150,7 +157,8 @@ absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadli
           absl::MutexLock l(&mu_);
           if (stream_ == stream) stream_.reset();
         }
-        stream.reset();  // joins the reader
+        stale_version_ = IsRoutingError(s) ? stream->route().version : 0;
+        stream.reset();  // drains the call
         if (!IsRetryableConsumeError(s)) {
           sticky_ = s;
           return s;

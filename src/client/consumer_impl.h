@@ -24,7 +24,7 @@ namespace kf::client {
 
 class ConsumerImpl final : public kingfisher::Consumer {
  public:
-  ConsumerImpl(std::shared_ptr<grpc::Channel> channel, kingfisher::ClientOptions client_options,
+  ConsumerImpl(std::shared_ptr<Router> router, kingfisher::ClientOptions client_options,
                kingfisher::ConsumerOptions options, std::string pchannel);
   ~ConsumerImpl() override;
 
@@ -35,13 +35,14 @@ class ConsumerImpl final : public kingfisher::Consumer {
   kingfisher::v1::ConsumeRequest CreateRequest() const;
   void Deliver(kingfisher::ConsumedMessage* m);
 
-  const std::shared_ptr<grpc::Channel> channel_;
-  const std::unique_ptr<kingfisher::v1::StreamingNode::Stub> stub_;
+  const std::shared_ptr<Router> router_;
   const kingfisher::ClientOptions client_options_;
   const kingfisher::ConsumerOptions options_;
   const std::string pchannel_;
   Backoff backoff_;
   absl::Time reconnect_at_ = absl::InfinitePast();
+  // Resolve from an assignment newer than this (set after a routing error).
+  int64_t stale_version_ = 0;
   absl::Status sticky_;
   MessageId last_delivered_;  // invalid until a message with an id was returned
   // Where a reconnect resumes (SPEC §1): from the last delivered message's LCMID, keeping only

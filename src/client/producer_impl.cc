@@ -30,6 +30,8 @@ struct ProducerImpl::Op {
   bool maybe_appended = false;  // some attempt ended ambiguously
   bool finished = false;
   absl::Status last_error;
+  int64_t route_version = 0;  // of the route the last attempt used
+  int64_t stale_version = 0;  // resolve from a newer assignment than this (after a routing error)
 
   explicit Op(const kingfisher::RetryPolicy& p) : backoff(p) {}
 };
@@ -68,11 +70,9 @@ absl::StatusOr<kingfisher::AppendResult> ResultOf(const kingfisher::v1::ProduceR
 
 }  // namespace
 
-ProducerImpl::ProducerImpl(std::shared_ptr<grpc::Channel> channel,
-                           kingfisher::ClientOptions client_options,
+ProducerImpl::ProducerImpl(std::shared_ptr<Router> router, kingfisher::ClientOptions client_options,
                            kingfisher::ProducerOptions options)
-    : channel_(std::move(channel)),
-      stub_(kingfisher::v1::StreamingNode::NewStub(channel_)),
+    : router_(std::move(router)),
       client_options_(std::move(client_options)),
       producer_id_(options.producer_id.empty() ? RandomProducerId()
                                                : std::move(options.producer_id)) {}
@@ -149,7 +149,7 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   }
   const absl::Time attempt_deadline =
       std::min(op->deadline, absl::Now() + client_options_.attempt_timeout);
-  auto stream = GetStream(op->pchannel, attempt_deadline);
+  auto stream = GetStream(op->pchannel, op->stale_version, attempt_deadline);
   if (!stream.ok()) {
     {
       absl::MutexLock l(&mu_);
@@ -165,6 +165,8 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   OverwriteTraceContext(ctx, &copy);
   ToWire(copy, req.mutable_message());
   req.set_pchannel(op->pchannel);
+  req.set_term((*stream)->route().term);
+  op->route_version = (*stream)->route().version;
 
   uint64_t request_id;
   {
@@ -202,32 +204,41 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
 }
 
 absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
-    const std::string& pchannel, absl::Time attempt_deadline) {
+    const std::string& pchannel, int64_t stale_version, absl::Time attempt_deadline) {
   ReapDeadStreams();
+  auto closed = [this] {
+    absl::MutexLock l(&mu_);
+    return closed_;
+  };
+  // Wait for ready (SPEC §3): the pchannel must be assigned, to a node whose channel is up.
+  absl::StatusOr<Router::Route> route =
+      router_->Resolve(pchannel, stale_version, attempt_deadline, closed);
+  if (!route.ok()) return route.status();
   {
     absl::MutexLock l(&mu_);
     if (closed_) return absl::CancelledError("producer closed");
     auto it = streams_.find(pchannel);
     if (it != streams_.end()) {
-      if (!it->second->broken()) return it->second;
-      // Broken before it was published, so its broken handler could not retire it.
+      const Router::Route& r = it->second->route();
+      if (!it->second->broken() && r.node == route->node && r.term == route->term) {
+        return it->second;
+      }
+      // Broken before it was published (so its broken handler could not retire it), or the
+      // pchannel moved: retire it; its pending attempts fail and are retried on the new route.
+      it->second->Cancel();
       dead_streams_.push_back(std::move(it->second));
       streams_.erase(it);
     }
   }
-  // Wait for ready (SPEC §3) before opening: a fail-fast stream on a channel that is
-  // reconnecting fails at once and leaves the reconnect unpolled (see channel_ready.h).
-  if (absl::Status ready = AwaitChannelReady(*channel_, attempt_deadline,
-                                             [this] {
-                                               absl::MutexLock l(&mu_);
-                                               return closed_;
-                                             });
+  // A fail-fast stream on a channel that is reconnecting fails at once and leaves the
+  // reconnect unpolled (see channel_ready.h).
+  if (absl::Status ready = AwaitChannelReady(*route->node->channel, attempt_deadline, closed);
       !ready.ok()) {
     return ready;
   }
   // Opening a stream may take a round trip: not under mu_.
   auto stream = std::make_shared<ProduceStream>(
-      pchannel, stub_.get(),
+      pchannel, *route,
       [this](ProduceStream* s, const kingfisher::v1::ProduceResponse& r) { OnResponse(s, r); },
       [this](ProduceStream* s, const absl::Status& st) { OnStreamBroken(s, st); });
   absl::MutexLock l(&mu_);
@@ -330,6 +341,9 @@ void ProducerImpl::AttemptDone(const std::shared_ptr<Op>& op,
   const absl::Status& s = r.status();
   if (IsAmbiguous(s)) op->maybe_appended = true;
   op->last_error = s;
+  // The node no longer serves the pchannel at the term we used: wait for a newer assignment.
+  // Anything else (including that wait timing out) retries on the current one.
+  op->stale_version = IsRoutingError(s) ? op->route_version : 0;
   bool closed;
   {
     absl::MutexLock l(&mu_);

@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/produce_stream.h"
 #include "client/retry.h"
+#include "client/router.h"
 #include "client/timer_queue.h"
 #include "grpcpp/channel.h"
 #include "kingfisher/client.h"
@@ -33,7 +34,7 @@ namespace kf::client {
 
 class ProducerImpl final : public kingfisher::Producer {
  public:
-  ProducerImpl(std::shared_ptr<grpc::Channel> channel, kingfisher::ClientOptions client_options,
+  ProducerImpl(std::shared_ptr<Router> router, kingfisher::ClientOptions client_options,
                kingfisher::ProducerOptions options);
   ~ProducerImpl() override;
 
@@ -52,9 +53,11 @@ class ProducerImpl final : public kingfisher::Producer {
   };
 
   void StartAttempt(const std::shared_ptr<Op>& op);
-  // The live stream of `pchannel`, or a new one once the channel is ready (waiting at most
-  // until `attempt_deadline`: UNAVAILABLE after it, CANCELLED when the producer closes).
+  // The live stream of `pchannel` on its current route, or a new one once the route is known
+  // (newer than `stale_version` after a routing error) and its channel ready; waits at most
+  // until `attempt_deadline` (UNAVAILABLE after it, CANCELLED when the producer closes).
   absl::StatusOr<std::shared_ptr<ProduceStream>> GetStream(const std::string& pchannel,
+                                                           int64_t stale_version,
                                                            absl::Time attempt_deadline);
   void OnResponse(ProduceStream* stream, const kingfisher::v1::ProduceResponse& resp);
   void OnStreamBroken(ProduceStream* stream, const absl::Status& status);
@@ -64,8 +67,7 @@ class ProducerImpl final : public kingfisher::Producer {
   void Finish(const std::shared_ptr<Op>& op, absl::StatusOr<kingfisher::AppendResult> r);
   void ReapDeadStreams() ABSL_LOCKS_EXCLUDED(mu_);
 
-  const std::shared_ptr<grpc::Channel> channel_;
-  const std::unique_ptr<kingfisher::v1::StreamingNode::Stub> stub_;
+  const std::shared_ptr<Router> router_;
   const kingfisher::ClientOptions client_options_;
   const std::string producer_id_;
   TimerQueue timer_;
