@@ -87,7 +87,7 @@ void ConsumeStream::Cancel() {
   context_.TryCancel();
 }
 
-ConsumeStream::Wait ConsumeStream::WaitFor(absl::Time deadline) {
+DeliveryStream::Wait ConsumeStream::WaitFor(absl::Time deadline) {
   for (;;) {
     if (!queue_.empty()) return Wait::kMessage;
     if (cancelled_.load(std::memory_order_acquire)) return Wait::kCancelled;

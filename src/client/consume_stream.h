@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "client/delivery_stream.h"
 #include "client/router.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/completion_queue.h"
@@ -28,22 +29,18 @@
 
 namespace kf::client {
 
-class ConsumeStream {
+class ConsumeStream final : public DeliveryStream {
  public:
   // A stream to the node `route` names (kept alive by the stream); `create` gets its term.
   ConsumeStream(Router::Route route, kingfisher::v1::ConsumeRequest create, size_t capacity);
-  ~ConsumeStream();
+  ~ConsumeStream() override;
 
-  enum class Wait { kMessage, kEnded, kDeadline, kCancelled };
-  // Waits until a message is queued (kMessage, even if the stream ended after it), the stream
-  // ended with an empty queue (kEnded), Cancel was called (kCancelled) or `deadline` passed.
-  Wait WaitFor(absl::Time deadline);
-  // The oldest queued message; REQUIRES: WaitFor returned kMessage.
-  kingfisher::ConsumedMessage Pop();
-  const Router::Route& route() const { return route_; }
-  // The end status; meaningful once WaitFor returned kEnded.
-  absl::Status status() const { return status_; }
-  void Cancel();
+  Wait WaitFor(absl::Time deadline) override;
+  kingfisher::ConsumedMessage Pop() override;  // the oldest queued message
+  absl::Status status() const override { return status_; }
+  void Cancel() override;
+  const Router::Route& route() const override { return route_; }
+  bool remote() const override { return true; }
 
  private:
   // Completion-queue tags: the operations that can be outstanding.

@@ -14,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "client/consume_stream.h"
+#include "client/in_process.h"
 #include "client/retry.h"
 #include "grpcpp/channel.h"
 #include "kingfisher/client.h"
@@ -24,8 +25,10 @@ namespace kf::client {
 
 class ConsumerImpl final : public kingfisher::Consumer {
  public:
-  ConsumerImpl(std::shared_ptr<Router> router, kingfisher::ClientOptions client_options,
-               kingfisher::ConsumerOptions options, std::string pchannel);
+  // `local` (may be empty) is the in-process fast path (in_process.h).
+  ConsumerImpl(std::shared_ptr<Router> router, LocalWalLookup local,
+               kingfisher::ClientOptions client_options, kingfisher::ConsumerOptions options,
+               std::string pchannel);
   ~ConsumerImpl() override;
 
   absl::StatusOr<kingfisher::ConsumedMessage> Next(absl::Time deadline) override;
@@ -33,9 +36,13 @@ class ConsumerImpl final : public kingfisher::Consumer {
 
  private:
   kingfisher::v1::ConsumeRequest CreateRequest() const;
-  void Deliver(kingfisher::ConsumedMessage* m);
+  // Records the resume point; over the network also opens `wal.dist_consume`.
+  void Deliver(kingfisher::ConsumedMessage* m, bool remote);
+  // A stream on `route`: the local Wal's scanner when this process serves it, else gRPC.
+  absl::StatusOr<std::shared_ptr<DeliveryStream>> OpenStream(Router::Route route);
 
   const std::shared_ptr<Router> router_;
+  const LocalWalLookup local_;
   const kingfisher::ClientOptions client_options_;
   const kingfisher::ConsumerOptions options_;
   const std::string pchannel_;
@@ -52,7 +59,7 @@ class ConsumerImpl final : public kingfisher::Consumer {
 
   absl::Mutex mu_;  // guards stream_ replacement against Close
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  std::shared_ptr<ConsumeStream> stream_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<DeliveryStream> stream_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kf::client

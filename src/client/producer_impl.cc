@@ -70,9 +70,11 @@ absl::StatusOr<kingfisher::AppendResult> ResultOf(const kingfisher::v1::ProduceR
 
 }  // namespace
 
-ProducerImpl::ProducerImpl(std::shared_ptr<Router> router, kingfisher::ClientOptions client_options,
+ProducerImpl::ProducerImpl(std::shared_ptr<Router> router, LocalWalLookup local,
+                           kingfisher::ClientOptions client_options,
                            kingfisher::ProducerOptions options)
     : router_(std::move(router)),
+      local_(std::move(local)),
       client_options_(std::move(client_options)),
       producer_id_(options.producer_id.empty() ? RandomProducerId()
                                                : std::move(options.producer_id)) {}
@@ -149,7 +151,20 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   }
   const absl::Time attempt_deadline =
       std::min(op->deadline, absl::Now() + client_options_.attempt_timeout);
-  auto stream = GetStream(op->pchannel, op->stale_version, attempt_deadline);
+  // Wait for ready (SPEC §3): the pchannel assigned to a node (newer than a route that failed).
+  absl::StatusOr<Router::Route> route =
+      router_->Resolve(op->pchannel, op->stale_version, attempt_deadline, [this] {
+        absl::MutexLock l(&mu_);
+        return closed_;
+      });
+  if (route.ok() && local_) {
+    if (std::shared_ptr<wal::Wal> wal = local_(op->pchannel, route->term)) {
+      op->route_version = route->version;
+      return AppendLocal(op, wal);
+    }
+  }
+  auto stream = route.ok() ? GetStream(op->pchannel, *route, attempt_deadline)
+                           : absl::StatusOr<std::shared_ptr<ProduceStream>>(route.status());
   if (!stream.ok()) {
     {
       absl::MutexLock l(&mu_);
@@ -203,24 +218,45 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   AttemptDone(op, st);
 }
 
+void ProducerImpl::AppendLocal(const std::shared_ptr<Op>& op,
+                               const std::shared_ptr<wal::Wal>& wal) {
+  {
+    absl::MutexLock l(&mu_);
+    ++op->attempts;
+  }
+  kingfisher::Message msg = op->message;  // a retry appends the original again
+  // What the node's Produce handler checks, with the default limits.
+  if (absl::Status valid = ValidateProducedMessage(msg, ValidationOptions{}); !valid.ok()) {
+    return AttemptDone(op, valid);
+  }
+  // wal.append hangs directly under the logical span: no network hop, no wal.dist_append.
+  wal->Append(op->logical, std::move(msg), [this, op](absl::StatusOr<wal::AppendResult> r) {
+        absl::StatusOr<kingfisher::AppendResult> out =
+        r.ok() ? absl::StatusOr<kingfisher::AppendResult>(kingfisher::AppendResult{
+                     r->id, r->timetick, r->last_confirmed, std::nullopt})
+               : absl::StatusOr<kingfisher::AppendResult>(r.status());
+    if (r.ok() && r->txn && r->txn->txn_id() != 0) out->txn_id = TxnId(r->txn->txn_id());
+    // Off the WAL's completion thread: the user's callback must not hold up the log.
+    timer_.Schedule(absl::Now(), [this, op, out = std::move(out)]() mutable {
+      AttemptDone(op, std::move(out));
+    });
+  });
+}
+
 absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
-    const std::string& pchannel, int64_t stale_version, absl::Time attempt_deadline) {
+    const std::string& pchannel, const Router::Route& route, absl::Time attempt_deadline) {
   ReapDeadStreams();
   auto closed = [this] {
     absl::MutexLock l(&mu_);
     return closed_;
   };
-  // Wait for ready (SPEC §3): the pchannel must be assigned, to a node whose channel is up.
-  absl::StatusOr<Router::Route> route =
-      router_->Resolve(pchannel, stale_version, attempt_deadline, closed);
-  if (!route.ok()) return route.status();
   {
     absl::MutexLock l(&mu_);
     if (closed_) return absl::CancelledError("producer closed");
     auto it = streams_.find(pchannel);
     if (it != streams_.end()) {
       const Router::Route& r = it->second->route();
-      if (!it->second->broken() && r.node == route->node && r.term == route->term) {
+      if (!it->second->broken() && r.node == route.node && r.term == route.term) {
         return it->second;
       }
       // Broken before it was published (so its broken handler could not retire it), or the
@@ -232,13 +268,13 @@ absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
   }
   // A fail-fast stream on a channel that is reconnecting fails at once and leaves the
   // reconnect unpolled (see channel_ready.h).
-  if (absl::Status ready = AwaitChannelReady(*route->node->channel, attempt_deadline, closed);
+  if (absl::Status ready = AwaitChannelReady(*route.node->channel, attempt_deadline, closed);
       !ready.ok()) {
     return ready;
   }
   // Opening a stream may take a round trip: not under mu_.
   auto stream = std::make_shared<ProduceStream>(
-      pchannel, *route,
+      pchannel, route,
       [this](ProduceStream* s, const kingfisher::v1::ProduceResponse& r) { OnResponse(s, r); },
       [this](ProduceStream* s, const absl::Status& st) { OnStreamBroken(s, st); });
   absl::MutexLock l(&mu_);

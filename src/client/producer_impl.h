@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "client/in_process.h"
 #include "client/produce_stream.h"
 #include "client/retry.h"
 #include "client/router.h"
@@ -34,8 +35,9 @@ namespace kf::client {
 
 class ProducerImpl final : public kingfisher::Producer {
  public:
-  ProducerImpl(std::shared_ptr<Router> router, kingfisher::ClientOptions client_options,
-               kingfisher::ProducerOptions options);
+  // `local` (may be empty) is the in-process fast path (in_process.h).
+  ProducerImpl(std::shared_ptr<Router> router, LocalWalLookup local,
+               kingfisher::ClientOptions client_options, kingfisher::ProducerOptions options);
   ~ProducerImpl() override;
 
   const std::string& producer_id() const override { return producer_id_; }
@@ -53,11 +55,13 @@ class ProducerImpl final : public kingfisher::Producer {
   };
 
   void StartAttempt(const std::shared_ptr<Op>& op);
-  // The live stream of `pchannel` on its current route, or a new one once the route is known
-  // (newer than `stale_version` after a routing error) and its channel ready; waits at most
-  // until `attempt_deadline` (UNAVAILABLE after it, CANCELLED when the producer closes).
+  // The attempt on the in-process fast path: validated and appended to `wal` directly.
+  void AppendLocal(const std::shared_ptr<Op>& op, const std::shared_ptr<wal::Wal>& wal);
+  // The live stream of `pchannel` on `route`, or a new one once the route's channel is ready;
+  // waits at most until `attempt_deadline` (UNAVAILABLE after it, CANCELLED when the producer
+  // closes).
   absl::StatusOr<std::shared_ptr<ProduceStream>> GetStream(const std::string& pchannel,
-                                                           int64_t stale_version,
+                                                           const Router::Route& route,
                                                            absl::Time attempt_deadline);
   void OnResponse(ProduceStream* stream, const kingfisher::v1::ProduceResponse& resp);
   void OnStreamBroken(ProduceStream* stream, const absl::Status& status);
@@ -68,6 +72,7 @@ class ProducerImpl final : public kingfisher::Producer {
   void ReapDeadStreams() ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::shared_ptr<Router> router_;
+  const LocalWalLookup local_;
   const kingfisher::ClientOptions client_options_;
   const std::string producer_id_;
   TimerQueue timer_;
