@@ -18,14 +18,13 @@ absl::StatusOr<std::unique_ptr<StreamingNode>> StreamingNode::Start(meta::MetaSt
                                                                     Options options,
                                                                     absl::Time deadline) {
   if (options.node_id <= 0) return absl::InvalidArgumentError("node id must be >= 1");
-  if (options.opener == nullptr || options.wal.tso == nullptr) {
-    return absl::InvalidArgumentError("streaming node needs a WAL opener and a TSO");
+  if (options.opener == nullptr || options.wal.tso == nullptr || options.view == nullptr ||
+      options.registry == nullptr) {
+    return absl::InvalidArgumentError(
+        "streaming node needs a WAL opener, a TSO, an assignment view and a registry");
   }
   std::unique_ptr<StreamingNode> node(new StreamingNode(std::move(options)));
   node->store_ = store;
-  auto view = AssignmentView::Start(store, node->keys_, {}, deadline);
-  if (!view.ok()) return view.status();
-  node->view_ = *std::move(view);
 
   NodeSession::Options session;
   session.node_id = node->options_.node_id;
@@ -43,7 +42,7 @@ absl::StatusOr<std::unique_ptr<StreamingNode>> StreamingNode::Start(meta::MetaSt
 }
 
 StreamingNode::StreamingNode(Options options)
-    : options_(std::move(options)), keys_(options_.cluster), registry_(options_.pchannels) {}
+    : options_(std::move(options)), keys_(options_.cluster) {}
 
 StreamingNode::~StreamingNode() {
   {
@@ -56,7 +55,6 @@ StreamingNode::~StreamingNode() {
   }
   CloseAll("node stopping");
   session_.reset();  // revokes the lease: the coordinator moves our pchannels at once
-  view_.reset();
 }
 
 absl::Status StreamingNode::Drain(absl::Time deadline) {
@@ -77,7 +75,7 @@ void StreamingNode::ReconcileLoop(std::stop_token stop) {
   int64_t seen = -1;
   while (!stop.stop_requested()) {
     std::shared_ptr<const AssignmentSnapshot> snapshot =
-        view_->WaitNewer(seen, absl::Now() + options_.reconcile_interval);
+        options_.view->WaitNewer(seen, absl::Now() + options_.reconcile_interval);
     if (stop.stop_requested()) return;
     seen = snapshot->version;
     Reconcile(*snapshot);
@@ -122,7 +120,7 @@ absl::Status StreamingNode::Open(const std::string& pchannel, Term term) {
   absl::MutexLock l(&mu_);
   if (stopping_) return absl::CancelledError("node stopping");
   if (auto it = open_.find(pchannel); it != open_.end()) {
-    registry_.Remove(pchannel);
+    options_.registry->Remove(pchannel);
     it->second->Close();
     open_.erase(it);
   }
@@ -134,7 +132,7 @@ absl::Status StreamingNode::Open(const std::string& pchannel, Term term) {
   if (!w.ok()) return w.status();
   std::shared_ptr<wal::Wal> wal(*std::move(w));
   open_[pchannel] = wal;
-  registry_.Put(wal);
+  options_.registry->Put(wal);
   spdlog::info("node {}: serving {} at term {}", options_.node_id, pchannel, term.value());
   return absl::OkStatus();
 }
@@ -143,7 +141,7 @@ void StreamingNode::Close(const std::string& pchannel, std::string_view why) {
   absl::MutexLock l(&mu_);
   auto it = open_.find(pchannel);
   if (it == open_.end()) return;
-  registry_.Remove(pchannel);  // new requests: CHANNEL_NOT_EXIST
+  options_.registry->Remove(pchannel);  // new requests: CHANNEL_NOT_EXIST
   it->second->Close();
   spdlog::info("node {}: closed {} at term {} ({})", options_.node_id, pchannel,
                it->second->term().value(), std::string(why));

@@ -11,8 +11,8 @@
 // When the session is lost (NodeSession) every WAL is closed at once; the next snapshots
 // reopen what is still assigned here.
 //
-// Thread-safety: thread-safe. Ownership: borrows the store, opener and TSO (they must outlive
-// the node); owns its view, session and WALs.
+// Thread-safety: thread-safe. Ownership: borrows the store, view, registry, opener and TSO
+// (they must outlive the node); owns its session and WALs.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +42,11 @@ class StreamingNode {
     std::string cluster = "kf";          // metadata key root kf/<cluster>/
     std::vector<std::string> pchannels;  // every pchannel of the cluster
     wal::WalOpener* opener = nullptr;    // borrowed
-    wal::WalOptions wal;                 // template for every WAL (pchannel is set per WAL)
+    // Borrowed, shared with the process: the view also feeds discovery and the TSO client, the
+    // registry is what the RPC layer serves from.
+    AssignmentView* view = nullptr;
+    rpc::DynamicWalRegistry* registry = nullptr;
+    wal::WalOptions wal;  // template for every WAL (pchannel is set per WAL)
     absl::Duration lease_ttl = absl::Seconds(10);
     absl::Duration call_timeout = absl::Seconds(5);
     absl::Duration reconcile_interval = absl::Seconds(1);
@@ -54,9 +58,6 @@ class StreamingNode {
                                                               Options options, absl::Time deadline);
   // Stops following, closes every WAL, then revokes the lease.
   ~StreamingNode();
-
-  rpc::WalRegistry* registry() { return &registry_; }
-  AssignmentView* view() { return view_.get(); }
 
   // Graceful exit (SIGTERM): marks the node DRAINING, so the coordinator moves its pchannels
   // away, and waits until none is open here. DEADLINE_EXCEEDED if some are still open at the
@@ -78,8 +79,6 @@ class StreamingNode {
   meta::MetaStore* store_ = nullptr;
   const Options options_;
   const ClusterKeys keys_;
-  rpc::DynamicWalRegistry registry_;
-  std::unique_ptr<AssignmentView> view_;
   std::unique_ptr<NodeSession> session_;
 
   absl::Mutex mu_;  // serialises opening and closing (reconcile thread vs session loss)

@@ -45,6 +45,7 @@ class StreamingNodeTest : public ::testing::Test {
   }
   void TearDown() override {
     for (auto& n : nodes_) n.reset();
+    for (auto& v : views_) v.reset();
     store_.reset();
     std::filesystem::remove_all(root_);
   }
@@ -55,6 +56,13 @@ class StreamingNodeTest : public ::testing::Test {
     o.address = "127.0.0.1:" + std::to_string(10000 + id);
     o.pchannels = {kP0, kP1};
     o.opener = openers_[id - 1].get();
+    auto view = AssignmentView::Start(store_.get(), keys_, {}, Deadline());
+    EXPECT_TRUE(view.ok()) << view.status();
+    views_[id - 1] = *std::move(view);
+    registries_[id - 1] =
+        std::make_unique<rpc::DynamicWalRegistry>(std::vector<std::string>{kP0, kP1});
+    o.view = views_[id - 1].get();
+    o.registry = registries_[id - 1].get();
     o.wal.tso = tso_.get();
     o.lease_ttl = absl::Seconds(2);
     o.reconcile_interval = absl::Milliseconds(200);
@@ -94,7 +102,7 @@ class StreamingNodeTest : public ::testing::Test {
   }
 
   bool Serves(int id, const std::string& pchannel, int64_t term) {
-    auto w = nodes_[id - 1]->registry()->Get(pchannel);
+    auto w = registries_[id - 1]->Get(pchannel);
     return w.ok() && (*w)->term() == Term(term);
   }
 
@@ -103,6 +111,8 @@ class StreamingNodeTest : public ::testing::Test {
   std::unique_ptr<meta::EmbeddedMetaStore> store_;
   std::unique_ptr<TimestampAllocator> tso_;
   std::unique_ptr<wal::WalOpener> openers_[2];
+  std::unique_ptr<AssignmentView> views_[2];
+  std::unique_ptr<rpc::DynamicWalRegistry> registries_[2];
   std::unique_ptr<StreamingNode> nodes_[2];
 };
 
@@ -114,8 +124,8 @@ TEST_F(StreamingNodeTest, OpensWhatIsAssignedAndConfirmsIt) {
   EXPECT_TRUE(Serves(1, kP0, 1));
   EXPECT_EQ(Read(kP0).term(), 1);
   // Not assigned here: CHANNEL_NOT_EXIST; not in the cluster: INVALID_ARGUMENT.
-  EXPECT_EQ(GetStreamingCode(n1->registry()->Get(kP1).status()), StreamingCode::kChannelNotExist);
-  EXPECT_EQ(n1->registry()->Get("kf-dml_9").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(GetStreamingCode(registries_[0]->Get(kP1).status()), StreamingCode::kChannelNotExist);
+  EXPECT_EQ(registries_[0]->Get("kf-dml_9").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(StreamingNodeTest, MoveFencesTheOldOwnerAndKeepsItsData) {
@@ -123,21 +133,20 @@ TEST_F(StreamingNodeTest, MoveFencesTheOldOwnerAndKeepsItsData) {
   StartNode(2);
   Assign(kP0, 1, 1);
   ASSERT_TRUE(Eventually([&] { return Serves(1, kP0, 1); }));
-  auto old_wal = *nodes_[0]->registry()->Get(kP0);
+  auto old_wal = *registries_[0]->Get(kP0);
   auto acked = old_wal->AppendSync(trace::Context(), Raw("before the move"));
   ASSERT_TRUE(acked.ok()) << acked.status();
 
   Assign(kP0, 2, 2);
   ASSERT_TRUE(Eventually([&] { return Serves(2, kP0, 2); }));
-  ASSERT_TRUE(Eventually([&] { return !nodes_[0]->registry()->Get(kP0).ok(); }));
-  EXPECT_EQ(GetStreamingCode(nodes_[0]->registry()->Get(kP0).status()),
-            StreamingCode::kChannelNotExist);
+  ASSERT_TRUE(Eventually([&] { return !registries_[0]->Get(kP0).ok(); }));
+  EXPECT_EQ(GetStreamingCode(registries_[0]->Get(kP0).status()), StreamingCode::kChannelNotExist);
   // Whatever the old handle still does, it cannot append after the new owner opened.
   auto late = old_wal->AppendSync(trace::Context(), Raw("late"));
   EXPECT_FALSE(late.ok());
 
   // The new owner has the acknowledged message.
-  auto new_wal = *nodes_[1]->registry()->Get(kP0);
+  auto new_wal = *registries_[1]->Get(kP0);
   wal::ScanOptions scan;
   auto scanner = new_wal->Read(scan);
   ASSERT_TRUE(scanner.ok()) << scanner.status();
