@@ -30,6 +30,10 @@
 #include "kingfisher/consumer.h"
 #include "kingfisher/producer.h"
 
+namespace kf::client {
+class ClientAccess;
+}  // namespace kf::client
+
 namespace kingfisher {
 
 // Exponential backoff with equal jitter between retries of one operation. Retries always stop
@@ -90,6 +94,7 @@ class Client {
   class Impl;
 
  private:
+  friend class kf::client::ClientAccess;  // the in-process fast path (src/client/in_process.h)
   explicit Client(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -17,11 +17,13 @@ namespace kingfisher {
 
 class Client::Impl {
  public:
-  Impl(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
-      : options_(std::move(options)), channel_(std::move(channel)) {}
+  Impl(ClientOptions options, std::shared_ptr<kf::client::Router> router,
+       kf::client::LocalWalLookup local)
+      : options_(std::move(options)), router_(std::move(router)), local_(std::move(local)) {}
 
   ClientOptions options_;
-  std::shared_ptr<grpc::Channel> channel_;
+  std::shared_ptr<kf::client::Router> router_;  // shared with producers and consumers
+  kf::client::LocalWalLookup local_;            // the in-process fast path, if any
 };
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -30,6 +32,23 @@ Client::~Client() = default;
 const ClientOptions& Client::options() const { return impl_->options_; }
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
+  return kf::client::ConnectInProcess(std::move(options), nullptr);
+}
+
+}  // namespace kingfisher
+
+namespace kf::client {
+
+class ClientAccess {
+ public:
+  static std::unique_ptr<kingfisher::Client> Make(std::unique_ptr<kingfisher::Client::Impl> impl) {
+    return std::unique_ptr<kingfisher::Client>(new kingfisher::Client(std::move(impl)));
+  }
+};
+
+absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectInProcess(
+    kingfisher::ClientOptions options, LocalWalLookup local) {
+  using kingfisher::RetryPolicy;
   if (options.endpoint.empty()) return absl::InvalidArgumentError("empty endpoint");
   if (options.append_timeout <= absl::ZeroDuration() ||
       options.attempt_timeout <= absl::ZeroDuration() ||
@@ -57,15 +76,18 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  auto channel =
-      grpc::CreateCustomChannel(options.endpoint, grpc::InsecureChannelCredentials(), args);
-  return std::unique_ptr<Client>(
-      new Client(std::make_unique<Impl>(std::move(options), std::move(channel))));
+  auto router = std::make_shared<Router>(options.endpoint, std::move(args));
+  return ClientAccess::Make(std::make_unique<kingfisher::Client::Impl>(
+      std::move(options), std::move(router), std::move(local)));
 }
 
+}  // namespace kf::client
+
+namespace kingfisher {
+
 absl::StatusOr<std::unique_ptr<Producer>> Client::CreateProducer(ProducerOptions options) {
-  return std::unique_ptr<Producer>(
-      new kf::client::ProducerImpl(impl_->channel_, impl_->options_, std::move(options)));
+  return std::unique_ptr<Producer>(new kf::client::ProducerImpl(
+      impl_->router_, impl_->local_, impl_->options_, std::move(options)));
 }
 
 absl::StatusOr<std::unique_ptr<Consumer>> Client::CreateConsumer(ConsumerOptions options) {
@@ -84,11 +106,11 @@ absl::StatusOr<std::unique_ptr<Consumer>> Client::CreateConsumer(ConsumerOptions
                               "StartFrom/StartAfter need a valid message id");
   }
   return std::unique_ptr<Consumer>(new kf::client::ConsumerImpl(
-      impl_->channel_, impl_->options_, std::move(options), std::move(pchannel)));
+      impl_->router_, impl_->local_, impl_->options_, std::move(options), std::move(pchannel)));
 }
 
 absl::StatusOr<ClusterStatus> Client::GetStatus() {
-  auto stub = kingfisher::v1::StreamingCoord::NewStub(impl_->channel_);
+  auto stub = kingfisher::v1::StreamingCoord::NewStub(impl_->router_->endpoint_channel());
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + impl_->options_.status_timeout));
   kingfisher::v1::GetStatusRequest req;

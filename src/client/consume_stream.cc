@@ -53,15 +53,18 @@ gpr_timespec GrpcDeadline(absl::Time t) {
 
 }  // namespace
 
-ConsumeStream::ConsumeStream(kingfisher::v1::StreamingNode::Stub* stub,
-                             kingfisher::v1::ConsumeRequest create, size_t capacity)
-    : create_(std::move(create)), capacity_(capacity == 0 ? 1 : capacity) {
-  rw_ = stub->AsyncConsume(&context_, &cq_, Tag(kStart));
+ConsumeStream::ConsumeStream(Router::Route route, kingfisher::v1::ConsumeRequest create,
+                             size_t capacity)
+    : route_(std::move(route)),
+      create_(std::move(create)),
+      capacity_(capacity == 0 ? 1 : capacity) {
+  create_.mutable_create()->set_term(route_.term);
+  rw_ = route_.node->stub->AsyncConsume(&context_, &cq_, Tag(kStart));
   outstanding_ = 1;
 }
 
 ConsumeStream::~ConsumeStream() {
-    Cancel();
+  Cancel();
   // Every started operation completes after the cancel; the call ends with its Finish, which
   // may be started only once no Read is outstanding.
   void* tag;
@@ -84,7 +87,7 @@ void ConsumeStream::Cancel() {
   context_.TryCancel();
 }
 
-ConsumeStream::Wait ConsumeStream::WaitFor(absl::Time deadline) {
+DeliveryStream::Wait ConsumeStream::WaitFor(absl::Time deadline) {
   for (;;) {
     if (!queue_.empty()) return Wait::kMessage;
     if (cancelled_.load(std::memory_order_acquire)) return Wait::kCancelled;

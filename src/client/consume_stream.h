@@ -20,6 +20,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "client/delivery_stream.h"
+#include "client/router.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/completion_queue.h"
 #include "kingfisher/consumer.h"
@@ -27,27 +29,24 @@
 
 namespace kf::client {
 
-class ConsumeStream {
+class ConsumeStream final : public DeliveryStream {
  public:
-  ConsumeStream(kingfisher::v1::StreamingNode::Stub* stub, kingfisher::v1::ConsumeRequest create,
-                size_t capacity);
-  ~ConsumeStream();
+  // A stream to the node `route` names (kept alive by the stream); `create` gets its term.
+  ConsumeStream(Router::Route route, kingfisher::v1::ConsumeRequest create, size_t capacity);
+  ~ConsumeStream() override;
 
-  enum class Wait { kMessage, kEnded, kDeadline, kCancelled };
-  // Waits until a message is queued (kMessage, even if the stream ended after it), the stream
-  // ended with an empty queue (kEnded), Cancel was called (kCancelled) or `deadline` passed.
-  Wait WaitFor(absl::Time deadline);
-  // The oldest queued message; REQUIRES: WaitFor returned kMessage.
-  kingfisher::ConsumedMessage Pop();
-  // The end status; meaningful once WaitFor returned kEnded.
-  absl::Status status() const { return status_; }
-  void Cancel();
+  Wait WaitFor(absl::Time deadline) override;
+  kingfisher::ConsumedMessage Pop() override;  // the oldest queued message
+  absl::Status status() const override { return status_; }
+  void Cancel() override;
+  const Router::Route& route() const override { return route_; }
+  bool remote() const override { return true; }
 
  private:
   // Completion-queue tags: the operations that can be outstanding.
   enum Op : intptr_t { kStart = 1, kWrite, kRead, kFinish };
 
-    // Applies one completion and starts what follows from it.
+  // Applies one completion and starts what follows from it.
   void Handle(Op op, bool ok);
   // Queues the messages of a response or records its terminal error.
   void Receive();
@@ -55,12 +54,13 @@ class ConsumeStream {
   void StartFinish();
   static void* Tag(Op op) { return reinterpret_cast<void*>(static_cast<intptr_t>(op)); }
 
+  const Router::Route route_;
   grpc::ClientContext context_;
   grpc::CompletionQueue cq_;
   std::unique_ptr<grpc::ClientAsyncReaderWriter<kingfisher::v1::ConsumeRequest,
                                                 kingfisher::v1::ConsumeResponse>>
       rw_;
-  const kingfisher::v1::ConsumeRequest create_;
+  kingfisher::v1::ConsumeRequest create_;
   const size_t capacity_;
   std::atomic<bool> cancelled_{false};
 

@@ -4,10 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/channel_ready.h"
+#include "client/local_scan_stream.h"
 #include "common/errors.h"
 #include "message/message_trace.h"
 #include "message/properties.h"
 #include "trace/tracer.h"
+#include "wal/scan_request.h"
 
 namespace kf::client {
 namespace {
@@ -47,11 +49,11 @@ void CopyTraceContext(const MutableMessage& traced, kingfisher::ConsumedMessage*
 
 }  // namespace
 
-ConsumerImpl::ConsumerImpl(std::shared_ptr<grpc::Channel> channel,
+ConsumerImpl::ConsumerImpl(std::shared_ptr<Router> router, LocalWalLookup local,
                            kingfisher::ClientOptions client_options,
                            kingfisher::ConsumerOptions options, std::string pchannel)
-    : channel_(std::move(channel)),
-      stub_(kingfisher::v1::StreamingNode::NewStub(channel_)),
+    : router_(std::move(router)),
+      local_(std::move(local)),
       client_options_(std::move(client_options)),
       options_(std::move(options)),
       pchannel_(std::move(pchannel)),
@@ -90,7 +92,7 @@ kingfisher::v1::ConsumeRequest ConsumerImpl::CreateRequest() const {
 absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadline) {
   while (true) {
     if (!sticky_.ok()) return sticky_;
-    std::shared_ptr<ConsumeStream> stream;
+    std::shared_ptr<DeliveryStream> stream;
     bool need_stream;
     {
       absl::MutexLock l(&mu_);
@@ -107,50 +109,67 @@ absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadli
         }
       }
     }
+    std::optional<Router::Route> route;
     if (need_stream) {
-      // Wait for ready (not under mu_, so Close stays prompt): a fail-fast stream on a channel
-      // that is reconnecting fails at once and leaves the reconnect unpolled (channel_ready.h).
-      absl::Status ready = AwaitChannelReady(*channel_, deadline, [this] {
+      // Wait for ready (not under mu_, so Close stays prompt): the pchannel assigned to a node
+      // (newer than a route that failed), and that node's channel up: a fail-fast stream on a
+      // channel that is reconnecting fails at once and leaves the reconnect unpolled
+      // (channel_ready.h).
+      auto closed = [this] {
         absl::MutexLock l(&mu_);
         return closed_;
-      });
+      };
+      absl::StatusOr<Router::Route> r =
+          router_->Resolve(pchannel_, stale_version_, deadline, closed);
+      const bool local = r.ok() && local_ && local_(pchannel_, r->term) != nullptr;
+      absl::Status ready = !r.ok() ? r.status()
+                           : local ? absl::OkStatus()
+                                   : AwaitChannelReady(*r->node->channel, deadline, closed);
       if (absl::IsCancelled(ready)) return absl::CancelledError("consumer closed");
       if (!ready.ok()) {
+        stale_version_ = 0;  // waiting did not help: the next try takes the current route
         return absl::DeadlineExceededError(
             absl::StrCat("no message before the deadline (", ready.message(), ")"));
       }
+      route = *std::move(r);
     }
     {
       absl::MutexLock l(&mu_);
       if (closed_) return absl::CancelledError("consumer closed");
       if (stream_ == nullptr) {
-        stream_ =
-            std::make_shared<ConsumeStream>(stub_.get(), CreateRequest(), options_.buffer_messages);
+        absl::StatusOr<std::shared_ptr<DeliveryStream>> opened = OpenStream(*std::move(route));
+        if (!opened.ok()) {
+          if (!IsRetryableConsumeError(opened.status())) return opened.status();
+          stale_version_ = IsRoutingError(opened.status()) ? stale_version_ : 0;
+          continue;
+        }
+        stream_ = *std::move(opened);
       }
       stream = stream_;
     }
     switch (stream->WaitFor(deadline)) {
-      case ConsumeStream::Wait::kMessage: {
+      case DeliveryStream::Wait::kMessage: {
         kingfisher::ConsumedMessage m = stream->Pop();
         backoff_.Reset();
         if (m.type != MessageType::kTimeTick && last_delivered_.valid() && m.id.valid() &&
             m.id <= last_delivered_) {
           continue;  // a replay below the resume point: already delivered
         }
-        Deliver(&m);
+        Deliver(&m, stream->remote());
         return m;
       }
-      case ConsumeStream::Wait::kCancelled:
+      case DeliveryStream::Wait::kCancelled:
         return absl::CancelledError("consumer closed");
-      case ConsumeStream::Wait::kDeadline:
+      case DeliveryStream::Wait::kDeadline:
         return absl::DeadlineExceededError("no message before the deadline");
-      case ConsumeStream::Wait::kEnded: {
+      case DeliveryStream::Wait::kEnded: {
         absl::Status s = stream->status();
         {
           absl::MutexLock l(&mu_);
           if (stream_ == stream) stream_.reset();
         }
-        stream.reset();  // joins the reader
+        stale_version_ = IsRoutingError(s) ? stream->route().version : 0;
+        stream.reset();  // drains the call
         if (!IsRetryableConsumeError(s)) {
           sticky_ = s;
           return s;
@@ -162,7 +181,18 @@ absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadli
   }
 }
 
-void ConsumerImpl::Deliver(kingfisher::ConsumedMessage* m) {
+absl::StatusOr<std::shared_ptr<DeliveryStream>> ConsumerImpl::OpenStream(Router::Route route) {
+  kingfisher::v1::ConsumeRequest create = CreateRequest();
+  if (std::shared_ptr<wal::Wal> wal = local_ ? local_(pchannel_, route.term) : nullptr) {
+    absl::StatusOr<wal::ScanOptions> scan = wal::ScanOptionsFromProto(create.create());
+    if (!scan.ok()) return scan.status();
+    return LocalScanStream::Open(std::move(route), std::move(wal), *scan);
+  }
+  return std::make_shared<ConsumeStream>(std::move(route), std::move(create),
+                                         options_.buffer_messages);
+}
+
+void ConsumerImpl::Deliver(kingfisher::ConsumedMessage* m, bool remote) {
   const bool persisted_tick =
       m->type != MessageType::kTimeTick || !m->properties.contains(prop::kNotPersisted);
   if (m->id.valid() && persisted_tick && m->id > last_delivered_) {
@@ -179,6 +209,10 @@ void ConsumerImpl::Deliver(kingfisher::ConsumedMessage* m) {
   *msg.mutable_payload() = m->payload;
   for (const auto& [k, v] : m->properties) msg.SetProperty(k, v);
   trace::Context parent = ExtractTraceContext(trace::Context(), msg);
+  if (!remote) {  // no network hop, no wal.dist_consume: the message's own context
+    m->trace = std::move(parent);
+    return;
+  }
   auto [ctx, span] =
       StartSpanForMessage(parent, &msg, "wal.dist_consume", trace::SpanKind::kConsumer);
   OverwriteTraceContext(ctx, &msg);
@@ -188,7 +222,7 @@ void ConsumerImpl::Deliver(kingfisher::ConsumedMessage* m) {
 }
 
 void ConsumerImpl::Close() {
-  std::shared_ptr<ConsumeStream> stream;
+  std::shared_ptr<DeliveryStream> stream;
   {
     absl::MutexLock l(&mu_);
     closed_ = true;

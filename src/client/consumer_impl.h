@@ -14,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "client/consume_stream.h"
+#include "client/in_process.h"
 #include "client/retry.h"
 #include "grpcpp/channel.h"
 #include "kingfisher/client.h"
@@ -24,8 +25,10 @@ namespace kf::client {
 
 class ConsumerImpl final : public kingfisher::Consumer {
  public:
-  ConsumerImpl(std::shared_ptr<grpc::Channel> channel, kingfisher::ClientOptions client_options,
-               kingfisher::ConsumerOptions options, std::string pchannel);
+  // `local` (may be empty) is the in-process fast path (in_process.h).
+  ConsumerImpl(std::shared_ptr<Router> router, LocalWalLookup local,
+               kingfisher::ClientOptions client_options, kingfisher::ConsumerOptions options,
+               std::string pchannel);
   ~ConsumerImpl() override;
 
   absl::StatusOr<kingfisher::ConsumedMessage> Next(absl::Time deadline) override;
@@ -33,15 +36,20 @@ class ConsumerImpl final : public kingfisher::Consumer {
 
  private:
   kingfisher::v1::ConsumeRequest CreateRequest() const;
-  void Deliver(kingfisher::ConsumedMessage* m);
+  // Records the resume point; over the network also opens `wal.dist_consume`.
+  void Deliver(kingfisher::ConsumedMessage* m, bool remote);
+  // A stream on `route`: the local Wal's scanner when this process serves it, else gRPC.
+  absl::StatusOr<std::shared_ptr<DeliveryStream>> OpenStream(Router::Route route);
 
-  const std::shared_ptr<grpc::Channel> channel_;
-  const std::unique_ptr<kingfisher::v1::StreamingNode::Stub> stub_;
+  const std::shared_ptr<Router> router_;
+  const LocalWalLookup local_;
   const kingfisher::ClientOptions client_options_;
   const kingfisher::ConsumerOptions options_;
   const std::string pchannel_;
   Backoff backoff_;
   absl::Time reconnect_at_ = absl::InfinitePast();
+  // Resolve from an assignment newer than this (set after a routing error).
+  int64_t stale_version_ = 0;
   absl::Status sticky_;
   MessageId last_delivered_;  // invalid until a message with an id was returned
   // Where a reconnect resumes (SPEC §1): from the last delivered message's LCMID, keeping only
@@ -51,7 +59,7 @@ class ConsumerImpl final : public kingfisher::Consumer {
 
   absl::Mutex mu_;  // guards stream_ replacement against Close
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  std::shared_ptr<ConsumeStream> stream_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<DeliveryStream> stream_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kf::client

@@ -8,13 +8,14 @@
 
 namespace kf::client {
 
-ProduceStream::ProduceStream(std::string pchannel, kingfisher::v1::StreamingNode::Stub* stub,
-                             ResponseHandler on_response, BrokenHandler on_broken)
+ProduceStream::ProduceStream(std::string pchannel, Router::Route route, ResponseHandler on_response,
+                             BrokenHandler on_broken)
     : pchannel_(std::move(pchannel)),
+      route_(std::move(route)),
       on_response_(std::move(on_response)),
       on_broken_(std::move(on_broken)) {
-  rw_ = stub->Produce(&context_);
-    reader_ = std::thread([this] {
+  rw_ = route_.node->stub->Produce(&context_);
+  reader_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "kf-produce-read");
     ReadLoop();
   });

@@ -18,6 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "client/router.h"
 #include "grpcpp/client_context.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 
@@ -29,11 +30,13 @@ class ProduceStream {
       std::function<void(ProduceStream*, const kingfisher::v1::ProduceResponse&)>;
   using BrokenHandler = std::function<void(ProduceStream*, const absl::Status&)>;
 
-  ProduceStream(std::string pchannel, kingfisher::v1::StreamingNode::Stub* stub,
-                ResponseHandler on_response, BrokenHandler on_broken);
+  // A stream to the node `route` names (kept alive by the stream).
+  ProduceStream(std::string pchannel, Router::Route route, ResponseHandler on_response,
+                BrokenHandler on_broken);
   ~ProduceStream();
 
   const std::string& pchannel() const { return pchannel_; }
+  const Router::Route& route() const { return route_; }
   bool Write(const kingfisher::v1::ProduceRequest& req);
   void Cancel() { context_.TryCancel(); }
   // True once the reader thread has returned (Join is then immediate).
@@ -49,6 +52,7 @@ class ProduceStream {
   void ReadLoop();
 
   const std::string pchannel_;
+  const Router::Route route_;
   grpc::ClientContext context_;
   std::unique_ptr<
       grpc::ClientReaderWriter<kingfisher::v1::ProduceRequest, kingfisher::v1::ProduceResponse>>

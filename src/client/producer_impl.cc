@@ -30,6 +30,8 @@ struct ProducerImpl::Op {
   bool maybe_appended = false;  // some attempt ended ambiguously
   bool finished = false;
   absl::Status last_error;
+  int64_t route_version = 0;  // of the route the last attempt used
+  int64_t stale_version = 0;  // resolve from a newer assignment than this (after a routing error)
 
   explicit Op(const kingfisher::RetryPolicy& p) : backoff(p) {}
 };
@@ -68,11 +70,11 @@ absl::StatusOr<kingfisher::AppendResult> ResultOf(const kingfisher::v1::ProduceR
 
 }  // namespace
 
-ProducerImpl::ProducerImpl(std::shared_ptr<grpc::Channel> channel,
+ProducerImpl::ProducerImpl(std::shared_ptr<Router> router, LocalWalLookup local,
                            kingfisher::ClientOptions client_options,
                            kingfisher::ProducerOptions options)
-    : channel_(std::move(channel)),
-      stub_(kingfisher::v1::StreamingNode::NewStub(channel_)),
+    : router_(std::move(router)),
+      local_(std::move(local)),
       client_options_(std::move(client_options)),
       producer_id_(options.producer_id.empty() ? RandomProducerId()
                                                : std::move(options.producer_id)) {}
@@ -149,7 +151,20 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   }
   const absl::Time attempt_deadline =
       std::min(op->deadline, absl::Now() + client_options_.attempt_timeout);
-  auto stream = GetStream(op->pchannel, attempt_deadline);
+  // Wait for ready (SPEC §3): the pchannel assigned to a node (newer than a route that failed).
+  absl::StatusOr<Router::Route> route =
+      router_->Resolve(op->pchannel, op->stale_version, attempt_deadline, [this] {
+        absl::MutexLock l(&mu_);
+        return closed_;
+      });
+  if (route.ok() && local_) {
+    if (std::shared_ptr<wal::Wal> wal = local_(op->pchannel, route->term)) {
+      op->route_version = route->version;
+      return AppendLocal(op, wal);
+    }
+  }
+  auto stream = route.ok() ? GetStream(op->pchannel, *route, attempt_deadline)
+                           : absl::StatusOr<std::shared_ptr<ProduceStream>>(route.status());
   if (!stream.ok()) {
     {
       absl::MutexLock l(&mu_);
@@ -165,6 +180,8 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   OverwriteTraceContext(ctx, &copy);
   ToWire(copy, req.mutable_message());
   req.set_pchannel(op->pchannel);
+  req.set_term((*stream)->route().term);
+  op->route_version = (*stream)->route().version;
 
   uint64_t request_id;
   {
@@ -201,33 +218,63 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   AttemptDone(op, st);
 }
 
+void ProducerImpl::AppendLocal(const std::shared_ptr<Op>& op,
+                               const std::shared_ptr<wal::Wal>& wal) {
+  {
+    absl::MutexLock l(&mu_);
+    ++op->attempts;
+  }
+  kingfisher::Message msg = op->message;  // a retry appends the original again
+  // What the node's Produce handler checks, with the default limits.
+  if (absl::Status valid = ValidateProducedMessage(msg, ValidationOptions{}); !valid.ok()) {
+    return AttemptDone(op, valid);
+  }
+  // wal.append hangs directly under the logical span: no network hop, no wal.dist_append.
+  wal->Append(op->logical, std::move(msg), [this, op](absl::StatusOr<wal::AppendResult> r) {
+        absl::StatusOr<kingfisher::AppendResult> out =
+        r.ok() ? absl::StatusOr<kingfisher::AppendResult>(kingfisher::AppendResult{
+                     r->id, r->timetick, r->last_confirmed, std::nullopt})
+               : absl::StatusOr<kingfisher::AppendResult>(r.status());
+    if (r.ok() && r->txn && r->txn->txn_id() != 0) out->txn_id = TxnId(r->txn->txn_id());
+    // Off the WAL's completion thread: the user's callback must not hold up the log.
+    timer_.Schedule(absl::Now(), [this, op, out = std::move(out)]() mutable {
+      AttemptDone(op, std::move(out));
+    });
+  });
+}
+
 absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
-    const std::string& pchannel, absl::Time attempt_deadline) {
+    const std::string& pchannel, const Router::Route& route, absl::Time attempt_deadline) {
   ReapDeadStreams();
+  auto closed = [this] {
+    absl::MutexLock l(&mu_);
+    return closed_;
+  };
   {
     absl::MutexLock l(&mu_);
     if (closed_) return absl::CancelledError("producer closed");
     auto it = streams_.find(pchannel);
     if (it != streams_.end()) {
-      if (!it->second->broken()) return it->second;
-      // Broken before it was published, so its broken handler could not retire it.
+      const Router::Route& r = it->second->route();
+      if (!it->second->broken() && r.node == route.node && r.term == route.term) {
+        return it->second;
+      }
+      // Broken before it was published (so its broken handler could not retire it), or the
+      // pchannel moved: retire it; its pending attempts fail and are retried on the new route.
+      it->second->Cancel();
       dead_streams_.push_back(std::move(it->second));
       streams_.erase(it);
     }
   }
-  // Wait for ready (SPEC §3) before opening: a fail-fast stream on a channel that is
-  // reconnecting fails at once and leaves the reconnect unpolled (see channel_ready.h).
-  if (absl::Status ready = AwaitChannelReady(*channel_, attempt_deadline,
-                                             [this] {
-                                               absl::MutexLock l(&mu_);
-                                               return closed_;
-                                             });
+  // A fail-fast stream on a channel that is reconnecting fails at once and leaves the
+  // reconnect unpolled (see channel_ready.h).
+  if (absl::Status ready = AwaitChannelReady(*route.node->channel, attempt_deadline, closed);
       !ready.ok()) {
     return ready;
   }
   // Opening a stream may take a round trip: not under mu_.
   auto stream = std::make_shared<ProduceStream>(
-      pchannel, stub_.get(),
+      pchannel, route,
       [this](ProduceStream* s, const kingfisher::v1::ProduceResponse& r) { OnResponse(s, r); },
       [this](ProduceStream* s, const absl::Status& st) { OnStreamBroken(s, st); });
   absl::MutexLock l(&mu_);
@@ -330,6 +377,9 @@ void ProducerImpl::AttemptDone(const std::shared_ptr<Op>& op,
   const absl::Status& s = r.status();
   if (IsAmbiguous(s)) op->maybe_appended = true;
   op->last_error = s;
+  // The node no longer serves the pchannel at the term we used: wait for a newer assignment.
+  // Anything else (including that wait timing out) retries on the current one.
+  op->stale_version = IsRoutingError(s) ? op->route_version : 0;
   bool closed;
   {
     absl::MutexLock l(&mu_);

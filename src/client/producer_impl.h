@@ -21,8 +21,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "client/in_process.h"
 #include "client/produce_stream.h"
 #include "client/retry.h"
+#include "client/router.h"
 #include "client/timer_queue.h"
 #include "grpcpp/channel.h"
 #include "kingfisher/client.h"
@@ -33,8 +35,9 @@ namespace kf::client {
 
 class ProducerImpl final : public kingfisher::Producer {
  public:
-  ProducerImpl(std::shared_ptr<grpc::Channel> channel, kingfisher::ClientOptions client_options,
-               kingfisher::ProducerOptions options);
+  // `local` (may be empty) is the in-process fast path (in_process.h).
+  ProducerImpl(std::shared_ptr<Router> router, LocalWalLookup local,
+               kingfisher::ClientOptions client_options, kingfisher::ProducerOptions options);
   ~ProducerImpl() override;
 
   const std::string& producer_id() const override { return producer_id_; }
@@ -52,9 +55,13 @@ class ProducerImpl final : public kingfisher::Producer {
   };
 
   void StartAttempt(const std::shared_ptr<Op>& op);
-  // The live stream of `pchannel`, or a new one once the channel is ready (waiting at most
-  // until `attempt_deadline`: UNAVAILABLE after it, CANCELLED when the producer closes).
+  // The attempt on the in-process fast path: validated and appended to `wal` directly.
+  void AppendLocal(const std::shared_ptr<Op>& op, const std::shared_ptr<wal::Wal>& wal);
+  // The live stream of `pchannel` on `route`, or a new one once the route's channel is ready;
+  // waits at most until `attempt_deadline` (UNAVAILABLE after it, CANCELLED when the producer
+  // closes).
   absl::StatusOr<std::shared_ptr<ProduceStream>> GetStream(const std::string& pchannel,
+                                                           const Router::Route& route,
                                                            absl::Time attempt_deadline);
   void OnResponse(ProduceStream* stream, const kingfisher::v1::ProduceResponse& resp);
   void OnStreamBroken(ProduceStream* stream, const absl::Status& status);
@@ -64,8 +71,8 @@ class ProducerImpl final : public kingfisher::Producer {
   void Finish(const std::shared_ptr<Op>& op, absl::StatusOr<kingfisher::AppendResult> r);
   void ReapDeadStreams() ABSL_LOCKS_EXCLUDED(mu_);
 
-  const std::shared_ptr<grpc::Channel> channel_;
-  const std::unique_ptr<kingfisher::v1::StreamingNode::Stub> stub_;
+  const std::shared_ptr<Router> router_;
+  const LocalWalLookup local_;
   const kingfisher::ClientOptions client_options_;
   const std::string producer_id_;
   TimerQueue timer_;

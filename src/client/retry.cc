@@ -29,6 +29,12 @@ absl::Status WithMessage(const absl::Status& s, std::string_view message) {
   return out;
 }
 
+bool IsRoutingError(const absl::Status& s) {
+  const StreamingCode c = GetStreamingCode(s);
+  return c == StreamingCode::kChannelNotExist || c == StreamingCode::kUnmatchedChannelTerm ||
+         c == StreamingCode::kChannelFenced;
+}
+
 bool IsRetryableConsumeError(const absl::Status& s) { return IsRetryableAppendError(s); }
 
 Backoff::Backoff(const kingfisher::RetryPolicy& p)

@@ -15,6 +15,9 @@ namespace kf::client {
 // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, and ABORTED unless it is TRANSACTION_EXPIRED or
 // RESOURCE_ACQUIRED (those need a new txn / a later decision by the caller).
 bool IsRetryableAppendError(const absl::Status& s);
+// True when the node no longer serves the pchannel at the term the client used
+// (CHANNEL_NOT_EXIST, UNMATCHED_CHANNEL_TERM, CHANNEL_FENCED): retry on a newer assignment.
+bool IsRoutingError(const absl::Status& s);
 // Same classification for consume streams (a consumer re-opens after them).
 bool IsRetryableConsumeError(const absl::Status& s);
 

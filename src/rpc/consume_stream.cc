@@ -10,6 +10,7 @@
 #include "rpc/message_convert.h"
 #include "rpc/status_convert.h"
 #include "trace/context.h"
+#include "wal/scan_request.h"
 
 namespace kf::rpc {
 
@@ -53,17 +54,11 @@ void ConsumeStream::ShutdownHook::Detach() {
 absl::Status ConsumeStream::Create(const ConsumeRequest::Create& create) {
   absl::StatusOr<std::string> pchannel = ResolvePChannel(create.pchannel(), create.vchannel());
   if (!pchannel.ok()) return pchannel.status();
-  absl::StatusOr<wal::DeliverPolicy> policy = DeliverPolicyFromProto(create.policy());
-  if (!policy.ok()) return policy.status();
-  absl::StatusOr<wal::DeliverFilter> filter = wal::DeliverFilter::Parse(create.filters());
-  if (!filter.ok()) return filter.status();
+  absl::StatusOr<wal::ScanOptions> scan = wal::ScanOptionsFromProto(create);
+  if (!scan.ok()) return scan.status();
   absl::StatusOr<std::shared_ptr<wal::Wal>> wal = GetAtTerm(*registry_, *pchannel, create.term());
   if (!wal.ok()) return wal.status();
-  wal::ScanOptions scan;
-  scan.policy = *policy;
-  scan.vchannel = create.vchannel();
-  scan.filter = *std::move(filter);
-  absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner = (*wal)->Read(scan);
+  absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner = (*wal)->Read(*scan);
   if (!scanner.ok()) return scanner.status();
   wal_ = *std::move(wal);
   scanner_ = *std::move(scanner);

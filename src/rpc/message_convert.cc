@@ -50,33 +50,4 @@ absl::StatusOr<std::string> ResolvePChannel(const std::string& pchannel,
   return derived;
 }
 
-absl::StatusOr<wal::DeliverPolicy> DeliverPolicyFromProto(const kingfisher::v1::DeliverPolicy& p) {
-  using Kind = wal::DeliverPolicy::Kind;
-  wal::DeliverPolicy policy;
-  switch (p.kind()) {
-    case kingfisher::v1::DeliverPolicy::ALL:
-      policy.kind = Kind::kAll;
-      return policy;
-    case kingfisher::v1::DeliverPolicy::LATEST:
-      policy.kind = Kind::kLatest;
-      return policy;
-    case kingfisher::v1::DeliverPolicy::START_FROM:
-      policy.kind = Kind::kStartFrom;
-      break;
-    case kingfisher::v1::DeliverPolicy::START_AFTER:
-      policy.kind = Kind::kStartAfter;
-      break;
-    default:
-      return StreamingError(StreamingCode::kInvalidArgument,
-                            "unknown deliver policy kind " + std::to_string(p.kind()));
-  }
-  auto id = MessageId::Decode(p.message_id());
-  if (!id.ok() || !id->valid()) {
-    return StreamingError(StreamingCode::kInvalidArgument,
-                          "deliver policy needs a valid message_id");
-  }
-  policy.id = *id;
-  return policy;
-}
-
 }  // namespace kf::rpc

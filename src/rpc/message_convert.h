@@ -27,6 +27,4 @@ void ConsumedToProto(const ImmutableMessage& msg, kingfisher::v1::ConsumedMessag
 // (when set) must agree; at least one must be set.
 absl::StatusOr<std::string> ResolvePChannel(const std::string& pchannel, std::string_view vchannel);
 
-absl::StatusOr<wal::DeliverPolicy> DeliverPolicyFromProto(const kingfisher::v1::DeliverPolicy& p);
-
 }  // namespace kf::rpc

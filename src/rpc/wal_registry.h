@@ -11,12 +11,16 @@
 // exists but is not on this node is CHANNEL_NOT_EXIST (ABORTED).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/strong_id.h"
 #include "wal/wal.h"
 
@@ -36,6 +40,29 @@ class WalRegistry {
 
   // Every pchannel this node serves, sorted by name.
   virtual std::vector<PChannelInfo> List() const = 0;
+};
+
+// The Wals a streaming node has open right now (docs/cluster.md): opened and closed as the
+// node follows its assignments. A pchannel of the cluster that is not open here is
+// CHANNEL_NOT_EXIST (ABORTED: the client re-resolves), a name outside the cluster is
+// INVALID_ARGUMENT. Thread-safe.
+class DynamicWalRegistry final : public WalRegistry {
+ public:
+  explicit DynamicWalRegistry(std::vector<std::string> cluster_pchannels);
+
+  absl::StatusOr<std::shared_ptr<wal::Wal>> Get(std::string_view pchannel) const override;
+  std::vector<PChannelInfo> List() const override;
+
+  // Makes `wal` the one served for its pchannel; returns the one it replaces (to be closed
+  // by the caller), if any.
+  std::shared_ptr<wal::Wal> Put(std::shared_ptr<wal::Wal> wal);
+  // Stops serving `pchannel`; returns its Wal (to be closed by the caller), if it was open.
+  std::shared_ptr<wal::Wal> Remove(std::string_view pchannel);
+
+ private:
+  const std::vector<std::string> cluster_pchannels_;  // sorted
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<wal::Wal>, std::less<>> wals_ ABSL_GUARDED_BY(mu_);
 };
 
 // The Wal of `pchannel` if this node serves it at `term` (0 = any term): a request from a client

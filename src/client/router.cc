@@ -1,0 +1,132 @@
+#include "client/router.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/channel_ready.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "rpc/status_convert.h"
+
+namespace kf::client {
+
+Router::Router(std::string endpoint, grpc::ChannelArguments args) : args_(std::move(args)) {
+  absl::MutexLock l(&mu_);
+  endpoint_ = NodeAt(endpoint);
+  discovery_ = std::thread([this] { DiscoveryLoop(); });
+}
+
+Router::~Router() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+    if (watch_ctx_ != nullptr) watch_ctx_->TryCancel();
+  }
+  discovery_.join();
+}
+
+std::shared_ptr<Router::Node> Router::NodeAt(const std::string& address) {
+  std::shared_ptr<Node>& n = nodes_[address];
+  if (n == nullptr) {
+    n = std::make_shared<Node>();
+    n->address = address;
+    grpc::ChannelArguments args = args_;
+    n->channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    n->stub = kingfisher::v1::StreamingNode::NewStub(n->channel);
+  }
+  return n;
+}
+
+absl::StatusOr<Router::Route> Router::Resolve(const std::string& pchannel, int64_t after_version,
+                                              absl::Time deadline,
+                                              const std::function<bool()>& stop) {
+  absl::MutexLock l(&mu_);
+  for (;;) {
+    if (static_) return Route{endpoint_, 0, 0};
+    if (snapshot_ != nullptr && snapshot_->version() > after_version) {
+      for (const auto& p : snapshot_->pchannels()) {
+        if (p.pchannel() != pchannel || p.state() != kingfisher::v1::PCHANNEL_ASSIGNED) continue;
+        for (const auto& n : snapshot_->nodes()) {
+          if (n.id() == p.node()) return Route{NodeAt(n.address()), p.term(), snapshot_->version()};
+        }
+      }
+    }
+    if (stopping_ || (stop && stop())) return absl::CancelledError("client closing");
+    const absl::Time now = absl::Now();
+    if (now >= deadline) {
+      return absl::UnavailableError(absl::StrCat(
+          "pchannel ", pchannel, " has no ready node before the deadline (",
+          snapshot_ == nullptr ? last_error_
+                               : absl::StrCat("assignment version ", snapshot_->version()),
+          ")"));
+    }
+    auto changed = [this, seen = snapshot_]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return snapshot_ != seen || static_ || stopping_;
+    };
+    mu_.AwaitWithDeadline(absl::Condition(&changed),
+                          std::min(deadline, now + absl::Milliseconds(100)));
+  }
+}
+
+void Router::DiscoveryLoop() {
+  absl::Duration backoff = absl::Milliseconds(50);
+  size_t next = 0;
+  for (;;) {
+    std::shared_ptr<Node> node;
+    {
+      absl::MutexLock l(&mu_);
+      if (stopping_) return;
+      // The endpoint first, then the nodes of the last snapshot in turn.
+      std::vector<std::string> candidates = {endpoint_->address};
+      if (snapshot_ != nullptr) {
+        for (const auto& n : snapshot_->nodes()) {
+          if (n.address() != endpoint_->address) candidates.push_back(n.address());
+        }
+      }
+      node = NodeAt(candidates[next++ % candidates.size()]);
+    }
+    absl::Status s = Follow(node);
+    absl::MutexLock l(&mu_);
+    if (stopping_) return;
+    if (absl::IsUnimplemented(s)) {
+      static_ = true;  // no discovery at the endpoint: route everything there
+      return;
+    }
+    last_error_ = absl::StrCat("discovery from ", node->address, ": ", s.ToString());
+    auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+    if (mu_.AwaitWithTimeout(absl::Condition(&stopping), backoff)) return;
+    backoff = std::min(backoff * 2, absl::Seconds(1));
+  }
+}
+
+absl::Status Router::Follow(const std::shared_ptr<Node>& node) {
+  // Polls the channel so that a reconnect is noticed at once (channel_ready.h).
+  absl::Status ready = AwaitChannelReady(*node->channel, absl::Now() + absl::Seconds(2), [this] {
+    absl::MutexLock l(&mu_);
+    return stopping_;
+  });
+  if (!ready.ok()) return ready;
+  grpc::ClientContext ctx;
+  {
+    absl::MutexLock l(&mu_);
+    if (stopping_) return absl::CancelledError("closing");
+    watch_ctx_ = &ctx;
+  }
+  auto stub = kingfisher::v1::StreamingCoord::NewStub(node->channel);
+  auto reader = stub->WatchAssignments(&ctx, kingfisher::v1::WatchAssignmentsRequest());
+  kingfisher::v1::AssignmentSnapshot snapshot;
+  while (reader->Read(&snapshot)) {
+    absl::MutexLock l(&mu_);
+    // Another node's view may lag the one we had: never go back.
+    if (snapshot_ == nullptr || snapshot.version() >= snapshot_->version()) {
+      snapshot_ = std::make_shared<kingfisher::v1::AssignmentSnapshot>(std::move(snapshot));
+    }
+  }
+  grpc::Status st = reader->Finish();
+  absl::MutexLock l(&mu_);
+  watch_ctx_ = nullptr;
+  return st.ok() ? absl::UnavailableError("discovery stream ended") : rpc::FromGrpcStatus(st);
+}
+
+}  // namespace kf::client
