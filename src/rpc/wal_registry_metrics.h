@@ -9,8 +9,10 @@
 // from its own assignment table under the same names (in a process that runs both, only one of
 // them should: RegisterAssignmentGauges is the node-side half).
 //
-// Thread-safety: thread-safe. Ownership: the returned handles unregister the gauges when
-// destroyed; `wals` is borrowed and must outlive them.
+// Thread-safety: thread-safe. The callbacks call wals->List() and Get() during a scrape, with
+// the metrics registry's lock held: a WalRegistry must not open a Wal (which registers its
+// metrics) while holding the lock its List/Get take. Ownership: the returned handles
+// unregister the gauges when destroyed; `wals` is borrowed and must outlive them.
 #pragma once
 
 #include <cstdint>
