@@ -35,6 +35,11 @@ struct ServerConfig {
   std::string logstores;
   // Seconds a graceful shutdown waits for in-flight appends before cancelling them.
   int shutdown_grace_seconds = 10;
+  // Coordinator: seconds between periodic balancing rounds (and between rebalancing moves).
+  double balance_interval = 10;
+  // Coordinator: TTL in seconds of its election lease (a successor takes over this long after
+  // a crash).
+  double lease_ttl = 10;
 
   // `<cluster>-dml_<i>`, i = 0..pchannels-1.
   std::vector<std::string> PChannelNames() const;

@@ -10,6 +10,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
 #include "server/config.h"
+#include "server/coord.h"
 #include "server/signals.h"
 #include "server/standalone.h"
 #include "spdlog/sinks/stdout_sinks.h"
@@ -80,14 +81,19 @@ int RunRole(const std::string& role, CLI::App* app, const Flags& flags) {
     std::cerr << "kingfisher: " << config.status().message() << "\n";
     return kUsageError;
   }
-  if (role != "standalone") {
-    std::cerr << "kingfisher: role '" << role << "' is not available yet (use standalone)\n";
+  if (role != "standalone" && role != "coord") {
+    std::cerr << "kingfisher: role '" << role
+              << "' is not available yet (use standalone or coord)\n";
+    return kUsageError;
+  }
+  if (role == "coord" && config->etcd.empty()) {
+    std::cerr << "kingfisher: run coord needs --etcd URL[,URL...] (or KINGFISHER_ETCD)\n";
     return kUsageError;
   }
   SetUpLogging(config->log_level);
   static ShutdownSignals signals;  // static: its detached thread outlives main's frame
   signals.Start();
-  return RunStandalone(*config, &signals);
+  return role == "coord" ? RunCoord(*config, &signals) : RunStandalone(*config, &signals);
 }
 
 int Main(int argc, char** argv) {
@@ -106,7 +112,7 @@ int Main(int argc, char** argv) {
   };
   const RoleInfo roles[] = {
       {"standalone", "Coordinator and streaming node for every pchannel in one process"},
-      {"coord", "Coordinator (not available yet)"},
+      {"coord", "Coordinator: timestamp oracle and pchannel assignment over etcd (--etcd)"},
       {"node", "Streaming node (not available yet)"},
       {"logstore", "Quorum log store (not available yet)"},
   };

@@ -24,6 +24,9 @@ class ShutdownSignals {
 
   // Returns the number of the first signal received.
   int WaitForShutdown();
+  // True when shutdown was requested (at once, or within `timeout`): an interruptible wait
+  // for retry loops that run before the server is up.
+  bool ShutdownRequestedWithin(absl::Duration timeout);
 
  private:
   absl::Notification shutdown_;
