@@ -69,8 +69,8 @@ class CoordServiceTest : public ::testing::Test {
     n.set_id(id);
     n.set_address("127.0.0.1:" + std::to_string(20000 + id));
     ASSERT_TRUE(store_
-                    ->Put(coordinator_->keys().node(id), n.SerializeAsString(),
-                          absl::Now() + kWait, lease->id)
+                    ->Put(coordinator_->keys().node(id), n.SerializeAsString(), absl::Now() + kWait,
+                          lease->id)
                     .ok());
     leases_[id] = lease->id;
   }
@@ -113,13 +113,15 @@ TEST_F(CoordServiceTest, WatchSendsTheCurrentAssignmentThenEveryChange) {
   SetDeadline(&ctx);
   auto reader = stub_->WatchAssignments(&ctx, {});
   AssignmentSnapshot last;
-  ASSERT_TRUE(ReadUntil(reader.get(), [](const auto& s) { return AllOn(s, 1); }, &last));
+  ASSERT_TRUE(ReadUntil(
+      reader.get(), [](const auto& s) { return AllOn(s, 1); }, &last));
   EXPECT_EQ(last.nodes_size(), 1);
   for (const auto& p : last.pchannels()) EXPECT_EQ(p.term(), 1);
 
   AddNode(2);
   ASSERT_TRUE(store_->RevokeLease(leases_[1], absl::Now() + kWait).ok());
-  ASSERT_TRUE(ReadUntil(reader.get(), [](const auto& s) { return AllOn(s, 2); }, &last));
+  ASSERT_TRUE(ReadUntil(
+      reader.get(), [](const auto& s) { return AllOn(s, 2); }, &last));
   for (const auto& p : last.pchannels()) EXPECT_EQ(p.term(), 2);
 
   // A second watcher starts from the current assignment.
@@ -202,7 +204,8 @@ TEST_F(CoordServiceTest, WithoutAnOracleTimestampsAreUnavailableButDiscoveryWork
   SetDeadline(&wctx);
   auto reader = stub_->WatchAssignments(&wctx, {});
   AssignmentSnapshot last;
-  EXPECT_TRUE(ReadUntil(reader.get(), [](const auto& s) { return AllOn(s, 1); }, &last));
+  EXPECT_TRUE(ReadUntil(
+      reader.get(), [](const auto& s) { return AllOn(s, 1); }, &last));
   wctx.TryCancel();
 }
 
