@@ -15,6 +15,7 @@ WatchAssignmentsStream::WatchAssignmentsStream(std::function<void(WatchAssignmen
     : on_done_(std::move(on_done)) {}
 
 void WatchAssignmentsStream::Offer(Snapshot snapshot) {
+  const kingfisher::v1::AssignmentSnapshot* write = nullptr;
   {
     absl::MutexLock l(&mu_);
     if (ending_ || snapshot->version() <= offered_version_) return;
@@ -24,9 +25,10 @@ void WatchAssignmentsStream::Offer(Snapshot snapshot) {
       return;
     }
     in_flight_ = std::move(snapshot);
+    // Stays alive until OnWriteDone, which cannot run before this write starts.
+    write = in_flight_.get();
   }
-  // in_flight_ changes only in OnWriteDone, which cannot run before this write starts.
-  StartWrite(in_flight_.get());
+  StartWrite(write);
 }
 
 void WatchAssignmentsStream::End(grpc::Status status) {

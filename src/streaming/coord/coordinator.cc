@@ -179,9 +179,19 @@ std::optional<Coordinator::Leadership> Coordinator::Campaign(std::stop_token sto
     backoff.Reset();
     store_->RevokeLease(lease->id, absl::Now() + options_.call_timeout).IgnoreError();
     std::string leader = "?";
+    meta::LeaseId leader_lease = meta::kNoLease;
     if (!txn->results.empty() && !txn->results[0].kvs.empty()) {
-      auto parsed = ParseCoordinatorInfo(coord, txn->results[0].kvs[0].value);
+      const meta::KeyValue& kv = txn->results[0].kvs[0];
+      leader_lease = kv.lease;
+      auto parsed = ParseCoordinatorInfo(coord, kv.value);
       if (parsed.ok()) leader = parsed->address();
+    }
+    if (options_.exclusive && leader_lease != meta::kNoLease) {
+      spdlog::info("coordinator: removing the leftover coord key of an earlier run (lease {})",
+                   leader_lease);
+      absl::Status revoked = store_->RevokeLease(leader_lease, absl::Now() + options_.call_timeout);
+      if (revoked.ok() || absl::IsNotFound(revoked)) continue;
+      spdlog::warn("coordinator: revoking the leftover lease failed ({})", Str(revoked));
     }
     if (leader != standing_by_for) {
       spdlog::info("coordinator: standing by, the leader is at {}", leader);

@@ -56,6 +56,11 @@ class Coordinator {
     absl::Duration call_timeout = absl::Seconds(5);  // per store call
     absl::Duration retry_backoff = absl::Milliseconds(100);
     absl::Duration retry_backoff_max = absl::Seconds(2);
+    // The caller guarantees that no other coordinator of this cluster runs (standalone: the
+    // data-dir lock). A `coord` key found when campaigning is then a leftover of an earlier
+    // run whose lease has not expired yet (the embedded store restarts every lease with a
+    // full TTL): its lease is revoked at once instead of waiting out the TTL.
+    bool exclusive = false;
     TimestampOracle::Options tso;  // on_deposed and call_timeout are set by the coordinator
     AssignmentView::Options view;
   };

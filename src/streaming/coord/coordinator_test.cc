@@ -293,6 +293,24 @@ TEST_F(CoordinatorTest, TwoCoordinatorsOnOneStoreExactlyOneActs) {
           "every pchannel on node 2");
 }
 
+TEST_F(CoordinatorTest, AnExclusiveCoordinatorRemovesALeftoverCoordKey) {
+  AddNode(1);
+  // What a crashed run leaves behind: its coord key on a lease that lives on for a while.
+  auto stale = store_->GrantLease(absl::Seconds(600), Deadline());
+  ASSERT_TRUE(stale.ok());
+  kingfisher::v1::CoordinatorInfo info;
+  info.set_address("crashed:1");
+  ASSERT_TRUE(store_->Put(keys_.coord(), info.SerializeAsString(), Deadline(), stale->id).ok());
+
+  Coordinator::Options o = CoordOptions();
+  o.exclusive = true;
+  Coordinator* c = StartLeader(o);  // well before the stale lease's 600 s
+  EXPECT_TRUE(c->acting());
+  WaitFor(
+      [](const AssignmentSnapshot& s) { return s.coord && s.coord->address() == "127.0.0.1:1"; },
+      "the new coordinator's key");
+}
+
 TEST_F(CoordinatorTest, ADeposedOracleIsReactivatedWhileTheCoordinatorStillLeads) {
   AddNode(1);
   Coordinator* c = StartLeader(CoordOptions());
