@@ -34,9 +34,9 @@ class CoordServerTest : public ::testing::Test {
     store_ = *std::move(store);
     coord_ = std::make_unique<ServerProcess>(ServerProcess::Options{
         .data_dir = dir_.path() + "/coord",
-        .role = "coord",
         .extra_args = {"--etcd", etcd_.endpoint(), "--cluster", kCluster, "--pchannels", "4",
-                       "--lease-ttl", "2", "--balance-interval", "1"}});
+                       "--lease-ttl", "2", "--balance-interval", "1"},
+        .role = "coord"});
   }
   void TearDown() override {
     coord_.reset();
@@ -259,8 +259,8 @@ TEST_F(CoordServerTest, WaitsForEtcdAtStartupWithoutExiting) {
   etcd_.Kill();
   // Start waits for GetStatus, which the coordinator serves only once it reached etcd.
   ServerProcess::Options o{.data_dir = dir_.path() + "/early",
-                           .role = "coord",
-                           .extra_args = {"--etcd", etcd_.endpoint(), "--cluster", kCluster}};
+                           .extra_args = {"--etcd", etcd_.endpoint(), "--cluster", kCluster},
+                           .role = "coord"};
   ServerProcess early(o);
   EXPECT_FALSE(early.Start(absl::Seconds(2)));
   EXPECT_TRUE(early.Running()) << early.Output();

@@ -46,11 +46,11 @@ ProcessResult RunKingfisher(const std::vector<std::string>& args,
 class ServerProcess {
  public:
   struct Options {
-    std::string data_dir;             // required (the log goes next to it: <data_dir>.log)
-    std::string role = "standalone";  // `kingfisher run <role>`
+    std::string data_dir;  // required (the log goes next to it: <data_dir>.log)
     std::vector<std::string> extra_args;
     std::map<std::string, std::string> env;
-    std::string listen;  // fixed gRPC address; empty = a free loopback port
+    std::string listen;               // fixed gRPC address; empty = a free loopback port
+    std::string role = "standalone";  // `kingfisher run <role>` (last: positional users)
   };
 
   explicit ServerProcess(Options options);
