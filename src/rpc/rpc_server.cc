@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "common/absl_compat.h"
 #include "grpcpp/grpcpp.h"
-#include "rpc/standalone_coord_service.h"
+#include "rpc/coord_service.h"
 #include "rpc/streaming_node_service.h"
 
 namespace kf::rpc {
@@ -25,15 +25,12 @@ absl::Status SplitHostPort(const std::string& address, std::string* host, int* p
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions options,
-                                                            const WalRegistry* registry) {
+absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions options) {
   std::string host;
   int port = 0;
   if (absl::Status s = SplitHostPort(options.listen, &host, &port); !s.ok()) return s;
 
   std::unique_ptr<RpcServer> server(new RpcServer());
-  server->node_service_ = std::make_unique<StreamingNodeService>(registry, options.node);
-
   const int max_bytes = options.max_message_bytes > static_cast<size_t>(INT_MAX)
                             ? INT_MAX
                             : static_cast<int>(options.max_message_bytes);
@@ -42,9 +39,13 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions opt
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &selected_port);
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
-  builder.RegisterService(server->node_service_.get());
-  server->coord_service_ =
-      std::make_unique<StandaloneCoordService>(registry, options.node_id, options.listen);
+  if (options.wal_registry != nullptr) {
+    server->node_service_ =
+        std::make_unique<StreamingNodeService>(options.wal_registry, options.node);
+    builder.RegisterService(server->node_service_.get());
+  }
+  server->coord_service_ = std::make_unique<CoordService>(options.coord);
+  server->coord_service_->set_local_address(options.listen);
   builder.RegisterService(server->coord_service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || selected_port == 0) {
@@ -53,7 +54,7 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions opt
   }
   server->address_ = host + ":" + std::to_string(selected_port);
   // With port 0 the bound port is known only now.
-  server->coord_service_->set_address(server->address_);
+  server->coord_service_->set_local_address(server->address_);
   return server;
 }
 
@@ -64,11 +65,14 @@ RpcServer::~RpcServer() {
 void RpcServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
-  node_service_->BeginShutdown();
+  if (node_service_ != nullptr) node_service_->BeginShutdown();
+  coord_service_->BeginShutdown();
   // Wait for our own streams (in-flight appends acked) rather than inside grpc::Server::Shutdown:
   // that one also waits for idle client connections to go away, which can take until the
   // deadline when a client is not polling its channel.
-  node_service_->WaitForStreams(absl::Now() + grace);
+  const absl::Time deadline = absl::Now() + grace;
+  if (node_service_ != nullptr) node_service_->WaitForStreams(deadline);
+  coord_service_->WaitForStreams(deadline);
   server_->Shutdown(absl::ToChronoTime(absl::Now()));  // cancels whatever is left
   server_->Wait();
 }

@@ -1,9 +1,13 @@
-// RpcServer: the gRPC server of a standalone process — StreamingNode (Produce/Consume) plus
-// StreamingCoord.GetStatus — so that binaries in src/server never include gRPC headers.
+// RpcServer: the gRPC server of a kingfisher process, so that binaries in src/server never
+// include gRPC headers. The caller chooses the services:
+//   - StreamingNode (Produce/Consume) when RpcServerOptions::wal_registry is set (standalone,
+//     streaming node);
+//   - StreamingCoord always, from RpcServerOptions::coord (the coordinator: view + oracle; a
+//     node: its view, no oracle; standalone today: the registry's single-node status).
 //
 // Thread-safety: Shutdown may be called from any thread, once. Ownership: borrows the registry,
-// which must outlive the server. Errors: Start fails with UNAVAILABLE when the address cannot
-// be bound, INVALID_ARGUMENT for a malformed address.
+// view and oracle, which must outlive the server. Errors: Start fails with UNAVAILABLE when the
+// address cannot be bound, INVALID_ARGUMENT for a malformed address.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "rpc/coord_service_options.h"
 #include "rpc/node_options.h"
 #include "rpc/wal_registry.h"
 
@@ -23,36 +28,38 @@ class Server;
 namespace kf::rpc {
 
 class StreamingNodeService;
-class StandaloneCoordService;
+class CoordService;
 
 struct RpcServerOptions {
   std::string listen = "127.0.0.1:19530";  // HOST:PORT; port 0 picks a free port
   // gRPC send/receive limit; must exceed the largest payload plus message overhead.
   size_t max_message_bytes = (64u << 20) + (4u << 20);
-  int64_t node_id = 1;
+  // The StreamingNode service is served over this registry; null = not served.
+  const WalRegistry* wal_registry = nullptr;
   StreamingNodeOptions node;
+  // The StreamingCoord service (always served).
+  CoordServiceOptions coord;
 };
 
 class RpcServer {
  public:
-  static absl::StatusOr<std::unique_ptr<RpcServer>> Start(RpcServerOptions options,
-                                                          const WalRegistry* registry);
+  static absl::StatusOr<std::unique_ptr<RpcServer>> Start(RpcServerOptions options);
   ~RpcServer();
 
   // HOST:PORT actually bound.
   const std::string& address() const { return address_; }
 
   // Graceful: new streams/appends fail with ON_SHUTDOWN, in-flight appends finish and their
-  // acks are written; after `grace` the remaining calls are cancelled. Returns when every call
-  // has finished (then the Wals may be closed).
+  // acks are written, watch streams end; after `grace` the remaining calls are cancelled.
+  // Returns when every call has finished (then the Wals may be closed).
   void Shutdown(absl::Duration grace);
 
  private:
   RpcServer() = default;
 
   std::string address_;
-  std::unique_ptr<StreamingNodeService> node_service_;
-  std::unique_ptr<StandaloneCoordService> coord_service_;
+  std::unique_ptr<StreamingNodeService> node_service_;  // null when not served
+  std::unique_ptr<CoordService> coord_service_;
   std::unique_ptr<grpc::Server> server_;
   bool shut_down_ = false;
 };

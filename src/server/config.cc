@@ -68,10 +68,16 @@ const std::vector<SettingInfo>& AllSettings() {
       {"wal_backend", "WAL backend: local (objectstore, quorum: not available yet)"},
       {"max_payload_bytes", "largest accepted message payload in bytes"},
       {"log_level", "trace, debug, info, warn, error, critical or off"},
-      {"etcd", "etcd endpoints URL[,URL...] (distributed roles; not available yet)"},
+      {"etcd", "etcd endpoints URL[,URL...] (distributed roles: required by coord)"},
       {"object_store", "file:///DIR or s3://ACCESS:SECRET@HOST:PORT/BUCKET (not available yet)"},
       {"logstores", "HOST:PORT,... of the quorum backend (not available yet)"},
       {"shutdown_grace_seconds", "how long a graceful shutdown waits for in-flight appends"},
+      {"balance_interval", "coord: seconds between balancing rounds and rebalancing moves"},
+      {"lease_ttl",
+       "coord, node: seconds of the election / registration lease (failover time after a "
+       "crash)"},
+      {"node_id", "node: id of this streaming node, unique in the cluster (>= 1)"},
+      {"drain_timeout", "node: seconds a SIGTERM waits for its pchannels to move away"},
   };
   return *kAll;
 }
@@ -174,6 +180,23 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
     if (!absl::SimpleAtoi(ToAbsl(*src.value), &c.shutdown_grace_seconds) ||
         c.shutdown_grace_seconds < 0 || c.shutdown_grace_seconds > 3600) {
       return Bad(src, "must be an integer in [0, 3600]");
+    }
+  }
+  if (Source src = Pick("node_id", flags, env, file); src.value) {
+    if (!absl::SimpleAtoi(ToAbsl(*src.value), &c.node_id) || c.node_id < 1) {
+      return Bad(src, "must be an integer >= 1");
+    }
+  }
+  const std::pair<const char*, double*> kSeconds[] = {{"balance_interval", &c.balance_interval},
+                                                      {"lease_ttl", &c.lease_ttl},
+                                                      {"drain_timeout", &c.drain_timeout}};
+  for (const auto& [key, field] : kSeconds) {
+    Source src = Pick(key, flags, env, file);
+    if (src.value == nullptr) continue;
+    // etcd grants whole seconds (at least 1); an interval below 100 ms would spin.
+    const double min = std::string(key) == "lease_ttl" ? 1 : 0.1;
+    if (!absl::SimpleAtod(ToAbsl(*src.value), field) || !(*field >= min && *field <= 3600)) {
+      return Bad(src, absl::StrCat("must be a number of seconds in [", min, ", 3600]"));
     }
   }
   return c;

@@ -35,10 +35,23 @@ struct ServerConfig {
   std::string logstores;
   // Seconds a graceful shutdown waits for in-flight appends before cancelling them.
   int shutdown_grace_seconds = 10;
+  // Coordinator: seconds between periodic balancing rounds (and between rebalancing moves).
+  double balance_interval = 10;
+  // Coordinator: TTL in seconds of its election lease (a successor takes over this long after
+  // a crash). Node: TTL of its registration (its pchannels move this long after a crash).
+  double lease_ttl = 10;
+  // Node: its id, unique in the cluster (required by `run node`; standalone is node 1).
+  int64_t node_id = 0;
+  // Node: seconds a SIGTERM waits for the coordinator to move the node's pchannels away.
+  double drain_timeout = 30;
 
   // `<cluster>-dml_<i>`, i = 0..pchannels-1.
   std::vector<std::string> PChannelNames() const;
 };
+
+// Room for a message's properties and framing above max_payload_bytes (gRPC message size and
+// WAL entry limits).
+inline constexpr uint64_t kMessageHeadroomBytes = 4u << 20;
 
 // key -> raw text value of one layer.
 using Settings = std::map<std::string, std::string>;

@@ -66,6 +66,23 @@ TEST(ConfigTest, BadValuesNameTheirSource) {
   EXPECT_FALSE(ResolveConfig({}, {}, {{"cluster", "a b"}}).ok());
 }
 
+TEST(ConfigTest, CoordinatorSeconds) {
+  auto c = ResolveConfig({}, {}, {});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->balance_interval, 10);
+  EXPECT_EQ(c->lease_ttl, 10);
+  c = ResolveConfig({{"balance_interval", "0.5"}}, {{"lease_ttl", "2"}}, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->balance_interval, 0.5);
+  EXPECT_EQ(c->lease_ttl, 2);
+  c = ResolveConfig({}, {{"lease_ttl", "0.5"}}, {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("KINGFISHER_LEASE_TTL"), std::string::npos) << c.status();
+  EXPECT_FALSE(ResolveConfig({}, {}, {{"balance_interval", "soon"}}).ok());
+  EXPECT_FALSE(ResolveConfig({}, {}, {{"balance_interval", "0"}}).ok());
+  EXPECT_FALSE(ResolveConfig({}, {}, {{"lease_ttl", "nan"}}).ok());
+}
+
 TEST(ConfigTest, LoadsYaml) {
   std::string path = WriteTemp(
       "listen: 127.0.0.1:1\npchannels: 2\nmax_payload_bytes: 1024\netcd: [http://a:1, "

@@ -11,6 +11,8 @@
 #include "absl/synchronization/mutex.h"
 #include "common/metrics/registry.h"
 #include "server/config.h"
+#include "server/coord.h"
+#include "server/node.h"
 #include "server/process_metrics.h"
 #include "server/signals.h"
 #include "server/standalone.h"
@@ -82,14 +84,25 @@ int RunRole(const std::string& role, CLI::App* app, const Flags& flags) {
     std::cerr << "kingfisher: " << config.status().message() << "\n";
     return kUsageError;
   }
-  if (role != "standalone") {
-    std::cerr << "kingfisher: role '" << role << "' is not available yet (use standalone)\n";
+  if (role != "standalone" && role != "coord" && role != "node") {
+    std::cerr << "kingfisher: role '" << role
+              << "' is not available yet (use standalone, coord or node)\n";
+    return kUsageError;
+  }
+  if ((role == "coord" || role == "node") && config->etcd.empty()) {
+    std::cerr << "kingfisher: run " << role << " needs --etcd URL[,URL...] (or KINGFISHER_ETCD)\n";
+    return kUsageError;
+  }
+  if (role == "node" && config->node_id < 1) {
+    std::cerr << "kingfisher: run node needs --node-id N (N >= 1, unique in the cluster)\n";
     return kUsageError;
   }
   SetUpLogging(config->log_level);
   RegisterProcessMetrics(metrics::DefaultRegistry());
   static ShutdownSignals signals;  // static: its detached thread outlives main's frame
   signals.Start();
+  if (role == "coord") return RunCoord(*config, &signals);
+  if (role == "node") return RunNode(*config, &signals);
   return RunStandalone(*config, &signals);
 }
 
@@ -109,8 +122,9 @@ int Main(int argc, char** argv) {
   };
   const RoleInfo roles[] = {
       {"standalone", "Coordinator and streaming node for every pchannel in one process"},
-      {"coord", "Coordinator (not available yet)"},
-      {"node", "Streaming node (not available yet)"},
+      {"coord", "Coordinator: timestamp oracle and pchannel assignment over etcd (--etcd)"},
+      {"node",
+       "Streaming node: serves the pchannels the coordinator assigns it (--node-id, --etcd)"},
       {"logstore", "Quorum log store (not available yet)"},
   };
   std::map<std::string, CLI::App*> role_apps;

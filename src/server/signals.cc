@@ -43,4 +43,8 @@ int ShutdownSignals::WaitForShutdown() {
   return signal_;
 }
 
+bool ShutdownSignals::ShutdownRequestedWithin(absl::Duration timeout) {
+  return shutdown_.WaitForNotificationWithTimeout(timeout);
+}
+
 }  // namespace kf::server

@@ -22,11 +22,11 @@ class ShutdownSignals {
   // Starts the sigwait thread.
   void Start();
 
-    // Returns the number of the first signal received.
+  // Returns the number of the first signal received.
   int WaitForShutdown();
-  // True if a shutdown signal arrived (waiting at most `d` for one): an interruptible sleep
-  // for startup retry loops.
-  bool ShutdownWithin(absl::Duration d) { return shutdown_.WaitForNotificationWithTimeout(d); }
+  // True when shutdown was requested (at once, or within `timeout`): an interruptible wait
+  // for retry loops that run before the server is up.
+  bool ShutdownRequestedWithin(absl::Duration timeout);
 
  private:
   absl::Notification shutdown_;

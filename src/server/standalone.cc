@@ -26,7 +26,6 @@ namespace {
 
 constexpr int64_t kStandaloneNodeId = 1;
 // gRPC limits sit above the largest payload: properties, framing and the request envelope.
-constexpr size_t kMessageHeadroomBytes = 4u << 20;
 
 // TEST ONLY: see standalone.h. Returns an empty hook unless the env variable is set.
 std::function<void()> CrashAfterDurableHookForTest() {
@@ -106,10 +105,12 @@ absl::Status Open(const ServerConfig& config, Standalone* s) {
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
   rpc_options.max_message_bytes = config.max_payload_bytes + kMessageHeadroomBytes;
-  rpc_options.node_id = kStandaloneNodeId;
+  rpc_options.wal_registry = &s->registry;
+  rpc_options.coord.registry = &s->registry;
+  rpc_options.coord.local_node_id = kStandaloneNodeId;
   rpc_options.node.max_payload_bytes = config.max_payload_bytes;
   rpc_options.node.after_durable_for_test = CrashAfterDurableHookForTest();
-  auto rpc = rpc::RpcServer::Start(std::move(rpc_options), &s->registry);
+  auto rpc = rpc::RpcServer::Start(std::move(rpc_options));
   if (!rpc.ok()) return rpc.status();
   s->rpc = *std::move(rpc);
   return absl::OkStatus();

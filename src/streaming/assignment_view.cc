@@ -56,6 +56,21 @@ std::shared_ptr<const AssignmentSnapshot> AssignmentView::WaitNewer(int64_t vers
   return current_;
 }
 
+std::shared_ptr<const AssignmentSnapshot> AssignmentView::WaitNewer(int64_t version,
+                                                                    absl::Time deadline,
+                                                                    std::stop_token stop) const {
+  // absl::Mutex re-evaluates a waiter's condition whenever the mutex is released, so taking and
+  // releasing it once after the stop request wakes the waiter. Registered before the wait
+  // takes the lock: if stop was already requested the callback runs right here.
+  std::stop_callback wake(stop, [this] { absl::MutexLock l(&mu_); });
+  absl::MutexLock l(&mu_);
+  auto newer = [this, version, &stop]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return current_->version > version || stopping_ || stop.stop_requested();
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&newer), deadline);
+  return current_;
+}
+
 absl::Status AssignmentView::ListAndWatch(absl::Time deadline) {
   absl::StatusOr<meta::RangeResult> listed = store_->Range(keys_.root(), deadline);
   if (!listed.ok()) return listed.status();

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -73,6 +74,10 @@ class AssignmentView {
   // The latest snapshot once its version exceeds `version`, or the current one when the
   // deadline passes first (compare its version to tell).
   std::shared_ptr<const AssignmentSnapshot> WaitNewer(int64_t version, absl::Time deadline) const;
+  // The same, also returning (the current snapshot) as soon as `stop` is requested, so a
+  // background thread can wait for changes and still stop at once.
+  std::shared_ptr<const AssignmentSnapshot> WaitNewer(int64_t version, absl::Time deadline,
+                                                      std::stop_token stop) const;
 
   const ClusterKeys& keys() const { return keys_; }
 

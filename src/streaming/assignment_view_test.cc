@@ -1,7 +1,10 @@
 #include "streaming/assignment_view.h"
 
 #include <filesystem>
+#include <stop_token>
+#include <thread>
 
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "storage/meta/embedded_meta_store.h"
 
@@ -134,6 +137,24 @@ TEST_F(AssignmentViewTest, WaitNewerReturnsAtTheDeadlineWithoutChange) {
   StartView();
   const int64_t v = view_->Current()->version;
   EXPECT_EQ(view_->WaitNewer(v, absl::Now() + absl::Milliseconds(20))->version, v);
+}
+
+TEST_F(AssignmentViewTest, WaitNewerReturnsWhenStopIsRequested) {
+  StartView();
+  const int64_t v = view_->Current()->version;
+  std::stop_source already;
+  already.request_stop();
+  EXPECT_EQ(view_->WaitNewer(v, absl::InfiniteFuture(), already.get_token())->version, v);
+
+  std::stop_source later;
+  absl::Notification waiting_done;
+  std::thread waiter([&] {
+    view_->WaitNewer(v, absl::InfiniteFuture(), later.get_token());
+    waiting_done.Notify();
+  });
+  later.request_stop();
+  EXPECT_TRUE(waiting_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  waiter.join();
 }
 
 }  // namespace

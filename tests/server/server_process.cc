@@ -133,7 +133,7 @@ bool ServerProcess::Start(absl::Duration timeout) {
     http_port_ = PickFreePort();
   }
   log_path_ = options_.data_dir + ".log";
-  std::vector<std::string> args = {"run",           "standalone",
+  std::vector<std::string> args = {"run",           options_.role,
                                    "--listen",      address_,
                                    "--http-listen", "127.0.0.1:" + std::to_string(http_port_),
                                    "--data-dir",    options_.data_dir};
@@ -202,6 +202,16 @@ void ServerProcess::Kill() {
   int status = 0;
   waitpid(pid_, &status, 0);
   pid_ = -1;
+}
+
+bool ServerProcess::Running() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = -1;
+    return false;
+  }
+  return true;
 }
 
 std::string ServerProcess::Output() const { return ReadFile(log_path_); }

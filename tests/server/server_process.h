@@ -1,6 +1,6 @@
-// ServerProcess: starts the real `kingfisher` binary (build/bin, from KF_BIN_DIR) on free
-// loopback ports with a temp data dir, waits until it answers GetStatus, and stops it by pid.
-// For integration tests; reusable by other test suites.
+// ServerProcess: starts the real `kingfisher` binary (build/bin, from KF_BIN_DIR) in a role
+// (standalone by default, or coord) on free loopback ports with a temp data dir, waits until
+// it answers GetStatus, and stops it by pid. For integration tests; reusable by other suites.
 //
 // Thread-safety: one thread drives a ServerProcess. Ownership: owns the child process (killed
 // with SIGKILL in the destructor if still running) and, when it created it, the temp dir.
@@ -46,10 +46,11 @@ ProcessResult RunKingfisher(const std::vector<std::string>& args,
 class ServerProcess {
  public:
   struct Options {
-    std::string data_dir;  // required
+    std::string data_dir;  // required (the log goes next to it: <data_dir>.log)
     std::vector<std::string> extra_args;
     std::map<std::string, std::string> env;
-    std::string listen;  // fixed gRPC address; empty = a free loopback port
+    std::string listen;               // fixed gRPC address; empty = a free loopback port
+    std::string role = "standalone";  // `kingfisher run <role>` (last: positional users)
   };
 
   explicit ServerProcess(Options options);
@@ -63,6 +64,8 @@ class ServerProcess {
   // Waits for the process to exit on its own (e.g. a test crash hook).
   ProcessResult WaitForExit(absl::Duration timeout = absl::Seconds(30));
   void Kill();
+  // True while the process has not exited.
+  bool Running();
 
   const std::string& address() const { return address_; }
   int http_port() const { return http_port_; }

@@ -1,0 +1,201 @@
+#include "rpc/coord_service.h"
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "common/errors.h"
+#include "rpc/status_convert.h"
+#include "rpc/wal_registry.h"
+#include "streaming/cluster_meta.h"
+#include "streaming/coord/tso_oracle.h"
+
+namespace kf::rpc {
+
+using kingfisher::v1::AssignmentSnapshot;
+
+namespace {
+
+// A stream that is refused at once (no view to watch).
+class RefusedWatch final : public grpc::ServerWriteReactor<AssignmentSnapshot> {
+ public:
+  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& s) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(s));
+  return reactor;
+}
+
+}  // namespace
+
+CoordService::CoordService(CoordServiceOptions options) : options_(options) {
+  if (options_.view != nullptr) {
+    fan_out_ = std::jthread([this](std::stop_token stop) { FanOut(std::move(stop)); });
+  }
+}
+
+CoordService::~CoordService() { BeginShutdown(); }
+
+void CoordService::set_local_address(std::string address) {
+  absl::MutexLock l(&mu_);
+  local_address_ = std::move(address);
+}
+
+grpc::ServerUnaryReactor* CoordService::GetStatus(
+    grpc::CallbackServerContext* context, const kingfisher::v1::GetStatusRequest* /*request*/,
+    kingfisher::v1::GetStatusResponse* response) {
+  if (options_.view == nullptr) {
+    auto* node = response->add_nodes();
+    node->set_id(options_.local_node_id);
+    {
+      absl::MutexLock l(&mu_);
+      node->set_address(local_address_);
+    }
+    node->set_state("ONLINE");
+    if (options_.registry != nullptr) {
+      for (const auto& info : options_.registry->List()) {
+        auto* p = response->add_pchannels();
+        p->set_pchannel(info.pchannel);
+        p->set_node(options_.local_node_id);
+        p->set_term(info.term.value());
+        p->set_state("ASSIGNED");
+        p->set_readers(info.readers);
+      }
+    }
+    return Reply(context, absl::OkStatus());
+  }
+  std::map<std::string, int> readers;  // of the pchannels this process serves
+  if (options_.registry != nullptr) {
+    for (const auto& p : options_.registry->List()) readers[p.pchannel] = p.readers;
+  }
+  const std::shared_ptr<const streaming::AssignmentSnapshot> s = options_.view->Current();
+  for (const auto& [id, n] : s->nodes) {
+    auto* node = response->add_nodes();
+    node->set_id(id);
+    node->set_address(n.info.address());
+    node->set_state(std::string(streaming::NodeStateName(n.info.state())));
+  }
+  for (const auto& [name, pc] : s->pchannels) {
+    auto* p = response->add_pchannels();
+    p->set_pchannel(name);
+    p->set_node(pc.assignment.node());
+    p->set_term(pc.assignment.term());
+    p->set_state(std::string(streaming::PChannelStateName(pc.assignment.state())));
+    if (auto it = readers.find(name); it != readers.end()) p->set_readers(it->second);
+  }
+  return Reply(context, absl::OkStatus());
+}
+
+WatchAssignmentsStream::Snapshot CoordService::ToProto(
+    const std::shared_ptr<const streaming::AssignmentSnapshot>& s) {
+  {
+    absl::MutexLock l(&mu_);
+    if (latest_ != nullptr && latest_->version() == s->version) return latest_;
+  }
+  auto converted = std::make_shared<const AssignmentSnapshot>(s->ToProto());
+  absl::MutexLock l(&mu_);
+  if (latest_ == nullptr || latest_->version() < converted->version()) latest_ = converted;
+  return converted;
+}
+
+grpc::ServerWriteReactor<AssignmentSnapshot>* CoordService::WatchAssignments(
+    grpc::CallbackServerContext* /*context*/,
+    const kingfisher::v1::WatchAssignmentsRequest* /*request*/) {
+  if (options_.view == nullptr) {
+        // UNIMPLEMENTED, not UNAVAILABLE: clients then route everything here (client/router.h)
+    // instead of waiting for discovery that will never come.
+        return new RefusedWatch(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                         "this server does not follow the cluster's assignments"));
+  }
+  std::shared_ptr<WatchAssignmentsStream> stream =
+      WatchAssignmentsStream::Create([this](WatchAssignmentsStream* s) {
+        absl::MutexLock l(&mu_);
+        streams_.erase(s);
+      });
+  {
+    absl::MutexLock l(&mu_);
+    if (shutting_down_) {
+      stream->End(
+          ToGrpcStatus(StreamingError(StreamingCode::kOnShutdown, "server is shutting down")));
+      return stream.get();
+    }
+    streams_[stream.get()] = stream;
+  }
+  // Registered first: a newer version fanned out meanwhile reaches it too (Offer keeps the
+  // newest).
+  stream->Offer(ToProto(options_.view->Current()));
+  return stream.get();
+}
+
+void CoordService::FanOut(std::stop_token stop) {
+  int64_t version = options_.view->Current()->version;
+  while (!stop.stop_requested()) {
+    std::shared_ptr<const streaming::AssignmentSnapshot> s =
+        options_.view->WaitNewer(version, absl::InfiniteFuture(), stop);
+    if (s->version <= version) continue;  // woken by stop
+    version = s->version;
+    WatchAssignmentsStream::Snapshot proto = ToProto(s);
+    std::vector<std::shared_ptr<WatchAssignmentsStream>> live;
+    {
+      absl::MutexLock l(&mu_);
+      live.reserve(streams_.size());
+      for (const auto& [raw, weak] : streams_) {
+        if (auto strong = weak.lock()) live.push_back(std::move(strong));
+      }
+    }
+    for (const auto& stream : live) stream->Offer(proto);
+  }
+}
+
+grpc::ServerUnaryReactor* CoordService::AllocateTimestamps(
+    grpc::CallbackServerContext* context, const kingfisher::v1::AllocateTimestampsRequest* request,
+    kingfisher::v1::AllocateTimestampsResponse* response) {
+  if (options_.oracle == nullptr) {
+    return Reply(context, absl::UnavailableError("not the coordinator"));
+  }
+  if (request->count() == 0) {
+    return Reply(context, absl::InvalidArgumentError("AllocateTimestamps: count must be >= 1"));
+  }
+  absl::StatusOr<TimeTick> first =
+      options_.oracle->AllocateBatch(request->count(), TimeTick(request->at_least()));
+  if (!first.ok()) {
+    absl::Status s = first.status();
+    // Deposed or not acting: retryable for the caller, which re-resolves the coordinator.
+    if (absl::IsFailedPrecondition(s) || absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
+      s = absl::UnavailableError("not the coordinator: " + std::string(s.message()));
+    }
+    return Reply(context, s);
+  }
+  response->set_first(first->value());
+  response->set_count(request->count());
+  return Reply(context, absl::OkStatus());
+}
+
+void CoordService::BeginShutdown() {
+  std::vector<std::shared_ptr<WatchAssignmentsStream>> live;
+  {
+    absl::MutexLock l(&mu_);
+    shutting_down_ = true;
+    for (const auto& [raw, weak] : streams_) {
+      if (auto strong = weak.lock()) live.push_back(std::move(strong));
+    }
+  }
+  if (fan_out_.joinable()) {
+    fan_out_.request_stop();
+    fan_out_.join();
+  }
+  const grpc::Status ending =
+      ToGrpcStatus(StreamingError(StreamingCode::kOnShutdown, "server is shutting down"));
+  for (const auto& stream : live) stream->End(ending);
+}
+
+bool CoordService::WaitForStreams(absl::Time deadline) {
+  absl::MutexLock l(&mu_);
+  auto empty = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return streams_.empty(); };
+  return mu_.AwaitWithDeadline(absl::Condition(&empty), deadline);
+}
+
+}  // namespace kf::rpc

@@ -1,0 +1,85 @@
+// CoordService: the StreamingCoord gRPC service (callback API), served by the coordinator and,
+// with its own AssignmentView and no oracle, by every streaming node (docs/cluster.md,
+// coordinator 6 and node 6).
+//
+//   GetStatus           nodes and pchannels of the current AssignmentSnapshot, with reader
+//                       counts from the WalRegistry when one is given (without a view: the
+//                       standalone single-node status, see CoordServiceOptions).
+//   WatchAssignments    the current AssignmentSnapshot at once, then each newer one. One
+//                       fan-out thread per service waits on the view and offers each new
+//                       version (converted to proto once) to every stream; a stream writes the
+//                       newest it was offered whenever its previous write completed, so no
+//                       stream holds a thread or a queue. Ends with ON_SHUTDOWN (UNAVAILABLE)
+//                       at server shutdown, CANCELLED when the client leaves. Without a view:
+//                       UNAVAILABLE.
+//   AllocateTimestamps  from the oracle; without one, or while it refuses (not the acting
+//                       coordinator, deposed), UNAVAILABLE "not the coordinator" so the caller
+//                       retries (elsewhere). May block its handler for one store call when the
+//                       oracle raises its mark (once per window).
+//
+// Thread-safety: thread-safe. Ownership: borrows everything in the options (must outlive the
+// grpc::Server); owns the fan-out thread (stopped by BeginShutdown or the destructor).
+// Errors: SPEC §3 statuses on the wire (status_convert.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "kingfisher/v1/streaming.grpc.pb.h"
+#include "rpc/coord_service_options.h"
+#include "rpc/watch_assignments_stream.h"
+#include "streaming/assignment_view.h"
+
+namespace kf::rpc {
+
+class CoordService final : public kingfisher::v1::StreamingCoord::CallbackService {
+ public:
+  explicit CoordService(CoordServiceOptions options);
+  ~CoordService() override;
+
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
+                                      const kingfisher::v1::GetStatusRequest* request,
+                                      kingfisher::v1::GetStatusResponse* response) override;
+  grpc::ServerWriteReactor<kingfisher::v1::AssignmentSnapshot>* WatchAssignments(
+      grpc::CallbackServerContext* context,
+      const kingfisher::v1::WatchAssignmentsRequest* request) override;
+  grpc::ServerUnaryReactor* AllocateTimestamps(
+      grpc::CallbackServerContext* context,
+      const kingfisher::v1::AllocateTimestampsRequest* request,
+      kingfisher::v1::AllocateTimestampsResponse* response) override;
+
+  // The address the standalone status reports (once the server knows its bound port).
+  void set_local_address(std::string address);
+
+  // Shutdown, step 1: new watch streams are refused and live ones end with ON_SHUTDOWN after
+  // their write in flight; the fan-out thread stops. Idempotent.
+  void BeginShutdown();
+  // Step 2: waits until every watch stream is done or the deadline passes; true when none is
+  // left.
+  bool WaitForStreams(absl::Time deadline);
+
+ private:
+  // The wire form of `s`, converted once per version (streams share it).
+  WatchAssignmentsStream::Snapshot ToProto(
+      const std::shared_ptr<const streaming::AssignmentSnapshot>& s);
+  void FanOut(std::stop_token stop);
+
+  const CoordServiceOptions options_;
+
+  absl::Mutex mu_;
+  std::string local_address_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_map<WatchAssignmentsStream*, std::weak_ptr<WatchAssignmentsStream>> streams_
+      ABSL_GUARDED_BY(mu_);
+  WatchAssignmentsStream::Snapshot latest_ ABSL_GUARDED_BY(mu_);  // cache of ToProto
+
+  std::jthread fan_out_;
+};
+
+}  // namespace kf::rpc

@@ -1,0 +1,245 @@
+// The StreamingCoord service over loopback gRPC, in process: a Coordinator on the embedded
+// store behind an RpcServer, and a generated client stub.
+#include "rpc/coord_service.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "kingfisher/v1/streaming.grpc.pb.h"
+#include "rpc/rpc_server.h"
+#include "storage/meta/embedded_meta_store.h"
+#include "streaming/coord/coordinator.h"
+
+namespace kf::rpc {
+namespace {
+
+using kingfisher::v1::AssignmentSnapshot;
+using kingfisher::v1::StreamingCoord;
+
+constexpr absl::Duration kWait = absl::Seconds(20);
+
+class CoordServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("coord_service_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    auto store = meta::EmbeddedMetaStore::Open(dir_.string(), {});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    streaming::Coordinator::Options o;
+    o.pchannels = {"kf-dml_0", "kf-dml_1"};
+    o.lease_ttl = absl::Seconds(1);
+    o.retry_backoff = absl::Milliseconds(20);
+    auto c = streaming::Coordinator::Create(store_.get(), o, absl::Now() + kWait);
+    ASSERT_TRUE(c.ok()) << c.status();
+    coordinator_ = *std::move(c);
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(absl::ZeroDuration());
+    server_.reset();
+    coordinator_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Serves StreamingCoord; `with_oracle` false: as a streaming node does.
+  void StartServer(bool with_oracle) {
+    RpcServerOptions options;
+    options.listen = "127.0.0.1:0";
+    options.coord.view = coordinator_->view();
+    options.coord.oracle = with_oracle ? coordinator_->oracle() : nullptr;
+    auto server = RpcServer::Start(std::move(options));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    coordinator_->Start(server_->address());
+    stub_ = StreamingCoord::NewStub(
+        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  }
+
+  void AddNode(int64_t id) {
+    auto lease = store_->GrantLease(absl::Seconds(60), absl::Now() + kWait);
+    ASSERT_TRUE(lease.ok());
+    kingfisher::v1::NodeInfo n;
+    n.set_id(id);
+    n.set_address("127.0.0.1:" + std::to_string(20000 + id));
+    ASSERT_TRUE(store_
+                    ->Put(coordinator_->keys().node(id), n.SerializeAsString(), absl::Now() + kWait,
+                          lease->id)
+                    .ok());
+    leases_[id] = lease->id;
+  }
+
+  static void SetDeadline(grpc::ClientContext* ctx) {
+    ctx->set_deadline(absl::ToChronoTime(absl::Now() + kWait));
+  }
+  // Reads snapshots until `pred` holds; versions must grow. False when the stream ended first.
+  static bool ReadUntil(grpc::ClientReader<AssignmentSnapshot>* reader,
+                        const std::function<bool(const AssignmentSnapshot&)>& pred,
+                        AssignmentSnapshot* last) {
+    AssignmentSnapshot s;
+    while (reader->Read(&s)) {
+      EXPECT_GT(s.version(), last->version());
+      *last = s;
+      if (pred(s)) return true;
+    }
+    return false;
+  }
+  static bool AllOn(const AssignmentSnapshot& s, int64_t node) {
+    if (s.pchannels_size() != 2) return false;
+    for (const auto& p : s.pchannels()) {
+      if (p.node() != node) return false;
+    }
+    return true;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<meta::EmbeddedMetaStore> store_;
+  std::unique_ptr<streaming::Coordinator> coordinator_;
+  std::unique_ptr<RpcServer> server_;
+  std::unique_ptr<StreamingCoord::Stub> stub_;
+  std::map<int64_t, meta::LeaseId> leases_;
+};
+
+TEST_F(CoordServiceTest, WatchSendsTheCurrentAssignmentThenEveryChange) {
+  AddNode(1);
+  StartServer(/*with_oracle=*/true);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  auto reader = stub_->WatchAssignments(&ctx, {});
+  AssignmentSnapshot last;
+  ASSERT_TRUE(ReadUntil(
+      reader.get(), [](const auto& s) { return AllOn(s, 1); }, &last));
+  EXPECT_EQ(last.nodes_size(), 1);
+  for (const auto& p : last.pchannels()) EXPECT_EQ(p.term(), 1);
+
+  AddNode(2);
+  ASSERT_TRUE(store_->RevokeLease(leases_[1], absl::Now() + kWait).ok());
+  ASSERT_TRUE(ReadUntil(
+      reader.get(), [](const auto& s) { return AllOn(s, 2); }, &last));
+  for (const auto& p : last.pchannels()) EXPECT_EQ(p.term(), 2);
+
+  // A second watcher starts from the current assignment.
+  grpc::ClientContext ctx2;
+  SetDeadline(&ctx2);
+  auto reader2 = stub_->WatchAssignments(&ctx2, {});
+  AssignmentSnapshot first;
+  ASSERT_TRUE(reader2->Read(&first));
+  EXPECT_GE(first.version(), last.version());
+  EXPECT_TRUE(AllOn(first, 2));
+  ctx.TryCancel();
+  ctx2.TryCancel();
+}
+
+TEST_F(CoordServiceTest, GetStatusReportsNodesAndPChannels) {
+  AddNode(3);
+  StartServer(/*with_oracle=*/true);
+  const absl::Time deadline = absl::Now() + kWait;
+  kingfisher::v1::GetStatusResponse resp;
+  // Polls the observable status until the coordinator assigned both pchannels.
+  while (absl::Now() < deadline) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    resp.Clear();
+    ASSERT_TRUE(stub_->GetStatus(&ctx, {}, &resp).ok());
+    if (resp.pchannels_size() == 2 && resp.pchannels(0).node() == 3 &&
+        resp.pchannels(1).node() == 3) {
+      break;
+    }
+    coordinator_->view()->WaitNewer(coordinator_->view()->Current()->version, deadline);
+  }
+  ASSERT_EQ(resp.nodes_size(), 1);
+  EXPECT_EQ(resp.nodes(0).id(), 3);
+  EXPECT_EQ(resp.nodes(0).address(), "127.0.0.1:20003");
+  EXPECT_EQ(resp.nodes(0).state(), "ONLINE");
+  ASSERT_EQ(resp.pchannels_size(), 2);
+  EXPECT_EQ(resp.pchannels(0).pchannel(), "kf-dml_0");
+  EXPECT_EQ(resp.pchannels(0).state(), "ASSIGNING");
+  EXPECT_EQ(resp.pchannels(0).term(), 1);
+}
+
+TEST_F(CoordServiceTest, AllocateTimestamps) {
+  StartServer(/*with_oracle=*/true);
+  ASSERT_TRUE(coordinator_->WaitActing(true, absl::Now() + kWait));
+  uint64_t prev = 0;
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    kingfisher::v1::AllocateTimestampsRequest req;
+    req.set_count(100);
+    req.set_at_least(i == 1 ? prev + 1000 : 0);
+    kingfisher::v1::AllocateTimestampsResponse resp;
+    grpc::Status s = stub_->AllocateTimestamps(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.count(), 100u);
+    EXPECT_GT(resp.first(), prev);
+    EXPECT_GT(resp.first(), req.at_least());
+    prev = resp.first() + 99;
+  }
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  kingfisher::v1::AllocateTimestampsResponse resp;
+  EXPECT_EQ(stub_->AllocateTimestamps(&ctx, {}, &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(CoordServiceTest, WithoutAnOracleTimestampsAreUnavailableButDiscoveryWorks) {
+  AddNode(1);
+  StartServer(/*with_oracle=*/false);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  kingfisher::v1::AllocateTimestampsRequest req;
+  req.set_count(1);
+  kingfisher::v1::AllocateTimestampsResponse resp;
+  grpc::Status s = stub_->AllocateTimestamps(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(s.error_message().find("not the coordinator"), std::string::npos);
+
+  grpc::ClientContext wctx;
+  SetDeadline(&wctx);
+  auto reader = stub_->WatchAssignments(&wctx, {});
+  AssignmentSnapshot last;
+  EXPECT_TRUE(ReadUntil(
+      reader.get(), [](const auto& s) { return AllOn(s, 1); }, &last));
+  wctx.TryCancel();
+}
+
+TEST_F(CoordServiceTest, ShutdownEndsWatchStreamsWithOnShutdown) {
+  StartServer(/*with_oracle=*/true);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  auto reader = stub_->WatchAssignments(&ctx, {});
+  AssignmentSnapshot s;
+  ASSERT_TRUE(reader->Read(&s));
+  server_->Shutdown(absl::Seconds(5));
+  while (reader->Read(&s)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(CoordServiceTest, CancelledWatchersAreReleased) {
+  StartServer(/*with_oracle=*/true);
+  for (int i = 0; i < 20; ++i) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    auto reader = stub_->WatchAssignments(&ctx, {});
+    AssignmentSnapshot s;
+    ASSERT_TRUE(reader->Read(&s));
+    ctx.TryCancel();
+    while (reader->Read(&s)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  // Nothing left behind: shutdown does not wait for the grace period.
+  const absl::Time start = absl::Now();
+  server_->Shutdown(absl::Seconds(30));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+}
+
+}  // namespace
+}  // namespace kf::rpc

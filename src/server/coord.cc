@@ -1,0 +1,90 @@
+#include "server/coord.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_join.h"
+#include "rpc/rpc_server.h"
+#include "server/http_server.h"
+#include "spdlog/spdlog.h"
+#include "storage/meta/etcd_meta_store.h"
+#include "streaming/coord/coordinator.h"
+
+namespace kf::server {
+namespace {
+
+constexpr int kConfigError = 2;
+constexpr absl::Duration kConnectTimeout = absl::Seconds(5);
+constexpr absl::Duration kConnectBackoffMax = absl::Seconds(5);
+
+}  // namespace
+
+int RunCoord(const ServerConfig& config, ShutdownSignals* signals) {
+  meta::EtcdMetaStore::Options etcd_options;
+  etcd_options.endpoints = meta::EtcdMetaStore::ParseEndpoints(config.etcd);
+  auto store = meta::EtcdMetaStore::Create(etcd_options);
+  if (!store.ok()) {
+    spdlog::critical("kingfisher failed to start: --etcd '{}': {}", config.etcd,
+                     std::string(store.status().message()));
+    return kConfigError;
+  }
+
+  auto http = HttpServer::Start(config.http_listen);
+  if (!http.ok()) {
+    spdlog::critical("kingfisher failed to start: {}", std::string(http.status().message()));
+    return 1;
+  }
+
+  streaming::Coordinator::Options options;
+  options.cluster = config.cluster;
+  options.pchannels = config.PChannelNames();
+  options.lease_ttl = absl::Seconds(config.lease_ttl);
+  options.balance_interval = absl::Seconds(config.balance_interval);
+  std::unique_ptr<streaming::Coordinator> coordinator;
+  absl::Duration backoff = absl::Milliseconds(200);
+  for (int attempt = 1; coordinator == nullptr; ++attempt) {
+    auto created =
+        streaming::Coordinator::Create(store->get(), options, absl::Now() + kConnectTimeout);
+    if (created.ok()) {
+      coordinator = *std::move(created);
+      break;
+    }
+    spdlog::error("cannot reach etcd at {} (attempt {}): {}; retrying in {}", config.etcd, attempt,
+                  created.status().ToString(), absl::FormatDuration(backoff));
+    if (signals->ShutdownRequestedWithin(backoff)) {
+      spdlog::info("shutdown requested before etcd was reached; kingfisher stopped");
+      http->get()->Stop();
+      return 0;
+    }
+    backoff = std::min(backoff * 2, kConnectBackoffMax);
+  }
+
+  rpc::RpcServerOptions rpc_options;
+  rpc_options.listen = config.listen;
+  rpc_options.coord.view = coordinator->view();
+  rpc_options.coord.oracle = coordinator->oracle();
+  auto rpc = rpc::RpcServer::Start(std::move(rpc_options));
+  if (!rpc.ok()) {
+    spdlog::critical("kingfisher failed to start: {}", std::string(rpc.status().message()));
+    return 1;
+  }
+  coordinator->Start((*rpc)->address());
+  spdlog::info(
+      "kingfisher started role=coord listen={} http_listen={} etcd={} cluster={} pchannels={} "
+      "lease_ttl={}s balance_interval={}s",
+      (*rpc)->address(), (*http)->address(), config.etcd, config.cluster,
+      absl::StrJoin(options.pchannels, ","), config.lease_ttl, config.balance_interval);
+
+  const int sig = signals->WaitForShutdown();
+  spdlog::info("shutdown requested signal={}: stepping down", sig);
+  coordinator->Stop();  // revokes the lease first: a standby takes over at once
+  (*rpc)->Shutdown(absl::Seconds(config.shutdown_grace_seconds));
+  (*http)->Stop();
+  rpc->reset();  // before the coordinator whose view and oracle it serves
+  coordinator.reset();
+  spdlog::info("kingfisher stopped");
+  return 0;
+}
+
+}  // namespace kf::server
