@@ -122,9 +122,15 @@ absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadli
       absl::StatusOr<Router::Route> r =
           router_->Resolve(pchannel_, stale_version_, deadline, closed);
       const bool local = r.ok() && local_ && local_(pchannel_, r->term) != nullptr;
-      absl::Status ready = !r.ok() ? r.status()
-                           : local ? absl::OkStatus()
-                                   : AwaitChannelReady(*r->node->channel, deadline, closed);
+      bool moved = false;
+      absl::Status ready =
+          !r.ok() ? r.status()
+          : local ? absl::OkStatus()
+                  : AwaitChannelReady(*r->node->channel, deadline, [&] {
+                      moved = !router_->IsCurrent(pchannel_, *r);  // a dead node never gets ready
+                      return moved || closed();
+                    });
+      if (moved) continue;  // resolve again: the pchannel is routed elsewhere now
       if (absl::IsCancelled(ready)) return absl::CancelledError("consumer closed");
       if (!ready.ok()) {
         stale_version_ = 0;  // waiting did not help: the next try takes the current route

@@ -231,9 +231,9 @@ void ProducerImpl::AppendLocal(const std::shared_ptr<Op>& op,
   }
   // wal.append hangs directly under the logical span: no network hop, no wal.dist_append.
   wal->Append(op->logical, std::move(msg), [this, op](absl::StatusOr<wal::AppendResult> r) {
-        absl::StatusOr<kingfisher::AppendResult> out =
-        r.ok() ? absl::StatusOr<kingfisher::AppendResult>(kingfisher::AppendResult{
-                     r->id, r->timetick, r->last_confirmed, std::nullopt})
+    absl::StatusOr<kingfisher::AppendResult> out =
+        r.ok() ? absl::StatusOr<kingfisher::AppendResult>(
+                     kingfisher::AppendResult{r->id, r->timetick, r->last_confirmed, std::nullopt})
                : absl::StatusOr<kingfisher::AppendResult>(r.status());
     if (r.ok() && r->txn && r->txn->txn_id() != 0) out->txn_id = TxnId(r->txn->txn_id());
     // Off the WAL's completion thread: the user's callback must not hold up the log.
@@ -267,11 +267,15 @@ absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
     }
   }
   // A fail-fast stream on a channel that is reconnecting fails at once and leaves the
-  // reconnect unpolled (see channel_ready.h).
-  if (absl::Status ready = AwaitChannelReady(*route.node->channel, attempt_deadline, closed);
-      !ready.ok()) {
-    return ready;
-  }
+  // reconnect unpolled (see channel_ready.h). A dead node's channel never gets ready: stop
+  // waiting as soon as the pchannel is routed elsewhere.
+  bool moved = false;
+  absl::Status ready = AwaitChannelReady(*route.node->channel, attempt_deadline, [&] {
+    moved = !router_->IsCurrent(pchannel, route);
+    return moved || closed();
+  });
+  if (moved) return absl::UnavailableError("pchannel " + pchannel + " moved while connecting");
+  if (!ready.ok()) return ready;
   // Opening a stream may take a round trip: not under mu_.
   auto stream = std::make_shared<ProduceStream>(
       pchannel, route,

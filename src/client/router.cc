@@ -69,6 +69,20 @@ absl::StatusOr<Router::Route> Router::Resolve(const std::string& pchannel, int64
   }
 }
 
+bool Router::IsCurrent(const std::string& pchannel, const Route& route) const {
+  absl::MutexLock l(&mu_);
+  if (static_ || snapshot_ == nullptr || snapshot_->version() <= route.version) return true;
+  for (const auto& p : snapshot_->pchannels()) {
+    if (p.pchannel() != pchannel) continue;
+    if (p.term() != route.term) return false;
+    for (const auto& n : snapshot_->nodes()) {
+      if (n.id() == p.node()) return n.address() == route.node->address;
+    }
+    return false;
+  }
+  return false;
+}
+
 void Router::DiscoveryLoop() {
   absl::Duration backoff = absl::Milliseconds(50);
   size_t next = 0;

@@ -59,6 +59,10 @@ class Router {
   absl::StatusOr<Route> Resolve(const std::string& pchannel, int64_t after_version,
                                 absl::Time deadline, const std::function<bool()>& stop = nullptr);
 
+  // False once the latest snapshot routes `pchannel` to another node or term than `route`
+  // (static routes never go stale): a caller waiting for the old node's channel should stop.
+  bool IsCurrent(const std::string& pchannel, const Route& route) const;
+
  private:
   std::shared_ptr<Node> NodeAt(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DiscoveryLoop();

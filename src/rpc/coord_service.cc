@@ -105,9 +105,9 @@ grpc::ServerWriteReactor<AssignmentSnapshot>* CoordService::WatchAssignments(
     grpc::CallbackServerContext* /*context*/,
     const kingfisher::v1::WatchAssignmentsRequest* /*request*/) {
   if (options_.view == nullptr) {
-        // UNIMPLEMENTED, not UNAVAILABLE: clients then route everything here (client/router.h)
+    // UNIMPLEMENTED, not UNAVAILABLE: clients then route everything here (client/router.h)
     // instead of waiting for discovery that will never come.
-        return new RefusedWatch(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+    return new RefusedWatch(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                                          "this server does not follow the cluster's assignments"));
   }
   std::shared_ptr<WatchAssignmentsStream> stream =

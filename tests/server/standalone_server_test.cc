@@ -95,7 +95,7 @@ class Client {
     EXPECT_TRUE(stream->Read(&resp));
     EXPECT_TRUE(resp.created()) << resp.DebugString();
     std::vector<kingfisher::v1::ConsumedMessage> out;
-        while (out.size() < want && stream->Read(&resp)) {
+    while (out.size() < want && stream->Read(&resp)) {
       if (!resp.has_batch() || resp.batch().messages().empty()) {
         ADD_FAILURE() << "unexpected consume response " << resp.DebugString();
         break;

@@ -42,11 +42,11 @@ class TimestampAllocator final : public TimestampSource {
                                                                   Options options);
 
   // Allocates `count` (>= 1) consecutive timestamps and returns the first.
-    absl::StatusOr<TimeTick> Allocate(uint32_t count = 1) override;
+  absl::StatusOr<TimeTick> Allocate(uint32_t count = 1) override;
 
   // Ensures every later allocation is greater than `t` (e.g. the last timetick found in a
   // recovered log).
-    absl::Status Observe(TimeTick t) override;
+  absl::Status Observe(TimeTick t) override;
 
  private:
   TimestampAllocator(std::string path, Options options, uint64_t hwm);

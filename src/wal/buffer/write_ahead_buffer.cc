@@ -144,7 +144,7 @@ absl::StatusOr<ImmutableMessagePtr> TailingReader::Next(absl::Time deadline) {
 }
 
 absl::StatusOr<ImmutableMessagePtr> WriteAheadBuffer::NextFor(TailingReader* reader,
-                                                                                                                            absl::Time deadline) {
+                                                              absl::Time deadline) {
   // Shared: an Append wakes every waiting reader at once. Exclusive, they would take the lock
   // one after the other, each woken by the previous one's unlock, and the last of 16 tailing
   // consumers would wait 16 thread wake-ups for its message.

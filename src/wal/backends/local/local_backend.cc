@@ -46,7 +46,7 @@ LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchann
     pthread_setname_np(pthread_self(), "kf-wal-done");
     CompletionLoop();
   });
-  
+
   writer_ = std::jthread([this] {
     pthread_setname_np(pthread_self(), "kf-wal-write");
     WriterLoop();

@@ -80,28 +80,26 @@ class LocalBackend final : public WalBackend {
     uint32_t count;
   };
 
-  
-
   // Acknowledged groups whose callbacks are still to run, in id order. Many callbacks (each
-    // may wake a waiting thread) on the writer thread would delay the next fdatasync by as much as
+  // may wake a waiting thread) on the writer thread would delay the next fdatasync by as much as
   // the fdatasync itself, so large groups go to the completion thread.
   struct Completion {
     std::vector<Pending> group;
     absl::Status status;
     uint64_t bytes = 0;  // released from queue_bytes_ once the callbacks ran
   };
-    // Groups this small complete inline on the writer thread: a lone appender would otherwise pay
+  // Groups this small complete inline on the writer thread: a lone appender would otherwise pay
   // one more thread wake-up per append.
   static constexpr size_t kInlineCompletions = 4;
 
-    void WriterLoop();
+  void WriterLoop();
   // Writes, syncs and publishes one group. Writer thread only.
   absl::Status CommitGroup(std::vector<Pending>& group);
   void CompletionLoop();
   // Runs (or hands to the completion thread) the callbacks of `group`, keeping id order.
   void Complete(std::vector<Pending> group, absl::Status status, uint64_t bytes);
   void RunCallbacks(std::vector<Pending>& group, const absl::Status& status, uint64_t bytes);
-    // Writes one group into the page cache (writer thread only); CommitGroup syncs it.
+  // Writes one group into the page cache (writer thread only); CommitGroup syncs it.
   absl::Status WriteGroup(std::vector<Pending>& group, std::vector<Written>* written);
   absl::Status Roll();
   absl::Status FlushBuffer();
@@ -130,23 +128,23 @@ class LocalBackend final : public WalBackend {
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // sticky write error or FENCED
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 
-    // Writer thread only.
+  // Writer thread only.
   std::shared_ptr<fs::WritableFile> active_;
   std::shared_ptr<Segment> active_segment_;
   std::vector<std::shared_ptr<Segment>> new_segments_;  // rolled, not yet published
   uint64_t write_offset_ = 0;
   uint64_t buffer_file_pos_ = 0;  // file position where buf_ will land
-    std::string buf_;
+  std::string buf_;
   std::vector<Written> written_;  // of the group being committed
 
   // Writer thread -> completion thread.
   absl::Mutex done_mu_;
   std::deque<Completion> completions_ ABSL_GUARDED_BY(done_mu_);
   bool completer_busy_ ABSL_GUARDED_BY(done_mu_) = false;  // running a popped group
-    bool writer_done_ ABSL_GUARDED_BY(done_mu_) = false;
+  bool writer_done_ ABSL_GUARDED_BY(done_mu_) = false;
 
   absl::Mutex close_mu_;  // serialises Close()
-    std::jthread completer_;
+  std::jthread completer_;
   std::jthread writer_;
 };
 
