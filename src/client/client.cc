@@ -75,7 +75,7 @@ absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectInProcess(
   // (channel_ready.h), which does.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // A failed subchannel asks for re-resolution, which gRPC 1.51 rate-limits to one per 30 s by
   // default: a restarted server (same address) could stay unreachable that long.
   args.SetInt("grpc.dns_min_time_between_resolutions_ms", 100);
