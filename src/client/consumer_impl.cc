@@ -121,6 +121,7 @@ absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadli
       };
       absl::StatusOr<Router::Route> r =
           router_->Resolve(pchannel_, stale_version_, deadline, closed);
+      if (!r.ok() && absl::IsInvalidArgument(r.status())) return r.status();  // not in the cluster
       const bool local = r.ok() && local_ && local_(pchannel_, r->term) != nullptr;
       bool moved = false;
       absl::Status ready =

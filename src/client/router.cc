@@ -45,11 +45,20 @@ absl::StatusOr<Router::Route> Router::Resolve(const std::string& pchannel, int64
   for (;;) {
     if (static_) return Route{endpoint_, 0, 0};
     if (snapshot_ != nullptr && snapshot_->version() > after_version) {
+      bool known = false;
       for (const auto& p : snapshot_->pchannels()) {
-        if (p.pchannel() != pchannel || p.state() != kingfisher::v1::PCHANNEL_ASSIGNED) continue;
+        if (p.pchannel() != pchannel) continue;
+        known = true;
+        if (p.state() != kingfisher::v1::PCHANNEL_ASSIGNED) continue;
         for (const auto& n : snapshot_->nodes()) {
           if (n.id() == p.node()) return Route{NodeAt(n.address()), p.term(), snapshot_->version()};
         }
+      }
+      // The coordinator creates a cluster's pchannels together (streaming/coord/coordinator.h).
+      if (!known && snapshot_->pchannels_size() > 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "pchannel ", pchannel, " is not a pchannel of this cluster (it has ",
+            snapshot_->pchannels_size(), ", e.g. ", snapshot_->pchannels(0).pchannel(), ")"));
       }
     }
     if (stopping_ || (stop && stop())) return absl::CancelledError("client closing");

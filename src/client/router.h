@@ -55,7 +55,8 @@ class Router {
 
   // The route of `pchannel` from the first snapshot with version > `after_version` in which it
   // is ASSIGNED, waiting for one until `deadline` (UNAVAILABLE then, naming what was seen) or
-  // until `stop` returns true (CANCELLED; checked every 100 ms).
+  // until `stop` returns true (CANCELLED; checked every 100 ms). INVALID_ARGUMENT when the
+  // snapshot lists the cluster's pchannels and `pchannel` is not among them.
   absl::StatusOr<Route> Resolve(const std::string& pchannel, int64_t after_version,
                                 absl::Time deadline, const std::function<bool()>& stop = nullptr);
 

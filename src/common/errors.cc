@@ -4,6 +4,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "common/absl_compat.h"
 
 namespace kf {
@@ -85,6 +86,14 @@ absl::Status StreamingError(StreamingCode code, std::string_view message) {
   absl::Status s(ToStatusCode(code), ToAbsl(message));
   if (!s.ok()) s.SetPayload(kPayloadUrl, absl::Cord(std::to_string(static_cast<int>(code))));
   return s;
+}
+
+absl::Status WithContext(const absl::Status& status, std::string_view context) {
+  if (status.ok()) return status;
+  absl::Status out(status.code(), absl::StrCat(ToAbsl(context), ": ", status.message()));
+  status.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
 }
 
 StreamingCode GetStreamingCode(const absl::Status& status) {

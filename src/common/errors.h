@@ -45,6 +45,9 @@ absl::Status StreamingError(StreamingCode code, std::string_view message);
 // (e.g. INVALID_ARGUMENT -> kInvalidArgument, UNAVAILABLE -> kTransport).
 StreamingCode GetStreamingCode(const absl::Status& status);
 
+// `status` with "`context`: " before its message; code and payloads (the streaming code) kept.
+absl::Status WithContext(const absl::Status& status, std::string_view context);
+
 // Shorthands for the codes used all over the WAL.
 inline absl::Status FencedError(std::string_view m) {
   return StreamingError(StreamingCode::kChannelFenced, m);

@@ -28,5 +28,12 @@ TEST(Errors, StreamingCodeSurvivesInStatus) {
   EXPECT_EQ(StreamingCodeName(StreamingCode::kChannelFenced), "CHANNEL_FENCED");
 }
 
+TEST(Errors, WithContextKeepsCodeAndStreamingCode) {
+  absl::Status s = WithContext(FencedError("term 5 exists"), "open kf-dml_0 at term 1");
+  EXPECT_TRUE(IsFenced(s));
+  EXPECT_EQ(s.message(), "open kf-dml_0 at term 1: term 5 exists");
+  EXPECT_TRUE(WithContext(absl::OkStatus(), "x").ok());
+}
+
 }  // namespace
 }  // namespace kf

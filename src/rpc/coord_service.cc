@@ -39,33 +39,12 @@ CoordService::CoordService(CoordServiceOptions options) : options_(options) {
 
 CoordService::~CoordService() { BeginShutdown(); }
 
-void CoordService::set_local_address(std::string address) {
-  absl::MutexLock l(&mu_);
-  local_address_ = std::move(address);
-}
-
 grpc::ServerUnaryReactor* CoordService::GetStatus(
     grpc::CallbackServerContext* context, const kingfisher::v1::GetStatusRequest* /*request*/,
     kingfisher::v1::GetStatusResponse* response) {
   if (options_.view == nullptr) {
-    auto* node = response->add_nodes();
-    node->set_id(options_.local_node_id);
-    {
-      absl::MutexLock l(&mu_);
-      node->set_address(local_address_);
-    }
-    node->set_state("ONLINE");
-    if (options_.registry != nullptr) {
-      for (const auto& info : options_.registry->List()) {
-        auto* p = response->add_pchannels();
-        p->set_pchannel(info.pchannel);
-        p->set_node(options_.local_node_id);
-        p->set_term(info.term.value());
-        p->set_state("ASSIGNED");
-        p->set_readers(info.readers);
-      }
-    }
-    return Reply(context, absl::OkStatus());
+    return Reply(context,
+                 absl::UnimplementedError("this server does not follow the cluster's assignments"));
   }
   std::map<std::string, int> readers;  // of the pchannels this process serves
   if (options_.registry != nullptr) {

@@ -54,9 +54,6 @@ class CoordService final : public kingfisher::v1::StreamingCoord::CallbackServic
       const kingfisher::v1::AllocateTimestampsRequest* request,
       kingfisher::v1::AllocateTimestampsResponse* response) override;
 
-  // The address the standalone status reports (once the server knows its bound port).
-  void set_local_address(std::string address);
-
   // Shutdown, step 1: new watch streams are refused and live ones end with ON_SHUTDOWN after
   // their write in flight; the fan-out thread stops. Idempotent.
   void BeginShutdown();
@@ -73,7 +70,7 @@ class CoordService final : public kingfisher::v1::StreamingCoord::CallbackServic
   const CoordServiceOptions options_;
 
   absl::Mutex mu_;
-  std::string local_address_ ABSL_GUARDED_BY(mu_);
+
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<WatchAssignmentsStream*, std::weak_ptr<WatchAssignmentsStream>> streams_
       ABSL_GUARDED_BY(mu_);

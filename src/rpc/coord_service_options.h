@@ -3,8 +3,6 @@
 // without including gRPC headers.
 #pragma once
 
-#include <cstdint>
-
 namespace kf {
 namespace streaming {
 class AssignmentView;
@@ -16,15 +14,13 @@ namespace rpc {
 class WalRegistry;
 
 struct CoordServiceOptions {
-  // Discovery (WatchAssignments) and GetStatus. Null: the standalone single-node status below.
+  // Discovery (WatchAssignments) and GetStatus. Null: both UNIMPLEMENTED (a server that does
+  // not follow assignments; clients then route everything to it, see client/router.h).
   const streaming::AssignmentView* view = nullptr;
   // AllocateTimestamps. Null (a streaming node): UNAVAILABLE "not the coordinator".
   streaming::TimestampOracle* oracle = nullptr;
   // Reader counts in GetStatus, for the pchannels this process serves. Optional.
   const WalRegistry* registry = nullptr;
-  // Without a view: GetStatus reports this one node (ONLINE, at the server's address) owning
-  // every pchannel of `registry` (ASSIGNED) — standalone, until it runs a Coordinator.
-  int64_t local_node_id = 1;
 };
 
 }  // namespace rpc

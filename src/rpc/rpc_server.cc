@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions opt
     builder.RegisterService(server->node_service_.get());
   }
   server->coord_service_ = std::make_unique<CoordService>(options.coord);
-  server->coord_service_->set_local_address(options.listen);
+
   builder.RegisterService(server->coord_service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || selected_port == 0) {
@@ -53,8 +53,6 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions opt
                                   " (address in use or not local?)");
   }
   server->address_ = host + ":" + std::to_string(selected_port);
-  // With port 0 the bound port is known only now.
-  server->coord_service_->set_local_address(server->address_);
   return server;
 }
 

@@ -62,6 +62,8 @@ const std::vector<SettingInfo>& AllSettings() {
   static const auto* kAll = new std::vector<SettingInfo>{
       {"listen", "gRPC listen address HOST:PORT (port 0: any free port)"},
       {"http_listen", "HTTP address for /healthz and /metrics HOST:PORT"},
+      {"advertise_address",
+       "HOST:PORT clients reach this server at (default: the bound listen address)"},
       {"data_dir", "directory holding the WAL and node state"},
       {"cluster", "cluster name; pchannels are <cluster>-dml_<i>"},
       {"pchannels", "number of pchannels, fixed when the data dir is initialised"},
@@ -173,6 +175,7 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
       return Bad(src, "must be one of trace, debug, info, warn, error, critical, off");
     }
   }
+  str("advertise_address", &c.advertise_address);
   str("etcd", &c.etcd);
   str("object_store", &c.object_store);
   str("logstores", &c.logstores);

@@ -22,6 +22,9 @@ namespace kf::server {
 struct ServerConfig {
   std::string listen = "127.0.0.1:19530";
   std::string http_listen = "127.0.0.1:9091";
+  // Where clients reach this process (published in the metadata store for discovery). Empty:
+  // the bound listen address, a wildcard host replaced by this machine's hostname.
+  std::string advertise_address;
   std::string data_dir = "./kingfisher-data";
   std::string cluster = "kf";
   int pchannels = 4;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_join.h"
 #include "rpc/rpc_server.h"
+#include "server/advertise.h"
 #include "server/http_server.h"
 #include "spdlog/spdlog.h"
 #include "storage/meta/etcd_meta_store.h"
@@ -69,7 +70,9 @@ int RunCoord(const ServerConfig& config, ShutdownSignals* signals) {
     spdlog::critical("kingfisher failed to start: {}", std::string(rpc.status().message()));
     return 1;
   }
-  coordinator->Start((*rpc)->address());
+  coordinator->Start(AdvertisedAddress(config.advertise_address, (*rpc)->address()));
+  // Serving: discovery and status answer whether this coordinator acts or stands by.
+  (*http)->SetHealth(Health::kServing, "");
   spdlog::info(
       "kingfisher started role=coord listen={} http_listen={} etcd={} cluster={} pchannels={} "
       "lease_ttl={}s balance_interval={}s",
@@ -78,6 +81,7 @@ int RunCoord(const ServerConfig& config, ShutdownSignals* signals) {
 
   const int sig = signals->WaitForShutdown();
   spdlog::info("shutdown requested signal={}: stepping down", sig);
+  (*http)->SetHealth(Health::kStopping, "stepping down");
   coordinator->Stop();  // revokes the lease first: a standby takes over at once
   (*rpc)->Shutdown(absl::Seconds(config.shutdown_grace_seconds));
   (*http)->Stop();

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/file_util.h"
@@ -21,7 +21,9 @@ namespace kf::server {
 namespace {
 
 constexpr char kMarker[] = "KINGFISHER";
-constexpr char kMarkerFormat[] = "kingfisher-data-dir 1";
+// Format 2: pchannel terms and the timestamp mark live in the metadata store (format 1 kept them
+// in nodes/<id>/{term,tso}); a format-1 WAL would be fenced above the terms format 2 assigns.
+constexpr char kMarkerFormat[] = "kingfisher-data-dir 2";
 
 std::string MarkerContents(const DataDir::Identity& id) {
   return absl::StrCat(kMarkerFormat, "\ncluster=", id.cluster, "\npchannels=", id.pchannels, "\n");
@@ -75,6 +77,13 @@ absl::StatusOr<std::unique_ptr<DataDir>> DataDir::Open(const std::string& root, 
   const std::string marker = root + "/" + kMarker;
   absl::StatusOr<std::string> contents = fs::ReadFileToString(fs::DefaultFileSystem(), marker);
   if (contents.ok()) {
+    if (!absl::StartsWith(*contents, absl::StrCat(kMarkerFormat, "\n"))) {
+      return Refuse(absl::StrCat(
+          "data dir ", root, " has another format (", marker, " starts with '",
+          contents->substr(0, contents->find('\n')), "', this server writes '", kMarkerFormat,
+          "'): it was written by an incompatible Kingfisher version; move it away and start with "
+          "an empty data dir"));
+    }
     if (*contents != MarkerContents(identity)) {
       return Refuse(absl::StrCat("data dir ", root, " belongs to another configuration (", marker,
                                  " says '", absl::StripTrailingAsciiWhitespace(*contents),
@@ -122,21 +131,5 @@ DataDir::DataDir(std::string root, std::string node_dir, int lock_fd)
     : root_(std::move(root)), node_dir_(std::move(node_dir)), lock_fd_(lock_fd) {}
 
 DataDir::~DataDir() { ::close(lock_fd_); }
-
-absl::StatusOr<Term> DataDir::NextTerm() {
-  const std::string path = node_dir_ + "/term";
-  int64_t last = 0;
-  absl::StatusOr<std::string> contents = fs::ReadFileToString(fs::DefaultFileSystem(), path);
-  if (contents.ok()) {
-    if (!absl::SimpleAtoi(absl::StripTrailingAsciiWhitespace(*contents), &last) || last < 0) {
-      return absl::DataLossError(absl::StrCat("term file ", path, " is corrupt"));
-    }
-  } else if (!absl::IsNotFound(contents.status())) {
-    return contents.status();
-  }
-  const int64_t next = last + 1;
-  RETURN_IF_ERROR(fs::WriteFileAtomically(fs::DefaultFileSystem(), path, absl::StrCat(next, "\n")));
-  return Term(next);
-}
 
 }  // namespace kf::server

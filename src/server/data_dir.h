@@ -3,8 +3,7 @@
 //   <data-dir>/KINGFISHER        marker: this directory is ours (format, cluster, pchannels)
 //   <data-dir>/wal/              the WAL (local backend root; may be shared between nodes)
 //   <data-dir>/nodes/<id>/LOCK   flock'ed while a process serves this node
-//   <data-dir>/nodes/<id>/tso    the timestamp allocator's high-water mark
-//   <data-dir>/nodes/<id>/term   the node's term counter (last term it opened pchannels at)
+//   <data-dir>/meta/             standalone: the embedded metadata store (terms, TSO mark)
 //
 // Refuses (FAILED_PRECONDITION, message naming the problem): a directory that exists, is not
 // empty and has no marker; a marker for another cluster name or pchannel count; a directory that
@@ -18,7 +17,6 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/strong_id.h"
 
 namespace kf::server {
 
@@ -40,11 +38,7 @@ class DataDir {
   const std::string& root() const { return root_; }
   std::string wal_dir() const { return root_ + "/wal"; }
   const std::string& node_dir() const { return node_dir_; }
-  std::string tso_path() const { return node_dir_ + "/tso"; }
-
-  // The next term for this node: last persisted + 1, durably persisted before it is returned
-  // (so a crash never reuses a term the backend may already have seen).
-  absl::StatusOr<Term> NextTerm();
+  std::string meta_dir() const { return root_ + "/meta"; }
 
  private:
   DataDir(std::string root, std::string node_dir, int lock_fd);

@@ -26,7 +26,7 @@ class DataDirTest : public ::testing::Test {
   const DataDir::Identity id_{"kf", 4};
 };
 
-TEST_F(DataDirTest, CreatesLayoutAndBumpsTerm) {
+TEST_F(DataDirTest, CreatesLayoutThenReopens) {
   const std::string root = base_ + "/data";
   {
     auto dir = DataDir::Open(root, 1, id_);
@@ -34,18 +34,18 @@ TEST_F(DataDirTest, CreatesLayoutAndBumpsTerm) {
     EXPECT_TRUE(std::filesystem::exists(root + "/KINGFISHER"));
     EXPECT_TRUE(std::filesystem::is_directory(root + "/wal"));
     EXPECT_TRUE(std::filesystem::is_directory(root + "/nodes/1"));
-    auto t1 = (*dir)->NextTerm();
-    ASSERT_TRUE(t1.ok());
-    EXPECT_EQ(t1->value(), 1);
-    auto t2 = (*dir)->NextTerm();
-    ASSERT_TRUE(t2.ok());
-    EXPECT_EQ(t2->value(), 2);
+    EXPECT_EQ((*dir)->meta_dir(), root + "/meta");
   }
   auto again = DataDir::Open(root, 1, id_);
-  ASSERT_TRUE(again.ok()) << again.status();
-  auto t3 = (*again)->NextTerm();
-  ASSERT_TRUE(t3.ok());
-  EXPECT_EQ(t3->value(), 3);
+  EXPECT_TRUE(again.ok()) << again.status();
+}
+
+TEST_F(DataDirTest, RefusesAnOlderFormat) {
+  std::ofstream(base_ + "/KINGFISHER") << "kingfisher-data-dir 1\ncluster=kf\npchannels=4\n";
+  auto dir = DataDir::Open(base_, 1, id_);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("incompatible Kingfisher version"), std::string::npos)
+      << dir.status();
 }
 
 TEST_F(DataDirTest, EmptyExistingDirIsAdopted) { EXPECT_TRUE(DataDir::Open(base_, 1, id_).ok()); }

@@ -4,11 +4,14 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "rpc/coord_tso_fetcher.h"
 #include "rpc/rpc_server.h"
 #include "rpc/wal_registry.h"
+#include "rpc/wal_registry_metrics.h"
+#include "server/advertise.h"
 #include "server/data_dir.h"
 #include "server/http_server.h"
 #include "spdlog/spdlog.h"
@@ -35,6 +38,7 @@ struct Node {
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<streaming::StreamingNode> node;
+  std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
 };
 
 // Retries `attempt` with backoff until it succeeds or a shutdown signal arrives (false then).
@@ -105,7 +109,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
 
   streaming::StreamingNode::Options node;
   node.node_id = config.node_id;
-  node.address = n->rpc->address();
+  node.address = AdvertisedAddress(config.advertise_address, n->rpc->address());
   node.cluster = config.cluster;
   node.pchannels = config.PChannelNames();
   node.opener = n->opener.get();
@@ -121,6 +125,11 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
       })) {
     return absl::CancelledError("shutdown requested during startup");
   }
+  n->gauges = rpc::RegisterWalGauges(metrics::DefaultRegistry(), n->registry.get());
+  for (auto& h : rpc::RegisterAssignmentGauges(metrics::DefaultRegistry(), n->registry.get(),
+                                               config.node_id)) {
+    n->gauges.push_back(std::move(h));
+  }
   return absl::OkStatus();
 }
 
@@ -131,6 +140,7 @@ void Close(const ServerConfig& config, Node* n) {
   }
   if (n->http) n->http->Stop();
   if (n->rpc) n->rpc->Shutdown(absl::Seconds(config.shutdown_grace_seconds));
+  n->gauges.clear();
   n->node.reset();  // closes what is still open, revokes the lease
   spdlog::debug("shutdown: wals closed, lease revoked");
   n->tracing.Shutdown(absl::Seconds(5));
@@ -151,6 +161,7 @@ int RunNode(const ServerConfig& config, ShutdownSignals* signals) {
     Close(config, &n);
     return 1;
   }
+  n.http->SetHealth(Health::kServing, "");
   spdlog::info(
       "kingfisher started role=node node_id={} listen={} http_listen={} data_dir={} cluster={} "
       "pchannels={} etcd={} wal_backend={}",
@@ -158,6 +169,7 @@ int RunNode(const ServerConfig& config, ShutdownSignals* signals) {
       config.pchannels, config.etcd, config.wal_backend);
   const int sig = signals->WaitForShutdown();
   spdlog::info("shutdown requested signal={}: draining", sig);
+  n.http->SetHealth(Health::kStopping, "draining");
   Close(config, &n);
   spdlog::info("kingfisher node stopped");
   return 0;

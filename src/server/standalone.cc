@@ -8,15 +8,19 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/absl_compat.h"
 #include "rpc/rpc_server.h"
 #include "rpc/wal_registry.h"
 #include "rpc/wal_registry_metrics.h"
+#include "server/advertise.h"
 #include "server/data_dir.h"
 #include "server/http_server.h"
 #include "spdlog/spdlog.h"
-#include "storage/tso/timestamp_allocator.h"
+#include "storage/meta/embedded_meta_store.h"
+#include "streaming/coord/coordinator.h"
+#include "streaming/node/streaming_node.h"
 #include "trace/env.h"
 #include "wal/backends/local/local_opener.h"
 #include "wal/wal.h"
@@ -25,7 +29,8 @@ namespace kf::server {
 namespace {
 
 constexpr int64_t kStandaloneNodeId = 1;
-// gRPC limits sit above the largest payload: properties, framing and the request envelope.
+// Bounds each metadata step of startup (the embedded store answers at once unless broken).
+constexpr absl::Duration kStartTimeout = absl::Seconds(30);
 
 // TEST ONLY: see standalone.h. Returns an empty hook unless the env variable is set.
 std::function<void()> CrashAfterDurableHookForTest() {
@@ -46,15 +51,54 @@ std::function<void()> CrashAfterDurableHookForTest() {
 struct Standalone {
   std::unique_ptr<DataDir> data_dir;
   trace::TracingHandle tracing;
-  std::unique_ptr<TimestampAllocator> tso;
-  std::unique_ptr<wal::WalOpener> opener;
-  rpc::StaticWalRegistry registry;
-  std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<HttpServer> http;
+  std::unique_ptr<meta::EmbeddedMetaStore> store;
+  std::unique_ptr<streaming::Coordinator> coordinator;
+  std::unique_ptr<wal::WalOpener> opener;
+  std::unique_ptr<rpc::DynamicWalRegistry> registry;
+  std::unique_ptr<rpc::RpcServer> rpc;
+  std::unique_ptr<streaming::StreamingNode> node;
   std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
 };
 
-absl::Status Open(const ServerConfig& config, Standalone* s) {
+// True when every pchannel is ASSIGNED (confirmed by the node that opened it).
+bool AllAssigned(const streaming::AssignmentSnapshot& s, size_t n) {
+  size_t assigned = 0;
+  for (const auto& [name, p] : s.pchannels) {
+    assigned += p.assignment.state() == kingfisher::v1::PCHANNEL_ASSIGNED ? 1 : 0;
+  }
+  return assigned == n;
+}
+
+// Waits until the node serves every pchannel and has confirmed it (recovery may take long:
+// progress is logged).
+absl::Status WaitServing(const ServerConfig& config, ShutdownSignals* signals, Standalone* s) {
+  const size_t n = config.PChannelNames().size();
+  const absl::Time start = absl::Now();
+  for (;;) {
+    absl::Status st = s->node->WaitServing(n, absl::Now() + absl::Seconds(5));
+    if (!absl::IsDeadlineExceeded(st)) {
+      if (!st.ok()) return st;
+      break;
+    }
+    if (signals->ShutdownRequestedWithin(absl::ZeroDuration())) {
+      return absl::CancelledError("shutdown requested during startup");
+    }
+    spdlog::info("waiting for the WALs to open ({}; {} so far)", std::string(st.message()),
+                 absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Seconds(1))));
+  }
+  const streaming::AssignmentView* view = s->coordinator->view();
+  const absl::Time deadline = absl::Now() + kStartTimeout;
+  for (auto snapshot = view->Current(); !AllAssigned(*snapshot, n);
+       snapshot = view->WaitNewer(snapshot->version, deadline)) {
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError("the pchannels were opened but not confirmed ASSIGNED");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalone* s) {
   auto dir = DataDir::Open(config.data_dir, kStandaloneNodeId,
                            DataDir::Identity{config.cluster, config.pchannels});
   if (!dir.ok()) return dir.status();
@@ -66,12 +110,25 @@ absl::Status Open(const ServerConfig& config, Standalone* s) {
   if (!http.ok()) return http.status();
   s->http = *std::move(http);
 
-  auto tso = TimestampAllocator::Open(s->data_dir->tso_path(), {});
-  if (!tso.ok()) return tso.status();
-  s->tso = *std::move(tso);
+  auto store = meta::EmbeddedMetaStore::Open(s->data_dir->meta_dir(), {});
+  if (!store.ok()) {
+    return absl::Status(
+        store.status().code(),
+        absl::StrCat("metadata store ", s->data_dir->meta_dir(), ": ", store.status().message()));
+  }
+  s->store = *std::move(store);
 
-  auto term = s->data_dir->NextTerm();
-  if (!term.ok()) return term.status();
+  // The coordinator and the one streaming node of docs/cluster.md, over the embedded store.
+  streaming::Coordinator::Options coord;
+  coord.cluster = config.cluster;
+  coord.pchannels = config.PChannelNames();
+  coord.lease_ttl = absl::Seconds(config.lease_ttl);
+  coord.balance_interval = absl::Seconds(config.balance_interval);
+  coord.exclusive = true;  // the data-dir lock rules out a second coordinator
+  auto coordinator =
+      streaming::Coordinator::Create(s->store.get(), coord, absl::Now() + kStartTimeout);
+  if (!coordinator.ok()) return coordinator.status();
+  s->coordinator = *std::move(coordinator);
 
   wal::local::LocalOpenerOptions opener_options;
   opener_options.root = s->data_dir->wal_dir();
@@ -79,41 +136,45 @@ absl::Status Open(const ServerConfig& config, Standalone* s) {
   opener_options.max_entry_bytes = std::max<uint64_t>(
       opener_options.max_entry_bytes, config.max_payload_bytes + kMessageHeadroomBytes);
   s->opener = wal::local::NewLocalOpener(opener_options);
-
-  for (const std::string& pchannel : config.PChannelNames()) {
-    auto backend = s->opener->Open(wal::OpenOptions{.pchannel = pchannel, .term = *term});
-    if (!backend.ok()) {
-      return absl::Status(backend.status().code(),
-                          "open WAL " + pchannel + ": " + std::string(backend.status().message()));
-    }
-    wal::WalOptions options;
-    options.pchannel = pchannel;
-    options.tso = s->tso.get();
-    auto w = wal::OpenWal(std::move(options), *std::move(backend));
-    if (!w.ok()) {
-      return absl::Status(w.status().code(),
-                          "recover WAL " + pchannel + ": " + std::string(w.status().message()));
-    }
-    s->registry.Add(std::shared_ptr<wal::Wal>(*std::move(w)));
-  }
-  s->gauges = rpc::RegisterWalGauges(metrics::DefaultRegistry(), &s->registry);
-  for (auto& h :
-       rpc::RegisterAssignmentGauges(metrics::DefaultRegistry(), &s->registry, kStandaloneNodeId)) {
-    s->gauges.push_back(std::move(h));
-  }
+  s->registry = std::make_unique<rpc::DynamicWalRegistry>(config.PChannelNames());
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
   rpc_options.max_message_bytes = config.max_payload_bytes + kMessageHeadroomBytes;
-  rpc_options.wal_registry = &s->registry;
-  rpc_options.coord.registry = &s->registry;
-  rpc_options.coord.local_node_id = kStandaloneNodeId;
+  rpc_options.wal_registry = s->registry.get();
+  rpc_options.coord.view = s->coordinator->view();
+  rpc_options.coord.oracle = s->coordinator->oracle();
+  rpc_options.coord.registry = s->registry.get();
   rpc_options.node.max_payload_bytes = config.max_payload_bytes;
   rpc_options.node.after_durable_for_test = CrashAfterDurableHookForTest();
   auto rpc = rpc::RpcServer::Start(std::move(rpc_options));
   if (!rpc.ok()) return rpc.status();
   s->rpc = *std::move(rpc);
-  return absl::OkStatus();
+  const std::string address = AdvertisedAddress(config.advertise_address, s->rpc->address());
+
+  s->coordinator->Start(address);
+  if (!s->coordinator->WaitActing(true, absl::Now() + kStartTimeout)) {
+    return absl::UnavailableError("the coordinator did not take office (see the log above)");
+  }
+  streaming::StreamingNode::Options node;
+  node.node_id = kStandaloneNodeId;
+  node.address = address;
+  node.cluster = config.cluster;
+  node.pchannels = config.PChannelNames();
+  node.opener = s->opener.get();
+  node.view = s->coordinator->view();
+  node.registry = s->registry.get();
+  node.wal.tso = s->coordinator->oracle();
+  node.lease_ttl = absl::Seconds(config.lease_ttl);
+  auto started = streaming::StreamingNode::Start(s->store.get(), node, absl::Now() + kStartTimeout);
+  if (!started.ok()) return started.status();
+  s->node = *std::move(started);
+  s->gauges = rpc::RegisterWalGauges(metrics::DefaultRegistry(), s->registry.get());
+  for (auto& h : rpc::RegisterAssignmentGauges(metrics::DefaultRegistry(), s->registry.get(),
+                                               kStandaloneNodeId)) {
+    s->gauges.push_back(std::move(h));
+  }
+  return WaitServing(config, signals, s);
 }
 
 void Close(const ServerConfig& config, Standalone* s) {
@@ -121,7 +182,11 @@ void Close(const ServerConfig& config, Standalone* s) {
   if (s->http) s->http->SetHealth(Health::kStopping, "shutting down");
   if (s->rpc) s->rpc->Shutdown(absl::Seconds(config.shutdown_grace_seconds));
   spdlog::debug("shutdown: rpc stopped");
-  for (const auto& w : s->registry.All()) w->Close();
+  // The coordinator first: the node's lease revocation must not move the pchannels (a restart
+  // finds them assigned to node 1 at the same term).
+  if (s->coordinator) s->coordinator->Stop();
+  s->gauges.clear();
+  s->node.reset();  // closes every WAL (the backend drains), revokes the lease
   spdlog::debug("shutdown: wals closed");
   if (s->http) s->http->Stop();
   spdlog::debug("shutdown: http stopped");
@@ -133,21 +198,27 @@ void Close(const ServerConfig& config, Standalone* s) {
 int RunStandalone(const ServerConfig& config, ShutdownSignals* signals) {
   Standalone s;
   s.tracing = trace::InitTracingFromEnv("kingfisher");
-  if (absl::Status st = Open(config, &s); !st.ok()) {
+  if (absl::Status st = Open(config, signals, &s); !st.ok()) {
+    if (absl::IsCancelled(st)) {
+      spdlog::info("kingfisher stopped before it started: {}", std::string(st.message()));
+      Close(config, &s);
+      return 0;
+    }
     spdlog::critical("kingfisher failed to start: {}", std::string(st.message()));
     Close(config, &s);
     return 1;
   }
   s.http->SetHealth(Health::kServing, "");
-  const auto pchannels = s.registry.List();
-  std::vector<std::string> names;
-  for (const auto& p : pchannels) names.push_back(p.pchannel);
+  std::vector<std::string> pchannels;
+  for (const auto& p : s.registry->List()) {
+    pchannels.push_back(absl::StrCat(p.pchannel, "@", p.term.value()));
+  }
   spdlog::info(
       "kingfisher started role=standalone listen={} http_listen={} data_dir={} cluster={} "
-      "pchannels={} term={} wal_backend={} max_payload_bytes={} tracing_export={}",
+      "pchannels={} wal_backend={} max_payload_bytes={} tracing_export={}",
       s.rpc->address(), s.http->address(), config.data_dir, config.cluster,
-      absl::StrJoin(names, ","), pchannels.empty() ? 0 : pchannels.front().term.value(),
-      config.wal_backend, config.max_payload_bytes, s.tracing.exporting());
+      absl::StrJoin(pchannels, ","), config.wal_backend, config.max_payload_bytes,
+      s.tracing.exporting());
 
   const int sig = signals->WaitForShutdown();
   spdlog::info("shutdown requested signal={}: draining in-flight appends", sig);

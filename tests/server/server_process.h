@@ -1,6 +1,7 @@
 // ServerProcess: starts the real `kingfisher` binary (build/bin, from KF_BIN_DIR) in a role
-// (standalone by default, or coord) on free loopback ports with a temp data dir, waits until
-// it answers GetStatus, and stops it by pid. For integration tests; reusable by other suites.
+// (standalone by default, coord or node) on free loopback ports with a temp data dir, waits
+// until its /healthz answers 200 (it serves), and stops it by pid. For integration tests; reusable
+// by other suites.
 //
 // Thread-safety: one thread drives a ServerProcess. Ownership: owns the child process (killed
 // with SIGKILL in the destructor if still running) and, when it created it, the temp dir.
@@ -56,7 +57,7 @@ class ServerProcess {
   explicit ServerProcess(Options options);
   ~ServerProcess();
 
-  // Starts the server and waits until GetStatus answers (false + output on failure). A second
+  // Starts the server and waits until /healthz is 200 (false + output on failure). A second
   // Start after Stop/Kill/WaitForExit restarts it on the same addresses.
   bool Start(absl::Duration timeout = absl::Seconds(30));
   // SIGTERM, then waits for the exit.

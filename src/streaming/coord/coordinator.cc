@@ -5,6 +5,7 @@
 #include <mutex>
 #include <utility>
 
+#include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
 #include "streaming/coord/balancer.h"
 
@@ -12,6 +13,9 @@ namespace kf::streaming {
 namespace {
 
 using kingfisher::v1::PChannelAssignment;
+
+// pchannels created per store transaction (etcd refuses more than 128 operations by default).
+constexpr size_t kCreateBatch = 60;
 
 std::string Str(const absl::Status& s) { return s.ToString(); }
 std::string Str(absl::Duration d) { return absl::FormatDuration(d); }
@@ -378,17 +382,26 @@ Coordinator::RoundResult Coordinator::Reconcile(const AssignmentSnapshot& snapsh
                                                 bool allow_rebalance) {
   LogAnomalies(snapshot);
   RoundResult result;
+  // The missing pchannels in as few writes as etcd allows (its default --max-txn-ops is 128):
+  // up to kCreateBatch pchannels a snapshot holds either none or all of them, so clients can
+  // tell a name outside the cluster (client/router.h).
+  std::vector<PChannelWrite> create;
   for (const std::string& name : options_.pchannels) {
     if (snapshot.pchannels.count(name) != 0 || snapshot.corrupt.count(keys_.pchannel(name)) != 0) {
       continue;
     }
-    PChannelAssignment a;
-    a.set_pchannel(name);
-    a.set_state(kingfisher::v1::PCHANNEL_UNINITIALIZED);
-    // mod_revision 0: create only if absent.
-    const WriteOutcome w = Write(name, 0, a, leadership);
+    PChannelWrite& w = create.emplace_back();
+    w.value.set_pchannel(name);
+    w.value.set_state(kingfisher::v1::PCHANNEL_UNINITIALIZED);
+  }
+  for (size_t i = 0; i < create.size(); i += kCreateBatch) {
+    const std::vector<PChannelWrite> batch(
+        create.begin() + i, create.begin() + std::min(create.size(), i + kCreateBatch));
+    const WriteOutcome w = Write(batch, leadership);
     if (w != WriteOutcome::kWritten) return Ended(w, result);
-    spdlog::info("coordinator: created pchannel {} (UNINITIALIZED)", name);
+    for (const auto& c : batch) {
+      spdlog::info("coordinator: created pchannel {} (UNINITIALIZED)", c.value.pchannel());
+    }
   }
   for (const Move& m : Balance(snapshot, options_.pchannels, allow_rebalance)) {
     const AssignmentSnapshot::PChannel& p = snapshot.pchannels.at(m.pchannel);
@@ -400,7 +413,7 @@ Coordinator::RoundResult Coordinator::Reconcile(const AssignmentSnapshot& snapsh
     } else {
       next.set_state(kingfisher::v1::PCHANNEL_UNAVAILABLE);
     }
-    const WriteOutcome w = Write(m.pchannel, p.mod_revision, next, leadership);
+    const WriteOutcome w = Write({{p.mod_revision, next}}, leadership);
     if (w != WriteOutcome::kWritten) return Ended(w, result);
     spdlog::info(
         "assignment changed pchannel={} old_node={} new_node={} old_term={} term={} state={} "
@@ -412,15 +425,21 @@ Coordinator::RoundResult Coordinator::Reconcile(const AssignmentSnapshot& snapsh
   return result;
 }
 
-Coordinator::WriteOutcome Coordinator::Write(const std::string& pchannel, int64_t mod_revision,
-                                             const PChannelAssignment& value,
+Coordinator::WriteOutcome Coordinator::Write(const std::vector<PChannelWrite>& writes,
                                              const Leadership& leadership) {
-  const std::string key = keys_.pchannel(pchannel);
   const std::string coord = keys_.coord();
+  std::vector<meta::Compare> compares = {
+      meta::Compare::CreateRevisionIs(coord, leadership.create_revision)};
+  std::vector<meta::Op> puts;
+  std::vector<std::string> keys;
+  for (const PChannelWrite& w : writes) {
+    keys.push_back(keys_.pchannel(w.value.pchannel()));
+    compares.push_back(meta::Compare::ModRevisionIs(keys.back(), w.mod_revision));
+    puts.push_back(meta::Op::Put(keys.back(), w.value.SerializeAsString()));
+  }
+  const std::string key = absl::StrJoin(keys, ",");
   absl::StatusOr<meta::TxnResult> txn =
-      store_->Txn({meta::Compare::ModRevisionIs(key, mod_revision),
-                   meta::Compare::CreateRevisionIs(coord, leadership.create_revision)},
-                  {meta::Op::Put(key, value.SerializeAsString())}, {meta::Op::Get(coord)},
+      store_->Txn(std::move(compares), std::move(puts), {meta::Op::Get(coord)},
                   absl::Now() + options_.call_timeout);
   if (!txn.ok()) {
     spdlog::warn("coordinator: write of {} has an unknown outcome ({}); the view will tell", key,

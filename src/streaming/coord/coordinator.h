@@ -120,10 +120,12 @@ class Coordinator {
     kUnknown,   // the store failed: it may or may not have been written
     kLost,      // `coord` is no longer ours
   };
-  // One CAS write of a pchannel on its mod_revision (0: create if absent), guarded by our
-  // `coord` key.
-  WriteOutcome Write(const std::string& pchannel, int64_t mod_revision,
-                     const kingfisher::v1::PChannelAssignment& value, const Leadership& leadership);
+  struct PChannelWrite {
+    int64_t mod_revision = 0;  // the CAS condition (0: create if absent)
+    kingfisher::v1::PChannelAssignment value;
+  };
+  // One atomic CAS write of pchannels (each on its mod_revision), guarded by our `coord` key.
+  WriteOutcome Write(const std::vector<PChannelWrite>& writes, const Leadership& leadership);
   static RoundResult Ended(WriteOutcome w, RoundResult so_far);
   // Whether `coord` is still the key of `leadership` (a store read).
   absl::StatusOr<bool> StillLeader(const Leadership& leadership);

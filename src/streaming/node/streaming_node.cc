@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/absl_compat.h"
+#include "common/errors.h"
 #include "spdlog/spdlog.h"
 
 namespace kf::streaming {
@@ -71,11 +72,23 @@ absl::Status StreamingNode::Drain(absl::Time deadline) {
   return absl::OkStatus();
 }
 
+absl::Status StreamingNode::WaitServing(size_t n, absl::Time deadline) {
+  absl::MutexLock l(&mu_);
+  auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return open_.size() >= n || !open_error_.ok();
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
+  if (open_.size() >= n) return absl::OkStatus();
+  if (!open_error_.ok()) return open_error_;
+  return absl::DeadlineExceededError(
+      absl::StrCat("node ", options_.node_id, " serves ", open_.size(), " of ", n, " pchannels"));
+}
+
 void StreamingNode::ReconcileLoop(std::stop_token stop) {
   int64_t seen = -1;
   while (!stop.stop_requested()) {
     std::shared_ptr<const AssignmentSnapshot> snapshot =
-        options_.view->WaitNewer(seen, absl::Now() + options_.reconcile_interval);
+        options_.view->WaitNewer(seen, absl::Now() + options_.reconcile_interval, stop);
     if (stop.stop_requested()) return;
     seen = snapshot->version;
     Reconcile(*snapshot);
@@ -102,8 +115,7 @@ void StreamingNode::Reconcile(const AssignmentSnapshot& snapshot) {
     }
     if (open == open_terms.end() || open->second < Term(a.term())) {
       if (absl::Status s = Open(name, Term(a.term())); !s.ok()) {
-        spdlog::error("node {}: cannot open {} at term {}: {} (retrying)", options_.node_id, name,
-                      a.term(), s.ToString());
+        spdlog::error("node {}: {} (retrying)", options_.node_id, s.ToString());
         continue;
       }
     } else if (open->second > Term(a.term())) {
@@ -124,13 +136,18 @@ absl::Status StreamingNode::Open(const std::string& pchannel, Term term) {
     it->second->Close();
     open_.erase(it);
   }
+  auto failed = [&](const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    open_error_ = WithContext(s, absl::StrCat("open ", pchannel, " at term ", term.value()));
+    return open_error_;
+  };
   auto backend = options_.opener->Open(wal::OpenOptions{.pchannel = pchannel, .term = term});
-  if (!backend.ok()) return backend.status();
+  if (!backend.ok()) return failed(backend.status());
   wal::WalOptions wo = options_.wal;
   wo.pchannel = pchannel;
   auto w = wal::OpenWal(std::move(wo), *std::move(backend));
-  if (!w.ok()) return w.status();
+  if (!w.ok()) return failed(w.status());
   std::shared_ptr<wal::Wal> wal(*std::move(w));
+  open_error_ = absl::OkStatus();
   open_[pchannel] = wal;
   options_.registry->Put(wal);
   spdlog::info("node {}: serving {} at term {}", options_.node_id, pchannel, term.value());

@@ -44,7 +44,7 @@ class StreamingNode {
     wal::WalOpener* opener = nullptr;    // borrowed
     // Borrowed, shared with the process: the view also feeds discovery and the TSO client, the
     // registry is what the RPC layer serves from.
-    AssignmentView* view = nullptr;
+    const AssignmentView* view = nullptr;
     rpc::DynamicWalRegistry* registry = nullptr;
     wal::WalOptions wal;  // template for every WAL (pchannel is set per WAL)
     absl::Duration lease_ttl = absl::Seconds(10);
@@ -63,6 +63,12 @@ class StreamingNode {
   // away, and waits until none is open here. DEADLINE_EXCEEDED if some are still open at the
   // deadline (the destructor then closes them).
   absl::Status Drain(absl::Time deadline);
+
+  // Waits until at least `n` pchannels are open here (standalone, which owns them all, serves
+  // only then). Returns early with the error of a failed open (e.g. DATA_LOSS from recovery:
+  // the reconcile loop keeps retrying, but a single-node caller cannot wait it out);
+  // DEADLINE_EXCEEDED at the deadline.
+  absl::Status WaitServing(size_t n, absl::Time deadline);
 
  private:
   explicit StreamingNode(Options options);
@@ -83,6 +89,7 @@ class StreamingNode {
 
   absl::Mutex mu_;  // serialises opening and closing (reconcile thread vs session loss)
   std::map<std::string, std::shared_ptr<wal::Wal>> open_ ABSL_GUARDED_BY(mu_);
+  absl::Status open_error_ ABSL_GUARDED_BY(mu_);  // of the last failed Open, until one succeeds
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::jthread reconciler_;
 };

@@ -128,6 +128,23 @@ TEST_F(StreamingNodeTest, OpensWhatIsAssignedAndConfirmsIt) {
   EXPECT_EQ(registries_[0]->Get("kf-dml_9").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(StreamingNodeTest, WaitServingReturnsOnceOpenOrWithTheOpenError) {
+  StreamingNode* n1 = StartNode(1);
+  ASSERT_NE(n1, nullptr);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(n1->WaitServing(1, absl::Now() + absl::Milliseconds(50))));
+  Assign(kP0, 1, 1);
+  EXPECT_TRUE(n1->WaitServing(1, Deadline()).ok());
+
+  // kP1's WAL is already fenced at term 5 (another writer): opening it at term 1 fails, and
+  // the waiter gets that error instead of waiting out its deadline.
+  auto fenced = openers_[1]->Open(wal::OpenOptions{.pchannel = kP1, .term = Term(5)});
+  ASSERT_TRUE(fenced.ok()) << fenced.status();
+  Assign(kP1, 1, 1);
+  absl::Status s = n1->WaitServing(2, Deadline());
+  EXPECT_EQ(GetStreamingCode(s), StreamingCode::kChannelFenced) << s;
+  EXPECT_NE(s.message().find("open kf-dml_1 at term 1"), std::string::npos) << s;
+}
+
 TEST_F(StreamingNodeTest, MoveFencesTheOldOwnerAndKeepsItsData) {
   StartNode(1);
   StartNode(2);
