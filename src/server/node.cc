@@ -4,11 +4,13 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "rpc/coord_tso_fetcher.h"
 #include "rpc/rpc_server.h"
 #include "rpc/wal_registry.h"
+#include "rpc/wal_registry_metrics.h"
 #include "server/data_dir.h"
 #include "server/http_server.h"
 #include "spdlog/spdlog.h"
@@ -32,6 +34,7 @@ struct Node {
   std::unique_ptr<streaming::BatchedTimestampSource> tso;
   std::unique_ptr<wal::WalOpener> opener;
   std::unique_ptr<rpc::DynamicWalRegistry> registry;
+  std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<streaming::StreamingNode> node;
@@ -86,6 +89,13 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
       opener_options.max_entry_bytes, config.max_payload_bytes + kMessageHeadroomBytes);
   n->opener = wal::local::NewLocalOpener(opener_options);
   n->registry = std::make_unique<rpc::DynamicWalRegistry>(config.PChannelNames());
+  // This node's own view (what it serves right now), so an operator sees on each node's
+  // /metrics when it stopped serving a pchannel it lost.
+  n->gauges = rpc::RegisterWalGauges(metrics::DefaultRegistry(), n->registry.get());
+  for (auto& h : rpc::RegisterAssignmentGauges(metrics::DefaultRegistry(), n->registry.get(),
+                                               config.node_id)) {
+    n->gauges.push_back(std::move(h));
+  }
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
