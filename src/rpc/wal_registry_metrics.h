@@ -1,5 +1,5 @@
 // Scrape-time gauges over a WalRegistry (callback gauges, common/metrics/registry.h), registered
-// by whoever owns the registry (the standalone server today, the streaming node later):
+// by whoever owns the registry (the standalone server, the streaming node):
 //   kf_wal_size_bytes{pchannel}           bytes the WAL occupies in its backend (Wal::StoredBytes;
 //                                         absent when the backend cannot tell)
 //   kf_wal_readers{pchannel}              open readers (scanners) of the WAL

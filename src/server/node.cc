@@ -35,10 +35,10 @@ struct Node {
   std::unique_ptr<streaming::BatchedTimestampSource> tso;
   std::unique_ptr<wal::WalOpener> opener;
   std::unique_ptr<rpc::DynamicWalRegistry> registry;
+  std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<streaming::StreamingNode> node;
-  std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
 };
 
 // Retries `attempt` with backoff until it succeeds or a shutdown signal arrives (false then).
@@ -90,6 +90,13 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
       opener_options.max_entry_bytes, config.max_payload_bytes + kMessageHeadroomBytes);
   n->opener = wal::local::NewLocalOpener(opener_options);
   n->registry = std::make_unique<rpc::DynamicWalRegistry>(config.PChannelNames());
+  // This node's own view (what it serves right now), so an operator sees on each node's
+  // /metrics when it stopped serving a pchannel it lost.
+  n->gauges = rpc::RegisterWalGauges(metrics::DefaultRegistry(), n->registry.get());
+  for (auto& h : rpc::RegisterAssignmentGauges(metrics::DefaultRegistry(), n->registry.get(),
+                                               config.node_id)) {
+    n->gauges.push_back(std::move(h));
+  }
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
@@ -125,11 +132,6 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
       })) {
     return absl::CancelledError("shutdown requested during startup");
   }
-  n->gauges = rpc::RegisterWalGauges(metrics::DefaultRegistry(), n->registry.get());
-  for (auto& h : rpc::RegisterAssignmentGauges(metrics::DefaultRegistry(), n->registry.get(),
-                                               config.node_id)) {
-    n->gauges.push_back(std::move(h));
-  }
   return absl::OkStatus();
 }
 
@@ -140,7 +142,6 @@ void Close(const ServerConfig& config, Node* n) {
   }
   if (n->http) n->http->Stop();
   if (n->rpc) n->rpc->Shutdown(absl::Seconds(config.shutdown_grace_seconds));
-  n->gauges.clear();
   n->node.reset();  // closes what is still open, revokes the lease
   spdlog::debug("shutdown: wals closed, lease revoked");
   n->tracing.Shutdown(absl::Seconds(5));

@@ -1,13 +1,11 @@
 // The distributed service end to end (issue 4 acceptance): a real etcd, `kingfisher run coord`
 // and three `kingfisher run node` processes sharing one data dir, driven through the public
-// client library bootstrapped from the coordinator.
+// client library bootstrapped from the coordinator (fixture: cluster_fixture.h).
 //
 // KillNodeUnderLoad: producers append to every pchannel while the owner of one pchannel is
 // killed with SIGKILL; its pchannels move (new term), producers wait for ready and go on, and
 // afterwards every acknowledged message is in the WAL exactly once (no `_ik` twice, no payload
 // twice) and a consumer that tailed the moved pchannel throughout saw no gap and no duplicate.
-#include <signal.h>
-
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -18,102 +16,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "gtest/gtest.h"
-#include "kingfisher/client.h"
-#include "kingfisher/consumer.h"
-#include "kingfisher/producer.h"
-#include "server_process.h"
-#include "storage/meta/testing/etcd_process.h"
+#include "cluster_fixture.h"
 
-namespace kf {
+namespace kf::cluster_testing {
 namespace {
-
-using testing::ServerProcess;
-using testing::TempDir;
-
-constexpr char kCluster[] = "kc";
-constexpr int kPChannels = 3;
-constexpr int kNodes = 3;
-
-std::string PChannel(int i) { return absl::StrCat(kCluster, "-dml_", i); }
-std::string VChannel(int i) { return PChannel(i) + "_load"; }
-
-class ClusterTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(etcd_.Start().ok());
-    const std::vector<std::string> common = {
-        "--etcd", etcd_.endpoint(), "--cluster", kCluster, "--pchannels", "3", "--lease-ttl", "2"};
-    std::vector<std::string> coord_args = common;
-    coord_args.insert(coord_args.end(), {"--balance-interval", "1"});
-    coord_ = std::make_unique<ServerProcess>(ServerProcess::Options{
-        .data_dir = dir_.path() + "/coord", .extra_args = coord_args, .role = "coord"});
-    ASSERT_TRUE(coord_->Start()) << coord_->Output();
-    for (int id = 1; id <= kNodes; ++id) {
-      std::vector<std::string> args = common;
-      args.insert(args.end(), {"--node-id", std::to_string(id), "--drain-timeout", "10"});
-      nodes_[id] = std::make_unique<ServerProcess>(ServerProcess::Options{
-          .data_dir = dir_.path() + "/data", .extra_args = args, .role = "node"});
-      ASSERT_TRUE(nodes_[id]->Start()) << nodes_[id]->Output();
-    }
-    kingfisher::ClientOptions options;
-    options.endpoint = coord_->address();
-    options.append_timeout = absl::Seconds(60);
-    auto client = kingfisher::Client::Connect(options);
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = *std::move(client);
-    ASSERT_TRUE(WaitAllAssigned(absl::Seconds(30)));
-  }
-
-  // True once every pchannel is ASSIGNED to a node (per the coordinator).
-  bool WaitAllAssigned(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      auto status = client_->GetStatus();
-      if (status.ok()) {
-        int assigned = 0;
-        for (const auto& p : status->pchannels) assigned += p.state == "ASSIGNED" ? 1 : 0;
-        if (assigned == kPChannels) return true;
-      }
-      absl::SleepFor(absl::Milliseconds(50));  // polling a remote state, bounded by the deadline
-    }
-    return false;
-  }
-
-  // pchannel -> {node, term} per the coordinator.
-  std::map<std::string, std::pair<int64_t, int64_t>> Owners() {
-    std::map<std::string, std::pair<int64_t, int64_t>> out;
-    auto status = client_->GetStatus();
-    EXPECT_TRUE(status.ok()) << status.status();
-    if (status.ok()) {
-      for (const auto& p : status->pchannels) out[p.pchannel] = {p.node, p.term};
-    }
-    return out;
-  }
-
-  // Every message of `vchannel` from the beginning, until `want` payloads arrived.
-  std::vector<kingfisher::ConsumedMessage> ReadAll(const std::string& vchannel, size_t want) {
-    kingfisher::ConsumerOptions co;
-    co.vchannel = vchannel;
-    co.policy = kingfisher::DeliverPolicy::All();
-    auto consumer = client_->CreateConsumer(co);
-    EXPECT_TRUE(consumer.ok()) << consumer.status();
-    std::vector<kingfisher::ConsumedMessage> out;
-    const absl::Time deadline = absl::Now() + absl::Seconds(60);
-    while (out.size() < want && absl::Now() < deadline) {
-      auto m = (*consumer)->Next(deadline);
-      if (!m.ok()) break;
-      if (m->type != MessageType::kTimeTick) out.push_back(*std::move(m));
-    }
-    return out;
-  }
-
-  meta::testing::EtcdProcess etcd_;
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> coord_;
-  std::map<int, std::unique_ptr<ServerProcess>> nodes_;
-  std::unique_ptr<kingfisher::Client> client_;
-};
 
 TEST_F(ClusterTest, KillNodeUnderLoad) {
   const auto before = Owners();
@@ -244,4 +150,4 @@ TEST_F(ClusterTest, KillNodeUnderLoad) {
 }
 
 }  // namespace
-}  // namespace kf
+}  // namespace kf::cluster_testing

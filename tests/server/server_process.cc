@@ -134,7 +134,7 @@ bool ServerProcess::Start(absl::Duration timeout) {
         options_.listen.empty() ? "127.0.0.1:" + std::to_string(PickFreePort()) : options_.listen;
     http_port_ = PickFreePort();
   }
-  log_path_ = options_.data_dir + ".log";
+  log_path_ = options_.log_path.empty() ? options_.data_dir + ".log" : options_.log_path;
   std::vector<std::string> args = {"run",           options_.role,
                                    "--listen",      address_,
                                    "--http-listen", "127.0.0.1:" + std::to_string(http_port_),

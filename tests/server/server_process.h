@@ -52,6 +52,8 @@ class ServerProcess {
     std::map<std::string, std::string> env;
     std::string listen;               // fixed gRPC address; empty = a free loopback port
     std::string role = "standalone";  // `kingfisher run <role>` (last: positional users)
+    // stdout + stderr; empty: <data_dir>.log. Give each process sharing a data dir its own.
+    std::string log_path;
   };
 
   explicit ServerProcess(Options options);
