@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <utility>
 
 namespace kf::bench {
@@ -21,6 +22,14 @@ void SetProgramName(std::string name) { ProgramName() = std::move(name); }
 void Die(const std::string& what) {
   std::fprintf(stderr, "%s: %s\n", ProgramName().c_str(), what.c_str());
   std::exit(1);
+}
+
+std::string MakeRunDir(const std::string& dir, const std::string& prefix) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string tmpl = dir + "/" + prefix + "_XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) Die("mkdtemp in " + dir);
+  return tmpl;
 }
 
 std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,

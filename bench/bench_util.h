@@ -23,6 +23,9 @@ inline double Seconds(Clock::duration d) { return std::chrono::duration<double>(
 // The program name Die() prefixes (default "bench").
 void SetProgramName(std::string name);
 
+// A fresh directory `<dir>/<prefix>_XXXXXX` (creating `dir`) for one run's data.
+std::string MakeRunDir(const std::string& dir, const std::string& prefix);
+
 // Raw loop on `path` (created, truncated, removed afterwards): a `size`-byte write +
 // fdatasync, until `seconds` pass or `max_ops` ops ran. Returns per-op latencies in seconds.
 std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
