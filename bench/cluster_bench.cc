@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // results interleave with the progress on stderr
   const Flags f = ParseFlags(argc, argv);
   setenv("KF_BIN_DIR", f.bin_dir.c_str(), /*overwrite=*/1);  // ServerProcess finds the binary
-    const std::string root = kf::bench::MakeRunDir(f.dir, "cluster_bench");
+  const std::string root = kf::bench::MakeRunDir(f.dir, "cluster_bench");
   std::printf(
       "cluster_bench: data %s, server %s/kingfisher\n"
       "workload: %d producers over %d pchannels, %zu B payloads, %" PRIu64

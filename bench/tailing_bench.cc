@@ -471,7 +471,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // results interleave with the progress on stderr
   const Flags f = ParseFlags(argc, argv);
   setenv("KF_BIN_DIR", f.bin_dir.c_str(), /*overwrite=*/1);  // ServerProcess finds the binary
-    const std::string root = kf::bench::MakeRunDir(f.dir, "tailing_bench");
+  const std::string root = kf::bench::MakeRunDir(f.dir, "tailing_bench");
   std::printf(
       "tailing_bench: server %s/kingfisher, data %s, %zu B messages, %.1f s per phase, %d "
       "consumer(s)\n",

@@ -88,6 +88,7 @@ void CheckPayloads(std::string_view data) {
     KF_FUZZ_CHECK(s->shards() >= 1 && s->shards() <= kMaxShards);
   }
   (void)DecodeDropCollection(data);
+  (void)DecodePartition(data);
 }
 
 void CheckVChannel(std::string_view data) {

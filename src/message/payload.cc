@@ -81,4 +81,11 @@ absl::StatusOr<kingfisher::v1::DropCollection> DecodeDropCollection(std::string_
   return Parse<kingfisher::v1::DropCollection>(payload, "DropCollection");
 }
 
+absl::StatusOr<kingfisher::v1::PartitionPayload> DecodePartition(std::string_view payload) {
+  auto parsed = Parse<kingfisher::v1::PartitionPayload>(payload, "Partition");
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->partition().empty()) return Invalid("partition payload: partition name is empty");
+  return parsed;
+}
+
 }  // namespace kf

@@ -24,5 +24,7 @@ absl::StatusOr<kingfisher::v1::DeletePks> DecodeDeletePks(std::string_view paylo
 absl::StatusOr<kingfisher::v1::CollectionSchema> DecodeCollectionSchema(std::string_view payload);
 // Parses the DropCollection payload (any collection id).
 absl::StatusOr<kingfisher::v1::DropCollection> DecodeDropCollection(std::string_view payload);
+// CreatePartition / DropPartition: partition name non-empty.
+absl::StatusOr<kingfisher::v1::PartitionPayload> DecodePartition(std::string_view payload);
 
 }  // namespace kf

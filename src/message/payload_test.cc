@@ -129,5 +129,17 @@ TEST(PayloadTest, DropCollection) {
   ExpectInvalid(DecodeDropCollection("\x08").status(), "does not parse");
 }
 
+TEST(PayloadTest, Partition) {
+  kingfisher::v1::PartitionPayload p;
+  p.set_collection_id(9);
+  p.set_partition("p1");
+  auto ok = DecodePartition(p.SerializeAsString());
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->partition(), "p1");
+  p.clear_partition();
+  ExpectInvalid(DecodePartition(p.SerializeAsString()).status(), "partition name is empty");
+  ExpectInvalid(DecodePartition("\x08").status(), "does not parse");
+}
+
 }  // namespace
 }  // namespace kf
