@@ -47,6 +47,11 @@ int64_t NodeSession::registrations() const {
   return registrations_;
 }
 
+bool NodeSession::registered() const {
+  absl::MutexLock l(&mu_);
+  return registered_;
+}
+
 absl::Status NodeSession::Register(absl::Time deadline) {
   absl::StatusOr<meta::LeaseGrant> grant = store_->GrantLease(options_.ttl, deadline);
   if (!grant.ok()) return grant.status();
@@ -62,6 +67,7 @@ absl::Status NodeSession::Register(absl::Time deadline) {
   }
   lease_ = grant->id;
   ++registrations_;
+  registered_ = true;
   spdlog::info("node {} registered at {} (lease {}, ttl {})", options_.node_id, options_.address,
                lease_, absl::FormatDuration(grant->ttl));
   return absl::OkStatus();
@@ -111,6 +117,10 @@ void NodeSession::KeepAliveLoop() {
                     options_.node_id,
                     absl::IsNotFound(ttl.status()) ? "lease expired" : ttl.status().ToString());
       lost = true;
+      {
+        absl::MutexLock l(&mu_);
+        registered_ = false;
+      }
       if (options_.on_lost) options_.on_lost();
     }
     absl::MutexLock l(&mu_);
@@ -122,7 +132,7 @@ void NodeSession::KeepAliveLoop() {
     } else {
       spdlog::warn("node {}: registration failed ({}), retrying in {}", options_.node_id,
                    s.ToString(), absl::FormatDuration(backoff));
-      backoff = std::min(backoff * 2, absl::Seconds(5));
+      backoff = std::min(backoff * 2, absl::Seconds(2));
     }
   }
 }

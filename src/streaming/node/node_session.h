@@ -49,6 +49,9 @@ class NodeSession {
 
   // Registrations so far (1 after Start; grows with every re-registration).
   int64_t registrations() const;
+  // False from the moment the session is found lost (before on_lost runs) until it registers
+  // again: a node must not open WALs on the strength of assignments it may no longer hold.
+  bool registered() const;
 
  private:
   NodeSession(meta::MetaStore* store, ClusterKeys keys, Options options);
@@ -66,6 +69,7 @@ class NodeSession {
   meta::LeaseId lease_ ABSL_GUARDED_BY(mu_) = meta::kNoLease;
   kingfisher::v1::NodeState state_ ABSL_GUARDED_BY(mu_) = kingfisher::v1::NODE_ONLINE;
   int64_t registrations_ ABSL_GUARDED_BY(mu_) = 0;
+  bool registered_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::jthread keeper_;
 };

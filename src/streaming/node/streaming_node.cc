@@ -114,6 +114,7 @@ void StreamingNode::Reconcile(const AssignmentSnapshot& snapshot) {
       continue;
     }
     if (open == open_terms.end() || open->second < Term(a.term())) {
+      if (!session_->registered()) continue;  // reopened after registering again
       if (absl::Status s = Open(name, Term(a.term())); !s.ok()) {
         spdlog::error("node {}: {} (retrying)", options_.node_id, s.ToString());
         continue;
@@ -131,6 +132,9 @@ void StreamingNode::Reconcile(const AssignmentSnapshot& snapshot) {
 absl::Status StreamingNode::Open(const std::string& pchannel, Term term) {
   absl::MutexLock l(&mu_);
   if (stopping_) return absl::CancelledError("node stopping");
+  // Checked under mu_: a session lost after this point closes what we open (on_lost waits
+  // for mu_), one lost before it keeps us from opening on a stale assignment.
+  if (!session_->registered()) return absl::UnavailableError("not registered (session lost)");
   if (auto it = open_.find(pchannel); it != open_.end()) {
     options_.registry->Remove(pchannel);
     it->second->Close();

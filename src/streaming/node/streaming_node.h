@@ -8,8 +8,8 @@
 //     WAL at that term (fence-then-seal, recovery), serve it, then CAS ASSIGNING -> ASSIGNED;
 //   - open here but assigned elsewhere, at a higher term, unassigned or gone: stop serving it
 //     (new requests get CHANNEL_NOT_EXIST) and close it (in-flight appends finish or fail).
-// When the session is lost (NodeSession) every WAL is closed at once; the next snapshots
-// reopen what is still assigned here.
+// When the session is lost (NodeSession) every WAL is closed at once and nothing is opened until
+// the session registered again; then the next snapshots reopen what is still assigned here.
 //
 // Thread-safety: thread-safe. Ownership: borrows the store, view, registry, opener and TSO
 // (they must outlive the node); owns its session and WALs.
