@@ -220,8 +220,9 @@ void Broadcaster::Start(std::shared_ptr<Task> task) {
     workers_.erase(it);
   }
   finished_.clear();
-  running_[task->id] = task;
-  workers_.emplace(task->id, std::jthread([this, task = std::move(task)](std::stop_token stop) {
+  const uint64_t id = task->id;
+  running_[id] = task;
+  workers_.emplace(id, std::jthread([this, task = std::move(task)](std::stop_token stop) {
                      Run(std::move(stop), task);
                    }));
 }
