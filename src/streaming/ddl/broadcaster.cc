@@ -378,21 +378,26 @@ absl::Status Broadcaster::AppendRound(std::stop_token stop, Task& task) {
   return Pause(stop, task.backoff.Next(), task.id);
 }
 
+absl::Status Broadcaster::Rewrite(Task& task, BroadcastTask updated, AckWrites extra) {
+  extra.compares.insert(extra.compares.begin(),
+                        meta::Compare::ModRevisionIs(task.key, task.mod_revision));
+  extra.ops.insert(extra.ops.begin(), meta::Op::Put(task.key, updated.SerializeAsString()));
+  absl::StatusOr<meta::TxnResult> txn = store_.Txn(std::move(extra.compares), std::move(extra.ops),
+                                                   {}, absl::Now() + options_.call_timeout);
+  if (!txn.ok()) return txn.status();
+  if (!txn->succeeded) return absl::AbortedError("a compare failed");
+  task.record = std::move(updated);
+  task.mod_revision = txn->revision;
+  return absl::OkStatus();
+}
+
 absl::Status Broadcaster::SaveAcks(Task& task, BroadcastTask updated) {
-  absl::StatusOr<meta::TxnResult> txn =
-      store_.Txn({meta::Compare::ModRevisionIs(task.key, task.mod_revision)},
-                 {meta::Op::Put(task.key, updated.SerializeAsString())}, {},
-                 absl::Now() + options_.call_timeout);
-  if (txn.ok() && txn->succeeded) {
-    task.record = std::move(updated);
-    task.mod_revision = txn->revision;
-    return absl::OkStatus();
-  }
-  if (!txn.ok() && Deposed(txn.status())) return txn.status();
+  absl::Status s = Rewrite(task, std::move(updated), {});
+  if (s.ok() || Deposed(s)) return s;
   // Unknown outcome, or an earlier such write landed: continue from what the store has. Acks
   // lost here cost a re-append, which the node answers from its dedupe table.
   spdlog::warn("broadcaster: saving the acks of broadcast {} failed ({}); re-reading it", task.id,
-               txn.ok() ? "the task changed" : Str(txn.status()));
+               Str(s));
   RETURN_IF_ERROR(Reload(task));
   return absl::UnavailableError("acks not saved");
 }
@@ -411,22 +416,12 @@ absl::Status Broadcaster::Complete(std::stop_token stop, Task& task) {
       BroadcastTask done = task.record;
       done.set_state(kingfisher::v1::BROADCAST_DONE);
       done.set_done_time_ms(NowMs());
-      writes.compares.insert(writes.compares.begin(),
-                             meta::Compare::ModRevisionIs(task.key, task.mod_revision));
-      writes.ops.insert(writes.ops.begin(), meta::Op::Put(task.key, done.SerializeAsString()));
-      absl::StatusOr<meta::TxnResult> txn =
-          store_.Txn(std::move(writes.compares), std::move(writes.ops), {},
-                     absl::Now() + options_.call_timeout);
-      if (txn.ok() && txn->succeeded) {
-        task.record = std::move(done);
-        task.mod_revision = txn->revision;
-        return absl::OkStatus();
-      }
-      if (!txn.ok() && Deposed(txn.status())) return txn.status();
+      absl::Status written = Rewrite(task, std::move(done), std::move(writes));
+      if (written.ok() || Deposed(written)) return written;
       RETURN_IF_ERROR(Reload(task));
       // An attempt of unknown outcome committed: its writes are in, do not run them again.
       if (task.record.state() == kingfisher::v1::BROADCAST_DONE) return absl::OkStatus();
-      return txn.ok() ? absl::AbortedError("the callback's compares failed") : txn.status();
+      return written;
     }();
     span->RecordError(s);
     span->End();

@@ -127,6 +127,10 @@ class Broadcaster {
   absl::Status Drive(std::stop_token stop, Task& task);
   absl::Status Persist(std::stop_token stop, Task& task);
   absl::Status AppendRound(std::stop_token stop, Task& task);
+  // Replaces the task with `updated` if it is unchanged since read, with `extra` in the same
+  // transaction. ABORTED: a compare failed; FAILED_PRECONDITION: deposed; or the store's
+  // error (unknown outcome).
+  absl::Status Rewrite(Task& task, kingfisher::v1::BroadcastTask updated, AckWrites extra);
   absl::Status SaveAcks(Task& task, kingfisher::v1::BroadcastTask updated);
   absl::Status Complete(std::stop_token stop, Task& task);
   // Re-reads the task from the store.

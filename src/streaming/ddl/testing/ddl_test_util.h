@@ -5,7 +5,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <functional>
@@ -19,6 +18,7 @@
 #include "message/message_trace.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "storage/meta/testing/fault_meta_store.h"
+#include "storage/meta/testing/test_dir.h"
 #include "streaming/cluster_meta.h"
 #include "streaming/ddl/broadcast_appender.h"
 
@@ -129,10 +129,7 @@ class DdlTest : public ::testing::Test {
   static constexpr absl::Duration kWait = absl::Seconds(20);  // only failures wait this long
 
   void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("ddl_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
+    dir_ = meta::testing::FreshTestDir("ddl");
     auto store = meta::EmbeddedMetaStore::Open(dir_.string(), {});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
