@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/absl_compat.h"
 
 namespace kf::streaming {
@@ -29,6 +30,18 @@ std::string ClusterKeys::node(int64_t id) const { return absl::StrCat(nodes_pref
 
 std::string ClusterKeys::pchannel(std::string_view name) const {
   return absl::StrCat(pchannels_prefix(), ToAbsl(name));
+}
+
+std::string ClusterKeys::broadcast_task(uint64_t id) const {
+  return absl::StrCat(broadcast_tasks_prefix(), absl::StrFormat("%020u", id));
+}
+
+std::string ClusterKeys::collection(int64_t id) const {
+  return absl::StrCat(collections_prefix(), absl::StrFormat("%020d", id));
+}
+
+std::string ClusterKeys::collection_name(std::string_view database, std::string_view name) const {
+  return absl::StrCat(root_, "catalog/names/", ToAbsl(database), "/", ToAbsl(name));
 }
 
 std::optional<int64_t> ClusterKeys::NodeIdOf(std::string_view key) const {
@@ -64,6 +77,26 @@ absl::StatusOr<kingfisher::v1::NodeInfo> ParseNodeInfo(const ClusterKeys& keys,
   std::optional<int64_t> id = keys.NodeIdOf(key);
   if (!id || *id != n->id()) return Corrupt(key, "information of another node");
   return n;
+}
+
+absl::StatusOr<kingfisher::v1::BroadcastTask> ParseBroadcastTask(const ClusterKeys& keys,
+                                                                 std::string_view key,
+                                                                 std::string_view value) {
+  auto t = ParseProto<kingfisher::v1::BroadcastTask>(key, value, "BroadcastTask");
+  if (!t.ok()) return t.status();
+  if (keys.broadcast_task(t->broadcast_id()) != key) return Corrupt(key, "task of another id");
+  return t;
+}
+
+absl::StatusOr<kingfisher::v1::CollectionInfo> ParseCollectionInfo(const ClusterKeys& keys,
+                                                                   std::string_view key,
+                                                                   std::string_view value) {
+  auto c = ParseProto<kingfisher::v1::CollectionInfo>(key, value, "CollectionInfo");
+  if (!c.ok()) return c.status();
+  if (keys.collection(c->schema().collection_id()) != key) {
+    return Corrupt(key, "collection of another id");
+  }
+  return c;
 }
 
 absl::StatusOr<kingfisher::v1::CoordinatorInfo> ParseCoordinatorInfo(std::string_view key,

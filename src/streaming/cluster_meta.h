@@ -1,5 +1,5 @@
-// The cluster's metadata keys and values (docs/cluster.md "Keys"), shared by the coordinator,
-// the streaming nodes and discovery.
+// The cluster's metadata keys and values (docs/cluster.md "Keys", docs/ddl.md "Keys"), shared
+// by the coordinator, the streaming nodes and discovery.
 //
 // Every key lives under `kf/<cluster>/`; values are the serialised protobuf messages of
 // streaming.proto. Parsing is strict: a value that does not parse, or whose key and content
@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "kingfisher/v1/ddl.pb.h"
 #include "kingfisher/v1/streaming.pb.h"
 
 namespace kf::streaming {
@@ -31,6 +32,16 @@ class ClusterKeys {
   std::string pchannels_prefix() const { return root_ + "pchannels/"; }
   std::string pchannel(std::string_view name) const;
 
+  // DDL (docs/ddl.md). Ids in keys are zero-padded to 20 digits so keys sort by id.
+  std::string broadcast_next_id() const { return root_ + "broadcast/next_id"; }
+  std::string broadcast_tasks_prefix() const { return root_ + "broadcast/task/"; }
+  std::string broadcast_task(uint64_t id) const;
+  std::string next_collection_id() const { return root_ + "catalog/next_collection_id"; }
+  std::string collections_prefix() const { return root_ + "catalog/collections/"; }
+  std::string collection(int64_t id) const;
+  // The name index: `catalog/names/<database>/<name>` -> decimal collection id.
+  std::string collection_name(std::string_view database, std::string_view name) const;
+
   // The node id of a key under nodes_prefix() (nullopt for any other key).
   std::optional<int64_t> NodeIdOf(std::string_view key) const;
   // The pchannel name of a key under pchannels_prefix() (nullopt for any other key).
@@ -46,6 +57,13 @@ absl::StatusOr<kingfisher::v1::PChannelAssignment> ParseAssignment(const Cluster
 absl::StatusOr<kingfisher::v1::NodeInfo> ParseNodeInfo(const ClusterKeys& keys,
                                                        std::string_view key,
                                                        std::string_view value);
+// DDL values; a task (collection) whose id disagrees with its key is DATA_LOSS too.
+absl::StatusOr<kingfisher::v1::BroadcastTask> ParseBroadcastTask(const ClusterKeys& keys,
+                                                                 std::string_view key,
+                                                                 std::string_view value);
+absl::StatusOr<kingfisher::v1::CollectionInfo> ParseCollectionInfo(const ClusterKeys& keys,
+                                                                   std::string_view key,
+                                                                   std::string_view value);
 absl::StatusOr<kingfisher::v1::CoordinatorInfo> ParseCoordinatorInfo(std::string_view key,
                                                                      std::string_view value);
 

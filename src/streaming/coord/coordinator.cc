@@ -1,11 +1,10 @@
 #include "streaming/coord/coordinator.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_join.h"
+#include "common/backoff.h"
 #include "spdlog/spdlog.h"
 #include "streaming/coord/balancer.h"
 
@@ -19,23 +18,6 @@ constexpr size_t kCreateBatch = 60;
 
 std::string Str(const absl::Status& s) { return s.ToString(); }
 std::string Str(absl::Duration d) { return absl::FormatDuration(d); }
-
-// Exponential backoff between retries of a failing store call.
-class Backoff {
- public:
-  Backoff(absl::Duration initial, absl::Duration max) : initial_(initial), max_(max) {}
-  absl::Duration Next() {
-    const absl::Duration d = next_;
-    next_ = std::min(next_ * 2, max_);
-    return d;
-  }
-  void Reset() { next_ = initial_; }
-
- private:
-  const absl::Duration initial_;
-  const absl::Duration max_;
-  absl::Duration next_ = initial_;
-};
 
 }  // namespace
 
@@ -119,11 +101,7 @@ void Coordinator::Nudge() {
 }
 
 bool Coordinator::Sleep(absl::Duration d, std::stop_token stop) {
-  std::mutex m;
-  std::condition_variable_any cv;
-  std::unique_lock lock(m);
-  cv.wait_for(lock, stop, absl::ToChronoNanoseconds(d), [] { return false; });
-  return !stop.stop_requested();
+  return SleepUnlessStopped(d, std::move(stop));
 }
 
 void Coordinator::Run(std::stop_token stop) {

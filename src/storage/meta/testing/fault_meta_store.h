@@ -5,6 +5,9 @@
 //   - FailNextTxns(n, status, applied): the next n Txn calls fail with `status`; with
 //     `applied` the txn is first run on the base (the write happened, the answer was lost: the
 //     ambiguous case every caller of a mutation must handle).
+//   - CrashAtTxn(n, applied): the n-th Txn from now fails with UNAVAILABLE (run on the base
+//     first with `applied`) and the store is down from then on, as if the caller's process
+//     died at that write; WaitCrashed tells when it happened.
 //
 // Thread-safety: thread-safe. Ownership: borrows the base store, which must outlive it.
 #pragma once
@@ -34,6 +37,16 @@ class FaultMetaStore final : public MetaStore {
     txn_failures_ = n;
     txn_status_ = std::move(status);
     txn_applied_ = applied;
+  }
+  void CrashAtTxn(int n, bool applied) {
+    absl::MutexLock l(&mu_);
+    crash_in_ = n;
+    crash_applied_ = applied;
+    crashed_ = false;
+  }
+  bool WaitCrashed(absl::Time deadline) const {
+    absl::MutexLock l(&mu_);
+    return mu_.AwaitWithDeadline(absl::Condition(&crashed_), deadline);
   }
   int txn_calls() const {
     absl::MutexLock l(&mu_);
@@ -71,7 +84,12 @@ class FaultMetaStore final : public MetaStore {
     {
       absl::MutexLock l(&mu_);
       ++txn_calls_;
-      if (txn_failures_ > 0) {
+      if (crash_in_ > 0 && --crash_in_ == 0) {
+        down_ = true;
+        crashed_ = true;
+        fail = absl::UnavailableError("fault injection: crashed at this write");
+        applied = crash_applied_;
+      } else if (txn_failures_ > 0) {
         --txn_failures_;
         fail = txn_status_;
         applied = txn_applied_;
@@ -117,6 +135,9 @@ class FaultMetaStore final : public MetaStore {
   absl::Status txn_status_ ABSL_GUARDED_BY(mu_);
   bool txn_applied_ ABSL_GUARDED_BY(mu_) = false;
   int txn_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  int crash_in_ ABSL_GUARDED_BY(mu_) = 0;
+  bool crash_applied_ ABSL_GUARDED_BY(mu_) = false;
+  bool crashed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace kf::meta::testing
