@@ -191,11 +191,9 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
     std::move(done)(std::move(bad));
     return;
   }
-  if (auto prepared = CollectionTable::Prepare(msg); prepared.ok()) {
-    p->collection = *std::move(prepared);
-  } else {
-    metrics_.AppendFinished(prepared.status(), p->started, 0);
-    std::move(done)(prepared.status());
+  if (absl::Status bad = CollectionTable::Prepare(msg, &p->collection); !bad.ok()) {
+    metrics_.AppendFinished(bad, p->started, 0);
+    std::move(done)(std::move(bad));
     return;
   }
   // A broadcast retry is answered before the `_ik` check: a duplicate leaves no `_ik` state

@@ -58,12 +58,13 @@ std::optional<IdempotencyKey> BroadcastKey(const MutableMessage& m) {
   return IdempotencyKey{.producer = std::string(m.vchannel()), .sequence = header->broadcast_id()};
 }
 
-absl::StatusOr<CollectionAppend> CollectionTable::Prepare(const MutableMessage& m) {
-  CollectionAppend a;
+absl::Status CollectionTable::Prepare(const MutableMessage& m, CollectionAppend* out) {
+  CollectionAppend& a = *out;
   const std::string_view vchannel = m.vchannel();
-  if (vchannel.empty()) return a;
+  // A collection vchannel ends in its shard number: most raw names stop here, unparsed.
+  if (vchannel.empty() || vchannel.back() < '0' || vchannel.back() > '9') return absl::OkStatus();
   ASSIGN_OR_RETURN(std::optional<CollectionVChannel> vc, ParseVChannel(vchannel));
-  if (!vc) return a;
+  if (!vc) return absl::OkStatus();
   a.type = m.type();
   if (!IsExclusiveType(a.type)) {
     a.kind = CollectionAppend::Kind::kData;
@@ -76,7 +77,7 @@ absl::StatusOr<CollectionAppend> CollectionTable::Prepare(const MutableMessage& 
       a.dim = h.dim;
       if (h.partition != kDefaultPartition) a.partition = std::move(h.partition);
     }
-    return a;
+    return absl::OkStatus();
   }
   a.kind = CollectionAppend::Kind::kDdl;
   a.vchannel = std::string(vchannel);
@@ -107,7 +108,7 @@ absl::StatusOr<CollectionAppend> CollectionTable::Prepare(const MutableMessage& 
     default:
       break;  // ManualFlush: only needs a created collection
   }
-  return a;
+  return absl::OkStatus();
 }
 
 absl::Status CollectionTable::Admit(std::string_view vchannel, const CollectionAppend& a) const {

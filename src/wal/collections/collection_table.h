@@ -71,7 +71,13 @@ class CollectionTable {
   // vchannel an Insert or DDL payload that does not decode, a collection id that differs from
   // the vchannel's, a schema whose shards or vchannels do not include this vchannel, a
   // partition DDL naming the default partition.
-  static absl::StatusOr<CollectionAppend> Prepare(const MutableMessage& m);
+  // REQUIRES: `*out` is default-constructed (the append path fills the one in its Pending).
+  static absl::Status Prepare(const MutableMessage& m, CollectionAppend* out);
+  static absl::StatusOr<CollectionAppend> Prepare(const MutableMessage& m) {
+    CollectionAppend a;
+    if (absl::Status s = Prepare(m, &a); !s.ok()) return s;
+    return a;
+  }
 
   // Whether `a`, on `vchannel` (the message's), may be appended now; the error otherwise.
   absl::Status Admit(std::string_view vchannel, const CollectionAppend& a) const;
