@@ -35,13 +35,8 @@ absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectFor(const Args& args)
 
 // The collection id of a collection vchannel "<pchannel>_<id>v<shard>"; 0 for raw vchannels.
 int64_t CollectionIdOf(std::string_view vchannel) {
-  if (!IsCollectionVChannel(vchannel)) return 0;
-  auto p = PChannelOfVChannel(vchannel);
-  if (!p.ok()) return 0;
-  std::string_view suffix = vchannel.substr(p->size() + 1);
-  int64_t id = 0;
-  if (!absl::SimpleAtoi(ToAbsl(suffix.substr(0, suffix.find('v'))), &id)) return 0;
-  return id;
+  auto parsed = ParseVChannel(vchannel);
+  return parsed.ok() && parsed->has_value() ? (*parsed)->collection_id : 0;
 }
 
 }  // namespace

@@ -333,6 +333,31 @@ absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string_view bytes) {
   return m;
 }
 
+MessageType MutableMessage::DecodeType(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const char tag = bytes.front();
+    bytes.remove_prefix(1);
+    uint64_t len = 0;
+    if ((tag != kPayloadTag && tag != kPropertiesTag) || !GetLength(&bytes, &len)) break;
+    std::string_view field = bytes.substr(0, len);
+    bytes.remove_prefix(len);
+    if (tag != kPropertiesTag) continue;
+    std::string_view key, value;
+    while (!field.empty()) {
+      const char entry_tag = field.front();
+      field.remove_prefix(1);
+      uint64_t n = 0;
+      if (!GetLength(&field, &n)) return MessageType::kUnknown;
+      (entry_tag == kEntryKeyTag ? key : value) = field.substr(0, n);
+      field.remove_prefix(n);
+    }
+    if (key != prop::kType) continue;
+    auto n = ParseDecimal(value);
+    return n ? MessageTypeFromNumber(*n).value_or(MessageType::kUnknown) : MessageType::kUnknown;
+  }
+  return MessageType::kUnknown;
+}
+
 ImmutableMessage::ImmutableMessage(MessageId id, MutableMessage message)
     : id_(id),
       message_(std::move(message)),

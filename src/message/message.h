@@ -94,6 +94,10 @@ class MutableMessage {
   std::string Encode() const;
   void EncodeTo(std::string* dst) const;  // appends to *dst
   static absl::StatusOr<MutableMessage> Decode(std::string_view bytes);
+  // The type of an encoded message without decoding it (no allocation, the payload is skipped):
+  // what a scan that filters by type needs. kUnknown when `_t` is absent or does not parse;
+  // otherwise malformed bytes may still yield a type (Decode is the check).
+  static MessageType DecodeType(std::string_view bytes);
 
   friend bool operator==(const MutableMessage&, const MutableMessage&) = default;
 

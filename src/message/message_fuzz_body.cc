@@ -54,6 +54,8 @@ void CheckMessage(std::string_view data) {
   (void)m->txn();
   (void)m->broadcast_header();
   (void)m->replicate_header();
+  const MessageType peeked = MutableMessage::DecodeType(data);
+  KF_FUZZ_CHECK(peeked == m->type());
   const absl::Status valid = ValidateProducedMessage(*m);
   KF_FUZZ_CHECK(valid.ok() || valid.code() == absl::StatusCode::kInvalidArgument);
   const ImmutableMessage im(MessageId::Local(1), *std::move(m));
@@ -89,15 +91,34 @@ void CheckPayloads(std::string_view data) {
   }
   (void)DecodeDropCollection(data);
   (void)DecodePartition(data);
+  // The WAL's header peek reads what protobuf reads, on everything that decodes.
+  auto peek = PeekInsertBatch(data);
+  KF_FUZZ_CHECK(peek.ok() || peek.status().code() == absl::StatusCode::kInvalidArgument);
+  kingfisher::v1::InsertBatch pb;
+  if (data.size() <= INT_MAX && pb.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+    KF_FUZZ_CHECK(peek.ok());
+    KF_FUZZ_CHECK(peek->collection_id == pb.collection_id() && peek->dim == pb.dim() &&
+                  peek->partition == pb.partition());
+  }
 }
 
 void CheckVChannel(std::string_view data) {
   auto p = PChannelOfVChannel(data);
-  if (p.ok()) {
-    KF_FUZZ_CHECK(p->size() + 1 < data.size() && data.substr(0, p->size()) == *p);
-    KF_FUZZ_CHECK(data[p->size()] == '_');
-  } else {
-    KF_FUZZ_CHECK(!IsCollectionVChannel(data));
+  auto parsed = ParseVChannel(data);
+  KF_FUZZ_CHECK(parsed.ok() || parsed.status().code() == absl::StatusCode::kInvalidArgument);
+  KF_FUZZ_CHECK(IsCollectionVChannel(data) == (parsed.ok() && parsed->has_value()));
+  if (!p.ok()) {
+    KF_FUZZ_CHECK(!parsed.ok());
+    return;
+  }
+  KF_FUZZ_CHECK(p->size() + 1 < data.size() && data.substr(0, p->size()) == *p);
+  KF_FUZZ_CHECK(data[p->size()] == '_');
+  if (parsed.ok() && parsed->has_value()) {
+    // Canonical: the parsed shard names exactly this vchannel.
+    const CollectionVChannel& vc = **parsed;
+    KF_FUZZ_CHECK(vc.collection_id >= 1 && vc.shard < kMaxShards);
+    KF_FUZZ_CHECK(*p + "_" + std::to_string(vc.collection_id) + "v" + std::to_string(vc.shard) ==
+                  data);
   }
 }
 

@@ -52,6 +52,10 @@ std::vector<std::string> Seeds() {
       "os:3.17",
       "q:0.0",
       "kf-dml_0_7v0",
+      "kf-dml_0_042v1",
+      "kf-dml_3_9223372036854775807v63",
+      "kf-dml_3_9223372036854775808v0",
+      "kf-dml_0_7v64",
       "a-dml_1_b-dml_2_c",
       std::string("\x0a\xff\xff\xff\xff\x0f", 6),             // 4 GiB payload length
       std::string("\x0a") + std::string(9, '\xff') + "\x01",  // 2^64-1 length

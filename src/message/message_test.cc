@@ -213,6 +213,22 @@ TEST(MutableMessageTest, EncodeDecodeRoundTrip) {
   EXPECT_EQ(*empty_back, empty);
 }
 
+TEST(MutableMessageTest, DecodeTypeSkipsThePayload) {
+  EXPECT_EQ(MutableMessage::DecodeType(Sample().Encode()), MessageType::kInsert);
+  MutableMessage drop(MessageType::kDropCollection, std::string(1 << 20, 'x'));
+  drop.set_vchannel("kf-dml_0_7v1");
+  EXPECT_EQ(MutableMessage::DecodeType(drop.Encode()), MessageType::kDropCollection);
+  MutableMessage untyped = Sample();
+  untyped.EraseProperty(prop::kType);
+  EXPECT_EQ(MutableMessage::DecodeType(untyped.Encode()), MessageType::kUnknown);
+  untyped.SetProperty(std::string(prop::kType), "05");  // not canonical
+  EXPECT_EQ(MutableMessage::DecodeType(untyped.Encode()), MessageType::kUnknown);
+  for (std::string_view bad :
+       {std::string_view(""), std::string_view("\x0a\x05" "ab"), std::string_view("\x1a\x00", 2)}) {
+    EXPECT_EQ(MutableMessage::DecodeType(bad), MessageType::kUnknown);
+  }
+}
+
 TEST(MutableMessageTest, LargeFieldsUseMultiByteLengths) {
   MutableMessage m(MessageType::kInsert, std::string(300000, 'x'));
   m.SetProperty("k", std::string(200, 'v'));

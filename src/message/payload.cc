@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
 
 namespace kf {
 namespace {
@@ -44,6 +46,38 @@ absl::StatusOr<kingfisher::v1::InsertBatch> DecodeInsertBatch(std::string_view p
                                 b.pks_size(), ")"));
   }
   return parsed;
+}
+
+absl::StatusOr<InsertBatchHeader> PeekInsertBatch(std::string_view payload) {
+  using google::protobuf::internal::WireFormatLite;
+  if (payload.size() > static_cast<size_t>(INT_MAX)) return Invalid("Insert payload is too large");
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(payload.data()),
+                                            static_cast<int>(payload.size()));
+  InsertBatchHeader h;
+  for (;;) {
+    if (in.CurrentPosition() == static_cast<int>(payload.size())) return h;
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) break;  // a truncated tag or field number 0
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    const auto wire = WireFormatLite::GetTagWireType(tag);
+    uint64_t varint = 0;
+    if (field == kingfisher::v1::InsertBatch::kCollectionIdFieldNumber &&
+        wire == WireFormatLite::WIRETYPE_VARINT) {
+      if (!in.ReadVarint64(&varint)) break;
+      h.collection_id = static_cast<int64_t>(varint);
+    } else if (field == kingfisher::v1::InsertBatch::kDimFieldNumber &&
+               wire == WireFormatLite::WIRETYPE_VARINT) {
+      if (!in.ReadVarint64(&varint)) break;
+      h.dim = static_cast<uint32_t>(varint);  // protobuf truncates a uint32 the same way
+    } else if (field == kingfisher::v1::InsertBatch::kPartitionFieldNumber &&
+               wire == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      uint32_t len = 0;
+      if (!in.ReadVarint32(&len) || !in.ReadString(&h.partition, static_cast<int>(len))) break;
+    } else if (!WireFormatLite::SkipField(&in, tag)) {
+      break;
+    }
+  }
+  return Invalid("Insert payload does not parse");
 }
 
 absl::StatusOr<kingfisher::v1::DeletePks> DecodeDeletePks(std::string_view payload) {

@@ -76,6 +76,37 @@ TEST(PayloadTest, InsertBatchRejected) {
   ExpectInvalid(DecodeInsertBatch(b.SerializeAsString()).status(), "attributes");
 }
 
+TEST(PayloadTest, PeekInsertBatchReadsTheHeader) {
+  auto h = PeekInsertBatch(GoodBatch().SerializeAsString());
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->collection_id, 7);
+  EXPECT_EQ(h->partition, "_default");
+  EXPECT_EQ(h->dim, 2u);
+  // Last value wins, as in protobuf; an unknown field and a known field with another wire type
+  // are skipped.
+  InsertBatch b;
+  b.set_dim(3);
+  b.set_partition("p");
+  std::string twice = GoodBatch().SerializeAsString() + b.SerializeAsString();
+  twice += std::string("\x78\x05", 2);      // field 15, varint 5
+  twice += std::string("\x22\x01\x09", 3);  // field 4 (dim) as 1 length-delimited byte
+  h = PeekInsertBatch(twice);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->dim, 3u);
+  EXPECT_EQ(h->partition, "p");
+  EXPECT_EQ(h->collection_id, 7);
+  auto empty = PeekInsertBatch("");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->dim, 0u);
+}
+
+TEST(PayloadTest, PeekInsertBatchRejectsNonProtobuf) {
+  for (std::string bad : {std::string("\xff\xff"), std::string("\x08"), std::string("\x12\x05" "ab"),
+                          std::string("\x00\x01", 2), std::string("\x0c", 1)}) {
+    ExpectInvalid(PeekInsertBatch(bad).status(), "does not parse");
+  }
+}
+
 TEST(PayloadTest, DeletePks) {
   DeletePks d;
   d.add_pks(5);

@@ -103,14 +103,14 @@ absl::Status CheckIdempotencyKey(std::string_view key) {
   return absl::OkStatus();
 }
 
-absl::Status CheckPayload(const MutableMessage& m, MessageType t, const ValidationOptions& o) {
+absl::Status CheckPayload(const MutableMessage& m, MessageType t, bool collection,
+                          const ValidationOptions& o) {
   const std::string& payload = m.payload();
   if (payload.size() > o.max_payload_bytes) {
     return Invalid(Name(t), " payload of ", payload.size(), " bytes exceeds the limit of ",
                    o.max_payload_bytes, " bytes");
   }
   // Raw vchannels carry opaque Insert/Delete payloads: Kingfisher is also a generic WAL.
-  const bool collection = IsCollectionVChannel(m.vchannel());
   switch (t) {
     case MessageType::kInsert:
       if (collection) return DecodeInsertBatch(payload).status();
@@ -122,6 +122,9 @@ absl::Status CheckPayload(const MutableMessage& m, MessageType t, const Validati
       return DecodeCollectionSchema(payload).status();
     case MessageType::kDropCollection:
       return DecodeDropCollection(payload).status();
+    case MessageType::kCreatePartition:
+    case MessageType::kDropPartition:
+      return DecodePartition(payload).status();
     default:
       break;
   }
@@ -159,17 +162,19 @@ absl::Status ValidateProducedMessage(const MutableMessage& m, const ValidationOp
   }
 
   const std::string_view vchannel = m.vchannel();
+  bool collection = false;
   if (vchannel.empty()) {
     // Everything a producer may send is vchannel-scoped except cluster-level config.
     if (t != MessageType::kAlterReplicateConfig) {
       return Invalid(Name(t), " needs a vchannel (property '_vc')");
     }
   } else {
-    RETURN_IF_ERROR(PChannelOfVChannel(vchannel).status());
+    ASSIGN_OR_RETURN(std::optional<CollectionVChannel> shard, ParseVChannel(vchannel));
+    collection = shard.has_value();
   }
   RETURN_IF_ERROR(CheckTxn(m, t, ddl));
   if (auto ik = m.idempotency_key()) RETURN_IF_ERROR(CheckIdempotencyKey(*ik));
-  return CheckPayload(m, t, o);
+  return CheckPayload(m, t, collection, o);
 }
 
 absl::Status ValidateUserProperties(const Properties& p) {
@@ -180,35 +185,6 @@ absl::Status ValidateUserProperties(const Properties& p) {
     }
   }
   return CheckUtf8(p);
-}
-
-absl::StatusOr<std::string> PChannelOfVChannel(std::string_view vchannel) {
-  constexpr std::string_view kMarker = "-dml_";
-  // Greedy `^(.+-dml_\d+)_.+`: the last "-dml_" (not at position 0) followed by digits, '_'
-  // and a non-empty suffix.
-  size_t pos = vchannel.size();
-  while (pos > 0) {
-    pos = vchannel.rfind(kMarker, pos - 1);
-    if (pos == std::string_view::npos || pos == 0) break;
-    size_t end = pos + kMarker.size();
-    const size_t digits = end;
-    while (end < vchannel.size() && IsDigit(vchannel[end])) ++end;
-    if (end > digits && end + 1 < vchannel.size() && vchannel[end] == '_') {
-      return std::string(vchannel.substr(0, end));
-    }
-  }
-  return Invalid("malformed vchannel '", ToAbsl(vchannel),
-                 "': want '<cluster>-dml_<i>_<suffix>', e.g. 'kf-dml_0_orders' or "
-                 "'kf-dml_0_42v0'");
-}
-
-bool IsCollectionVChannel(std::string_view vchannel) {
-  auto pchannel = PChannelOfVChannel(vchannel);
-  if (!pchannel.ok()) return false;
-  std::string_view suffix = vchannel.substr(pchannel->size() + 1);
-  const size_t v = suffix.find('v');
-  return v != std::string_view::npos && AllDigits(suffix.substr(0, v)) &&
-         AllDigits(suffix.substr(v + 1));
 }
 
 }  // namespace kf

@@ -1,5 +1,5 @@
-// Admission checks on what producers send (SPEC §2 "Who sets what" and "Bad input") and the
-// vchannel naming rules of SPEC §1.
+// Admission checks on what producers send (SPEC §2 "Who sets what" and "Bad input"), with the
+// vchannel naming rules of SPEC §1 (vchannel_name.h).
 //
 // Pure functions: thread-safe. Every rejection is StreamingError(kInvalidArgument, message)
 // with a message that names the offending type, key or field, so a client can fix its input.
@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "message/message.h"
 #include "message/properties.h"
+#include "message/vchannel_name.h"  // the naming rules validation applies
 
 namespace kf {
 
@@ -31,19 +32,13 @@ struct ValidationOptions {
 // - a parseable `_tx` (txn id set on Commit/Rollback), a well-formed `_ik`;
 // - property keys and values valid UTF-8 (the wire form is a proto3 string map);
 // - a payload within `o.max_payload_bytes` that decodes for its type: Insert/Delete only on a
-//   collection vchannel (raw vchannels carry opaque payloads), Create/DropCollection always.
+//   collection vchannel (raw vchannels carry opaque payloads), Create/DropCollection and
+//   Create/DropPartition always.
+// Whether the collection exists and the Insert matches its schema is the WAL's check
+// (wal/collections/collection_table.h): it needs the vchannel's state.
 absl::Status ValidateProducedMessage(const MutableMessage& m, const ValidationOptions& o = {});
 
 // Properties given by a user (API or CLI): no key may start with '_'; keys and values UTF-8.
 absl::Status ValidateUserProperties(const Properties& p);
-
-// The pchannel part of `<pchannel>_<suffix>`, where the pchannel matches ^(.+-dml_\d+) and the
-// suffix is non-empty (the longest such pchannel, as the regex's greedy match).
-// "kf-dml_0_orders" -> "kf-dml_0". INVALID_ARGUMENT otherwise.
-absl::StatusOr<std::string> PChannelOfVChannel(std::string_view vchannel);
-
-// True when `vchannel` is well-formed and its suffix is `<digits>v<digits>` (a collection
-// shard); false for raw vchannels and malformed names.
-bool IsCollectionVChannel(std::string_view vchannel);
 
 }  // namespace kf

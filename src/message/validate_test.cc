@@ -83,9 +83,12 @@ TEST(ValidateTest, AcceptsBroadcastDdl) {
   EXPECT_TRUE(
       ValidateProducedMessage(WithBroadcast(NewCreateCollectionMessage(kCollVc, Schema()))).ok());
   EXPECT_TRUE(ValidateProducedMessage(WithBroadcast(NewDropCollectionMessage(kCollVc, 7))).ok());
+  kingfisher::v1::PartitionPayload partition;
+  partition.set_collection_id(7);
+  partition.set_partition("p1");
   for (MessageType t :
        {MessageType::kCreatePartition, MessageType::kDropPartition, MessageType::kManualFlush}) {
-    MutableMessage m(t, "");
+    MutableMessage m(t, t == MessageType::kManualFlush ? "" : partition.SerializeAsString());
     m.set_vchannel(kCollVc);
     EXPECT_TRUE(ValidateProducedMessage(WithBroadcast(m)).ok()) << MessageTypeName(t);
   }
@@ -155,6 +158,11 @@ TEST(ValidateTest, RejectsMissingOrMalformedVChannel) {
     m.set_vchannel(bad);
     ExpectInvalid(ValidateProducedMessage(m), "malformed vchannel");
   }
+  // Shaped like a collection's, but no collection is ever named so.
+  for (const char* bad : {"kf-dml_0_07v0", "kf-dml_0_7v64", "kf-dml_0_0v0"}) {
+    m.set_vchannel(bad);
+    ExpectInvalid(ValidateProducedMessage(m), "malformed collection vchannel");
+  }
 }
 
 TEST(ValidateTest, RejectsOversizePayload) {
@@ -178,6 +186,11 @@ TEST(ValidateTest, RejectsPayloadsThatDoNotDecode) {
   s.set_dim(0);
   ExpectInvalid(ValidateProducedMessage(WithBroadcast(NewCreateCollectionMessage(kCollVc, s))),
                 "dim");
+  for (MessageType t : {MessageType::kCreatePartition, MessageType::kDropPartition}) {
+    MutableMessage p(t, "");  // no partition name
+    p.set_vchannel(kCollVc);
+    ExpectInvalid(ValidateProducedMessage(WithBroadcast(p)), "partition name is empty");
+  }
 }
 
 TEST(ValidateTest, RejectsBadTxnContextAndIdempotencyKey) {
@@ -223,30 +236,6 @@ TEST(ValidateTest, UserProperties) {
   ExpectInvalid(ValidateUserProperties({{"a", "b"}, {"_tt", "1"}}), "'_tt'");
   ExpectInvalid(ValidateUserProperties({{"_", ""}}), "must not start with '_'");
   ExpectInvalid(ValidateUserProperties({{"k", "\xc3"}}), "UTF-8");
-}
-
-TEST(VChannelTest, PChannelOfVChannel) {
-  EXPECT_EQ(*PChannelOfVChannel("kf-dml_0_orders"), "kf-dml_0");
-  EXPECT_EQ(*PChannelOfVChannel("kf-dml_12_7v3"), "kf-dml_12");
-  EXPECT_EQ(*PChannelOfVChannel("my_cluster-dml_3_x"), "my_cluster-dml_3");
-  EXPECT_EQ(*PChannelOfVChannel("kf-dml_0_a_b"), "kf-dml_0");
-  // Greedy like the regex ^(.+-dml_\d+)_ : the last marker that fits wins.
-  EXPECT_EQ(*PChannelOfVChannel("a-dml_1_b-dml_2_c"), "a-dml_1_b-dml_2");
-  EXPECT_EQ(*PChannelOfVChannel("a-dml_1_b-dml_x"), "a-dml_1");
-  for (const char* bad : {"", "kf", "kf-dml_0", "kf-dml_0_", "kf-dml_x_a", "kf-dml__a", "-dml_0_a",
-                          "kf-dml_0x_a", "kf_dml_0_a"}) {
-    auto r = PChannelOfVChannel(bad);
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-  }
-}
-
-TEST(VChannelTest, IsCollectionVChannel) {
-  EXPECT_TRUE(IsCollectionVChannel("kf-dml_0_7v0"));
-  EXPECT_TRUE(IsCollectionVChannel("kf-dml_15_4500123v63"));
-  for (const char* no : {"kf-dml_0_orders", "kf-dml_0_7v", "kf-dml_0_v0", "kf-dml_0_7v0x",
-                         "kf-dml_0_7x0", "kf-dml_0_7v0v1", "kf-dml_0", "7v0", ""}) {
-    EXPECT_FALSE(IsCollectionVChannel(no)) << no;
-  }
 }
 
 }  // namespace

@@ -3,15 +3,18 @@
 // The adaptor is the pchannel's single writer (its sequencer): it stamps each message with a
 // timetick at the moment it fixes the message's WAL position, so timeticks strictly increase
 // in WAL order and no reader needs a reorder buffer. Under the same lock it runs the append
-// interceptors: the transaction manager (BeginTxn assigns the txn id = its timetick; bodies,
+// interceptors: the collection rules (collections/collection_table.h: data on a missing or
+// dropped collection, dim and partition checks, DDL state changes, so that nothing lands after
+// a DropCollection), the transaction manager (BeginTxn assigns the txn id = its timetick; bodies,
 // CommitTxn and RollbackTxn are admitted or rejected with TRANSACTION_EXPIRED /
 // INVALID_TRANSACTION_STATE; an exclusive message fails the active txns of its vchannel; a
 // TimeTick expires abandoned txns), then stamps the LCMID (`_lc` = the Begin of the oldest
 // active txn, else `_lcs`) and the term (`_wt`). It deduplicates retried appends by idempotency
-// key (`_ik`, state recovered from the log tail on open), retries recoverable backend errors of
-// non-txn messages with backoff (one `wal.appendimpl` span per attempt), and appends a
-// persisted TimeTick periodically while there is traffic; an idle pchannel gets non-persisted
-// TimeTicks (`_np`) that only tailing readers see.
+// key (`_ik`, state recovered from the log tail on open) and broadcast DDL copies by
+// {vchannel, broadcast id} (state recovered from every DDL of the log on open), retries
+// recoverable backend errors of non-txn messages with backoff (one `wal.appendimpl` span per
+// attempt), and appends a persisted TimeTick periodically while there is traffic; an idle
+// pchannel gets non-persisted TimeTicks (`_np`) that only tailing readers see.
 //
 // Durable messages enter the write-ahead buffer in WAL order; readers catch up from the
 // backend, tail the buffer once caught up, and fall back on eviction (SwitchableScanner);
@@ -22,7 +25,9 @@
 // must be cheap. Errors (SPEC §3): FENCED (ABORTED/CHANNEL_FENCED) after another owner took
 // over — the Wal is then unusable and must be reopened at the new term; ON_SHUTDOWN after
 // Close; RESOURCE_EXHAUSTED under back-pressure; an ambiguous failure (UNAVAILABLE) when a
-// message may or may not be durable.
+// message may or may not be durable; COLLECTION_NOT_FOUND (NOT_FOUND), COLLECTION_EXISTS
+// (ALREADY_EXISTS) and INVALID_ARGUMENT from the collection rules (docs/ddl-node.md), with
+// nothing written.
 #pragma once
 
 #include <memory>
@@ -65,8 +70,8 @@ struct WalOptions {
   TimestampSource* tso = nullptr;
   // Persisted TimeTick cadence while there is traffic (SPEC §3 default 200 ms).
   absl::Duration timetick_interval = absl::Milliseconds(200);
-  // How far back from the tail the open-time scan reads to rebuild the `_ik` state and the
-  // last timetick.
+  // How far back from the tail the open-time scan decodes every entry to rebuild the `_ik`
+  // state and the last timetick (before it, only DDL is decoded).
   uint64_t recovery_scan_bytes = 64ull << 20;
   // Idempotency results remembered per producer (a retry older than this window is rejected
   // with FAILED_PRECONDITION instead of being appended twice).
@@ -146,8 +151,9 @@ class Wal {
   virtual void Close() = 0;
 };
 
-// Opens the adaptor over an opened backend: scans the tail (last timetick, idempotency
-// state), raises the TSO above the last timetick, starts the timetick loop.
+// Opens the adaptor over an opened backend: reads the log once from its start (every DDL:
+// collection state and broadcast dedupe; the tail: last timetick, idempotency state), raises
+// the TSO above the last timetick, starts the timetick loop.
 absl::StatusOr<std::unique_ptr<Wal>> OpenWal(WalOptions options,
                                              std::unique_ptr<WalBackend> backend);
 

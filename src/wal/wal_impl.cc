@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/absl_compat.h"
@@ -27,6 +28,8 @@ struct WalImpl::Pending {
   MutableMessage msg;
   AppendResultCallback done;
   std::optional<IdempotencyKey> key;
+  std::optional<IdempotencyKey> broadcast_key;    // BroadcastKey: a broadcaster's DDL copy
+  CollectionAppend collection;                    // what the collection rules check
   trace::Context append_ctx;                      // wal.append (or the caller's for TimeTick)
   std::shared_ptr<trace::Span> append_span;       // wal.append
   std::shared_ptr<trace::Span> impl_span;         // the current attempt's wal.appendimpl
@@ -56,6 +59,14 @@ namespace {
   std::abort();
 }
 
+// The result an append of `msg` at `id` returned, as recovered from the log.
+AppendResult RecoveredResult(const MessageId& id, TimeTick tt, const MutableMessage& msg) {
+  return AppendResult{.id = id,
+                      .timetick = tt,
+                      .last_confirmed = msg.last_confirmed().value_or(id),
+                      .txn = msg.txn()};
+}
+
 }  // namespace
 
 WalImpl::WalImpl(WalOptions options, std::unique_ptr<WalBackend> backend)
@@ -65,21 +76,31 @@ WalImpl::WalImpl(WalOptions options, std::unique_ptr<WalBackend> backend)
       metrics_(options_.metrics != nullptr ? *options_.metrics : metrics::DefaultRegistry(),
                options_.pchannel),
       dedup_(options_.dedup_window_per_producer, /*max_producers=*/65536),
+      // Never evicts a vchannel: a forgotten broadcast would be refused, not deduplicated.
+      broadcasts_(kBroadcastWindow, /*max_producers=*/std::numeric_limits<size_t>::max()),
       txns_(options_.txn) {}
 
 WalImpl::~WalImpl() { Close(); }
 
 absl::Status WalImpl::Recover() {
-  ASSIGN_OR_RETURN(MessageId start, backend_->TailStart(options_.recovery_scan_bytes));
-  ASSIGN_OR_RETURN(auto scanner, backend_->Read({.start = ReadOptions::Start::kFrom, .id = start}));
+  ASSIGN_OR_RETURN(MessageId tail, backend_->TailStart(options_.recovery_scan_bytes));
+  // One pass over the whole log: every DDL rebuilds the collection state and the broadcast
+  // dedupe (a collection may have been created long ago); the tail, from `tail`, the last
+  // timetick and the `_ik` state. Entries before the tail are filtered by type without being
+  // decoded. A recovery checkpoint of the collection state will bound this (SPEC §6).
+  ASSIGN_OR_RETURN(auto scanner, backend_->Read({.start = ReadOptions::Start::kEarliest}));
   TimeTick max_tt;
   std::optional<MessageId> last_id;
+  CollectionTable collections;
   // The WAL has no writer yet, so everything durable is already readable: a past deadline
   // returns at once, and DEADLINE_EXCEEDED means "end of log".
   for (;;) {
     auto entry = scanner->Next(absl::InfinitePast());
     if (absl::IsDeadlineExceeded(entry.status())) break;
     if (!entry.ok()) return entry.status();
+    last_id = entry->id;
+    const bool in_tail = !(entry->id < tail);
+    if (!in_tail && !IsExclusiveType(MutableMessage::DecodeType(entry->data))) continue;
     auto msg = MutableMessage::Decode(entry->data);
     if (!msg.ok()) {
       return StreamingError(
@@ -87,16 +108,18 @@ absl::Status WalImpl::Recover() {
           absl::StrCat("pchannel ", options_.pchannel, ": entry ", entry->id.ToText(),
                        " does not decode: ", msg.status().message()));
     }
-    last_id = entry->id;
     auto tt = msg->timetick();
+    if (IsExclusiveType(msg->type())) {
+      collections.Replay(*msg);
+      if (auto key = BroadcastKey(*msg); key && tt) {
+        broadcasts_.Recover(*key, RecoveredResult(entry->id, *tt, *msg));
+      }
+    }
+    if (!in_tail) continue;
     if (tt && *tt > max_tt) max_tt = *tt;
     if (auto ik = msg->idempotency_key()) {
       if (auto key = ParseIdempotencyKey(*ik); key.ok() && tt) {
-        dedup_.Recover(*key,
-                       AppendResult{.id = entry->id,
-                                    .timetick = *tt,
-                                    .last_confirmed = msg->last_confirmed().value_or(entry->id),
-                                    .txn = msg->txn()});
+        dedup_.Recover(*key, RecoveredResult(entry->id, *tt, *msg));
       }
     }
   }
@@ -109,6 +132,7 @@ absl::Status WalImpl::Recover() {
   absl::MutexLock lock(&seq_mu_);
   last_timetick_ = max_tt;
   last_id_ = last_id;
+  collections_ = std::move(collections);
   return absl::OkStatus();
 }
 
@@ -167,6 +191,20 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
     std::move(done)(std::move(bad));
     return;
   }
+  if (absl::Status bad = CollectionTable::Prepare(msg, &p->collection); !bad.ok()) {
+    metrics_.AppendFinished(bad, p->started, 0);
+    std::move(done)(std::move(bad));
+    return;
+  }
+  // A broadcast retry is answered before the `_ik` check: a duplicate leaves no `_ik` state
+  // behind, and a retry under the same `_ik` comes back here.
+  if (auto key = IsExclusiveType(type) ? BroadcastKey(msg) : std::nullopt) {
+    if (broadcasts_.Begin(*key, done) == IdempotencyTable<AppendResult>::Outcome::kDuplicate) {
+      metrics_.Deduplicated();
+      return;
+    }
+    p->broadcast_key = std::move(*key);
+  }
   if (auto ik = msg.idempotency_key()) {
     auto key = ParseIdempotencyKey(*ik);
     if (!key.ok()) {
@@ -175,6 +213,10 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
       return;
     }
     if (dedup_.Begin(*key, done) == IdempotencyTable<AppendResult>::Outcome::kDuplicate) {
+      // The original holds the broadcast key too (same message): this copy lets it go.
+      if (p->broadcast_key) {
+        broadcasts_.Fail(*p->broadcast_key, absl::AbortedError("duplicate of an `_ik` append"));
+      }
       metrics_.Deduplicated();
       return;
     }
@@ -186,6 +228,7 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
     appends_since_tick_.fetch_add(1, std::memory_order_relaxed);
   } else {
     if (p->key) dedup_.Fail(*p->key, rejection);
+    if (p->broadcast_key) broadcasts_.Fail(*p->broadcast_key, rejection);
     metrics_.AppendFinished(rejection, p->started, 0);
     std::move(done)(rejection);
     return;
@@ -199,6 +242,8 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
 absl::Status WalImpl::Intercept(const std::shared_ptr<Pending>& p, TimeTick tt) {
   // A view into the `_vc` property: std::map nodes stay put when `_tx` is set below.
   const std::string_view vchannel = p->msg.vchannel();
+  // First, so that a rejected message neither joins a txn nor fails the vchannel's txns.
+  RETURN_IF_ERROR(collections_.Admit(vchannel, p->collection));
   switch (p->role) {
     case Role::kPlain:
       if (IsExclusiveType(p->msg.type())) txns_.FailVChannel(vchannel);
@@ -286,13 +331,22 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
         // on the callback thread contend for this thread's malloc arena).
         p->retain = readers_.load(std::memory_order_acquire) > 0;
         if (!p->retain) released = std::move(p->msg);
+        // Taken out of p: the callback owns p once the backend has the entry.
+        std::optional<CollectionAppend> ddl;
+        if (p->collection.kind == CollectionAppend::Kind::kDdl) ddl = std::move(p->collection);
         not_durable_.fetch_add(1, std::memory_order_relaxed);
         auto id = backend_->Append(std::move(data),
                                    [p](absl::Status s) { p->wal->OnDurable(p, std::move(s)); });
-        if (!id.ok() && !p->retain) p->msg = std::move(released);  // for the retry
+        if (!id.ok()) {  // for the retry
+          if (!p->retain) p->msg = std::move(released);
+          if (ddl) p->collection = *std::move(ddl);
+        }
         if (id.ok()) {
           // From here the callback owns p (it may already have run).
           if (*id != p->id) BackendBroke(options_.pchannel, p->id, *id);
+          // Under the lock that orders appends: every later append sees the DDL's effect. If
+          // the entry then fails to become durable the WAL is broken and appends nothing more.
+          if (ddl) collections_.Apply(*ddl);
           if (p->role == Role::kBegin) txns_.SetBeginId(p->txn_id, *id);
           last_timetick_ = *tt;
           last_id_ = *id;
@@ -385,13 +439,17 @@ void WalImpl::ArriveCommit(const std::shared_ptr<Pending>& p) {
 }
 
 void WalImpl::Finish(const std::shared_ptr<Pending>& p, absl::StatusOr<AppendResult> result) {
-  if (p->key) {
+  auto settle = [&result](IdempotencyTable<AppendResult>& table,
+                          const std::optional<IdempotencyKey>& key) {
+    if (!key) return;
     if (result.ok()) {
-      dedup_.Complete(*p->key, *result);
+      table.Complete(*key, *result);
     } else {
-      dedup_.Fail(*p->key, result.status());
+      table.Fail(*key, result.status());
     }
-  }
+  };
+  settle(dedup_, p->key);
+  settle(broadcasts_, p->broadcast_key);
   if (p->append_span) {
     if (!result.ok()) p->append_span->RecordError(result.status());
     p->append_span->End();

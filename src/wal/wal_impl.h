@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "wal/buffer/write_ahead_buffer.h"
+#include "wal/collections/collection_table.h"
 #include "wal/idempotency.h"
 #include "wal/txn/txn_manager.h"
 #include "wal/wal.h"
@@ -44,6 +45,10 @@ class WalImpl final : public Wal {
 
   // Tests and diagnostics.
   const TxnManager& txns() const { return txns_; }
+  CollectionTable::State collection_state(std::string_view vchannel) const {
+    absl::MutexLock lock(&seq_mu_);
+    return collections_.state(vchannel);
+  }
   const WriteAheadBuffer& buffer() const { return *buffer_; }
 
  private:
@@ -53,8 +58,9 @@ class WalImpl final : public Wal {
   // Stamps and hands one message to the backend; retries recoverable enqueue failures of
   // messages outside transactions.
   void Persist(std::shared_ptr<Pending> p);
-  // The append interceptors, run under seq_mu_ with the message's timetick: transaction
-  // admission, exclusive-message txn failure, watermark expiry. An error rejects the append.
+  // The append interceptors, run under seq_mu_ with the message's timetick: the collection
+  // rules, transaction admission, exclusive-message txn failure, watermark expiry. An error
+  // rejects the append.
   absl::Status Intercept(const std::shared_ptr<Pending>& p, TimeTick tt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(seq_mu_);
   // Undoes Intercept's admission after the backend refused the message (nothing written).
@@ -77,6 +83,9 @@ class WalImpl final : public Wal {
   const Term term_;
   WalMetrics metrics_;
   IdempotencyTable<AppendResult> dedup_;
+  // Broadcast copies by {vchannel, broadcast id} (BroadcastKey): the broadcaster's retries, also
+  // after a coordinator restart, get the original result. Rebuilt from every DDL of the log.
+  IdempotencyTable<AppendResult> broadcasts_;
   TxnManager txns_;
   std::shared_ptr<WriteAheadBuffer> buffer_;  // set by Recover
   // Live scanners. The buffer retains messages only while there is one: a WAL nobody tails
@@ -89,6 +98,8 @@ class WalImpl final : public Wal {
   mutable absl::Mutex seq_mu_;
   TimeTick last_timetick_ ABSL_GUARDED_BY(seq_mu_);
   std::optional<MessageId> last_id_ ABSL_GUARDED_BY(seq_mu_);  // last entry enqueued
+  // Checked and changed only here, so an append and a DDL are ordered as in the WAL.
+  CollectionTable collections_ ABSL_GUARDED_BY(seq_mu_);
   // Enqueued entries whose callback has not finished yet (a non-persisted tick may enter the
   // buffer only when this is 0: the buffer takes messages in WAL order).
   std::atomic<int64_t> not_durable_{0};

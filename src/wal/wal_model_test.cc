@@ -608,7 +608,9 @@ class History {
   void Setup() {
     const int nvc = Uniform(2, 3);
     for (int i = 0; i < nvc; ++i)
-      vcs_.push_back(absl::StrCat(ToAbsl(kPchannel), "_", 100 + i, "v0"));
+      // Raw vchannels: the model's DropCollections are opaque there (collection rules:
+      // wal_collections_test.cc).
+      vcs_.push_back(absl::StrCat(ToAbsl(kPchannel), "_m", 100 + i));
     TimestampAllocator::Options to;
     to.now_ms = [this] { return now_ms_.load(); };
     auto tso = TimestampAllocator::Open((dir_ / "tso").string(), to);

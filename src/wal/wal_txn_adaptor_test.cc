@@ -30,8 +30,8 @@ namespace {
 
 using testing::MemoryWalBackend;
 
-constexpr char kVcA[] = "kf-dml_0_100v0";
-constexpr char kVcB[] = "kf-dml_0_101v0";
+constexpr char kVcA[] = "kf-dml_0_txa";  // raw: DDL here is not checked against a collection
+constexpr char kVcB[] = "kf-dml_0_txb";
 constexpr int64_t kKeepaliveMs = 1000;
 
 bool IsExpired(const absl::Status& s) {
