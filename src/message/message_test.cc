@@ -223,8 +223,10 @@ TEST(MutableMessageTest, DecodeTypeSkipsThePayload) {
   EXPECT_EQ(MutableMessage::DecodeType(untyped.Encode()), MessageType::kUnknown);
   untyped.SetProperty(std::string(prop::kType), "05");  // not canonical
   EXPECT_EQ(MutableMessage::DecodeType(untyped.Encode()), MessageType::kUnknown);
-  for (std::string_view bad :
-       {std::string_view(""), std::string_view("\x0a\x05" "ab"), std::string_view("\x1a\x00", 2)}) {
+  for (std::string_view bad : {std::string_view(""),
+                               std::string_view("\x0a\x05"
+                                                "ab"),
+                               std::string_view("\x1a\x00", 2)}) {
     EXPECT_EQ(MutableMessage::DecodeType(bad), MessageType::kUnknown);
   }
 }

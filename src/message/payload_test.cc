@@ -101,7 +101,9 @@ TEST(PayloadTest, PeekInsertBatchReadsTheHeader) {
 }
 
 TEST(PayloadTest, PeekInsertBatchRejectsNonProtobuf) {
-  for (std::string bad : {std::string("\xff\xff"), std::string("\x08"), std::string("\x12\x05" "ab"),
+  for (std::string bad : {std::string("\xff\xff"), std::string("\x08"),
+                          std::string("\x12\x05"
+                                      "ab"),
                           std::string("\x00\x01", 2), std::string("\x0c", 1)}) {
     ExpectInvalid(PeekInsertBatch(bad).status(), "does not parse");
   }

@@ -142,7 +142,7 @@ TEST_F(CoordServiceTest, GetStatusReportsNodesAndPChannels) {
   const absl::Time deadline = absl::Now() + kWait;
   kingfisher::v1::GetStatusResponse resp;
   // Polls the observable status until the coordinator assigned both pchannels.
-    while (absl::Now() < deadline) {
+  while (absl::Now() < deadline) {
     // Read before the call: a change landing during the call then ends the wait below at once.
     const int64_t seen = coordinator_->view()->Current()->version;
     grpc::ClientContext ctx;
@@ -153,7 +153,7 @@ TEST_F(CoordServiceTest, GetStatusReportsNodesAndPChannels) {
         resp.pchannels(1).node() == 3) {
       break;
     }
-        coordinator_->view()->WaitNewer(seen, deadline);
+    coordinator_->view()->WaitNewer(seen, deadline);
   }
   ASSERT_EQ(resp.nodes_size(), 1);
   EXPECT_EQ(resp.nodes(0).id(), 3);
