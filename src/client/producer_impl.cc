@@ -116,7 +116,11 @@ void ProducerImpl::AppendAsync(kingfisher::Message message, kingfisher::AppendCa
   if (!message.HasProperty(prop::kVersion)) {
     message.SetProperty(std::string(prop::kVersion), std::string(prop::kCurrentVersion));
   }
-  message.set_idempotency_key(absl::StrCat(producer_id_, ":", op->sequence));
+  // A broadcast copy keeps the broadcaster's key ("bc<id>:<i>", docs/ddl.md): the node
+  // deduplicates re-appends across coordinator restarts by it, whatever producer sends them.
+  if (!(message.HasProperty(prop::kBroadcast) && message.HasProperty(prop::kIdempotencyKey))) {
+    message.set_idempotency_key(absl::StrCat(producer_id_, ":", op->sequence));
+  }
 
   // Logical write span (TRACING.md §5): only for autocommit messages; txn bodies and
   // broadcasts belong to the caller's wal.txn / wal.broadcast context.

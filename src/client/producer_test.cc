@@ -76,6 +76,28 @@ TEST(ProducerTest, StampsVersionTypeVChannelAndIncreasingKeys) {
   EXPECT_NE(other->producer_id(), producer->producer_id());
 }
 
+TEST(ProducerTest, ABroadcastCopyKeepsTheBroadcastersKey) {
+  FakeStreamingNode node;
+  auto client = ConnectTo(node);
+  auto producer = *client->CreateProducer();
+  kingfisher::v1::DropCollection drop;
+  drop.set_collection_id(7);
+  kingfisher::Message m(MessageType::kDropCollection, drop.SerializeAsString());
+  m.set_vchannel("kf-dml_0_7v0");
+  kingfisher::v1::BroadcastHeader h;
+  h.set_broadcast_id(42);
+  h.add_vchannels("kf-dml_0_7v0");
+  m.set_broadcast_header(h);
+  m.set_idempotency_key("bc42:1");
+  ASSERT_TRUE(producer->AppendSync(std::move(m)).ok());
+  // Without a broadcast header a caller's key is replaced by the producer's.
+  ASSERT_TRUE(producer->AppendSync(Insert("kf-dml_0_orders", "x")).ok());
+  auto reqs = node.produce_requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(Ik(reqs[0]), "bc42:1");
+  EXPECT_EQ(Ik(reqs[1]), producer->producer_id() + ":2");
+}
+
 class NonRetryableTest : public ::testing::TestWithParam<StreamingCode> {};
 
 TEST_P(NonRetryableTest, FailsAtOnce) {
