@@ -5,7 +5,7 @@
 namespace kf::rpc {
 
 std::vector<metrics::CallbackHandle> RegisterWalGauges(metrics::Registry& registry,
-                                                       const WalRegistry* wals) {
+                                                       const WalRegistry* wals, int64_t node_id) {
   std::vector<metrics::CallbackHandle> handles;
   handles.push_back(registry.AddGaugeCallback(
       "kf_wal_size_bytes", "Bytes the WAL of a pchannel occupies in its backend", {"pchannel"},
@@ -23,13 +23,6 @@ std::vector<metrics::CallbackHandle> RegisterWalGauges(metrics::Registry& regist
       [wals](metrics::GaugeEmitter& e) {
         for (const WalRegistry::PChannelInfo& p : wals->List()) e.Emit({p.pchannel}, p.readers);
       }));
-  return handles;
-}
-
-std::vector<metrics::CallbackHandle> RegisterAssignmentGauges(metrics::Registry& registry,
-                                                              const WalRegistry* wals,
-                                                              int64_t node_id) {
-  std::vector<metrics::CallbackHandle> handles;
   handles.push_back(registry.AddGaugeCallback(
       "kf_pchannel_term", "Term at which the pchannel is served (grows on every reassignment)",
       {"pchannel"}, [wals](metrics::GaugeEmitter& e) {

@@ -5,9 +5,7 @@
 //   kf_wal_readers{pchannel}              open readers (scanners) of the WAL
 //   kf_pchannel_term{pchannel}            the term this node serves the pchannel at
 //   kf_pchannel_assigned{pchannel,node}   1 for the node serving the pchannel
-// The assignment pair is this node's view; the coordinator will register the cluster's view
-// from its own assignment table under the same names (in a process that runs both, only one of
-// them should: RegisterAssignmentGauges is the node-side half).
+// The assignment pair is this node's view (`node_id`): what it serves right now.
 //
 // Thread-safety: thread-safe. The callbacks call wals->List() and Get() during a scrape, with
 // the metrics registry's lock held: a WalRegistry must not open a Wal (which registers its
@@ -24,9 +22,7 @@
 namespace kf::rpc {
 
 [[nodiscard]] std::vector<metrics::CallbackHandle> RegisterWalGauges(metrics::Registry& registry,
-                                                                     const WalRegistry* wals);
-
-[[nodiscard]] std::vector<metrics::CallbackHandle> RegisterAssignmentGauges(
-    metrics::Registry& registry, const WalRegistry* wals, int64_t node_id);
+                                                                     const WalRegistry* wals,
+                                                                     int64_t node_id);
 
 }  // namespace kf::rpc

@@ -14,13 +14,13 @@
 #include "server/advertise.h"
 #include "server/data_dir.h"
 #include "server/http_server.h"
+#include "server/wal_opener.h"
 #include "spdlog/spdlog.h"
 #include "storage/meta/etcd_meta_store.h"
 #include "streaming/assignment_view.h"
 #include "streaming/node/batched_timestamp_source.h"
 #include "streaming/node/streaming_node.h"
 #include "trace/env.h"
-#include "wal/backends/local/local_opener.h"
 
 namespace kf::server {
 namespace {
@@ -84,19 +84,11 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   n->tso = std::make_unique<streaming::BatchedTimestampSource>(
       n->tso_fetcher.get(), streaming::BatchedTimestampSource::Options{});
 
-  wal::local::LocalOpenerOptions opener_options;
-  opener_options.root = n->data_dir->wal_dir();
-  opener_options.max_entry_bytes = std::max<uint64_t>(
-      opener_options.max_entry_bytes, config.max_payload_bytes + kMessageHeadroomBytes);
-  n->opener = wal::local::NewLocalOpener(opener_options);
+  n->opener = NewWalOpener(config, n->data_dir->wal_dir());
   n->registry = std::make_unique<rpc::DynamicWalRegistry>(config.PChannelNames());
   // This node's own view (what it serves right now), so an operator sees on each node's
   // /metrics when it stopped serving a pchannel it lost.
-  n->gauges = rpc::RegisterWalGauges(metrics::DefaultRegistry(), n->registry.get());
-  for (auto& h : rpc::RegisterAssignmentGauges(metrics::DefaultRegistry(), n->registry.get(),
-                                               config.node_id)) {
-    n->gauges.push_back(std::move(h));
-  }
+  n->gauges = rpc::RegisterWalGauges(metrics::DefaultRegistry(), n->registry.get(), config.node_id);
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;

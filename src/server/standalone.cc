@@ -1,6 +1,5 @@
 #include "server/standalone.h"
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -17,13 +16,12 @@
 #include "server/advertise.h"
 #include "server/data_dir.h"
 #include "server/http_server.h"
+#include "server/wal_opener.h"
 #include "spdlog/spdlog.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "streaming/coord/coordinator.h"
 #include "streaming/node/streaming_node.h"
 #include "trace/env.h"
-#include "wal/backends/local/local_opener.h"
-#include "wal/wal.h"
 
 namespace kf::server {
 namespace {
@@ -130,12 +128,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalo
   if (!coordinator.ok()) return coordinator.status();
   s->coordinator = *std::move(coordinator);
 
-  wal::local::LocalOpenerOptions opener_options;
-  opener_options.root = s->data_dir->wal_dir();
-  // An entry is the encoded message: payload plus properties.
-  opener_options.max_entry_bytes = std::max<uint64_t>(
-      opener_options.max_entry_bytes, config.max_payload_bytes + kMessageHeadroomBytes);
-  s->opener = wal::local::NewLocalOpener(opener_options);
+  s->opener = NewWalOpener(config, s->data_dir->wal_dir());
   s->registry = std::make_unique<rpc::DynamicWalRegistry>(config.PChannelNames());
 
   rpc::RpcServerOptions rpc_options;
@@ -169,11 +162,8 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalo
   auto started = streaming::StreamingNode::Start(s->store.get(), node, absl::Now() + kStartTimeout);
   if (!started.ok()) return started.status();
   s->node = *std::move(started);
-  s->gauges = rpc::RegisterWalGauges(metrics::DefaultRegistry(), s->registry.get());
-  for (auto& h : rpc::RegisterAssignmentGauges(metrics::DefaultRegistry(), s->registry.get(),
-                                               kStandaloneNodeId)) {
-    s->gauges.push_back(std::move(h));
-  }
+  s->gauges =
+      rpc::RegisterWalGauges(metrics::DefaultRegistry(), s->registry.get(), kStandaloneNodeId);
   return WaitServing(config, signals, s);
 }
 
