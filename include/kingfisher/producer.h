@@ -27,9 +27,8 @@
 // Connection: before opening a Produce stream the producer waits for the channel to be ready
 // (wait-for-ready, SPEC §3), at most until the attempt's deadline; an attempt that finds no
 // connection by then counts as a failed attempt (UNAVAILABLE) and is retried. So after a server
-// restart the first retry goes out as soon as the server listens again. The wait happens on
-// the thread that starts the attempt: AppendAsync's caller when no stream to the pchannel is
-// open yet, otherwise an internal thread.
+// restart the first retry goes out as soon as the server listens again. The wait happens on an
+// internal thread: AppendAsync returns at once even while no server is reachable.
 //
 // Thread-safety: every method is thread-safe. Callbacks run on an internal thread (a stream
 // reader or the retry timer) or, for immediate failures, on the calling thread; they must not

@@ -135,7 +135,17 @@ void ProducerImpl::AppendAsync(kingfisher::Message message, kingfisher::AppendCa
   }
   InjectTraceContext(op->logical, &message);
   op->message = std::move(message);
-  StartAttempt(op);
+  // Never wait for a route or a connection on the caller's thread: an append that has no live
+  // stream to use starts on the timer thread (a caller issuing appends while the server is
+  // down would otherwise block for an attempt timeout per append).
+  if (local_ || HasLiveStream(op->pchannel)) return StartAttempt(op);
+  timer_.Schedule(absl::Now(), [this, op]() { StartAttempt(op); });
+}
+
+bool ProducerImpl::HasLiveStream(const std::string& pchannel) {
+  absl::MutexLock l(&mu_);
+  auto it = streams_.find(pchannel);
+  return it != streams_.end() && !it->second->broken();
 }
 
 void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {

@@ -70,6 +70,8 @@ class ProducerImpl final : public kingfisher::Producer {
   void AttemptDone(const std::shared_ptr<Op>& op, absl::StatusOr<kingfisher::AppendResult> r);
   void Finish(const std::shared_ptr<Op>& op, absl::StatusOr<kingfisher::AppendResult> r);
   void ReapDeadStreams() ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a Produce stream to `pchannel` is open and not broken.
+  bool HasLiveStream(const std::string& pchannel) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::shared_ptr<Router> router_;
   const LocalWalLookup local_;

@@ -250,6 +250,30 @@ TEST(ProducerTest, UnreachableServerFailsAmbiguously) {
       << r.status();
 }
 
+// AppendAsync never waits for the connection on the caller's thread: with attempts that would
+// wait an hour for an unreachable server, the calls still return, and Close ends them.
+TEST(ProducerTest, AppendAsyncDoesNotBlockWhileTheServerIsUnreachable) {
+  std::string endpoint;
+  {
+    FakeStreamingNode gone;
+    endpoint = gone.endpoint();
+  }
+  kingfisher::ClientOptions o;
+  o.endpoint = endpoint;
+  o.append_timeout = absl::Hours(1);
+  o.attempt_timeout = absl::Hours(1);
+  auto client = *kingfisher::Client::Connect(o);
+  auto producer = *client->CreateProducer();
+  std::vector<std::future<absl::StatusOr<AppendResult>>> pending;
+  for (int i = 0; i < 5; ++i) pending.push_back(producer->Append(Insert("kf-dml_0_orders", "x")));
+  producer->Close();
+  for (auto& f : pending) {
+    auto r = f.get();
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  }
+}
+
 // A server restart: once the channel has failed to connect it stays in TRANSIENT_FAILURE until
 // a new connection is READY, and with the sync API nothing polls that reconnect unless a call
 // waits for it. A fail-fast first attempt after the restart therefore failed at once (and the
