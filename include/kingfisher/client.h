@@ -14,6 +14,13 @@
 //   CreateProducer never fails today (StatusOr so that routing discovery can fail later).
 //   CreateConsumer INVALID_ARGUMENT  the vchannel does not name a pchannel ("kf-dml_<i>_<x>"),
 //                                    or a StartFrom/StartAfter policy without a valid id.
+//   Collection calls: INVALID_ARGUMENT (bad name, dim, metric, shards; never sent),
+//                  ALREADY_EXISTS, NOT_FOUND, ABORTED (RESOURCE_ACQUIRED with no_wait), and
+//                  UNAVAILABLE (the endpoint is unreachable or is not the acting coordinator)
+//                  or DEADLINE_EXCEEDED: a DDL MAY OR MAY NOT HAVE BEEN APPLIED (Describe
+//                  tells; one that was persisted completes anyway).
+//   AllocateIds    INVALID_ARGUMENT for a bad count; UNAVAILABLE when the endpoint is not
+//                  the coordinator; DEADLINE_EXCEEDED.
 //   GetStatus      UNAVAILABLE       the endpoint is unreachable (nothing changed server-side);
 //                  DEADLINE_EXCEEDED no answer within options().status_timeout;
 //                  UNIMPLEMENTED     the endpoint serves no StreamingCoord (a plain node);
@@ -27,6 +34,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "kingfisher/collections.h"
 #include "kingfisher/consumer.h"
 #include "kingfisher/producer.h"
 
@@ -55,8 +63,12 @@ struct ClientOptions {
   // wait-for-ready); an attempt that gets no answer in time is treated as an ambiguous failure
   // (the stream is reset and the append retried with the same `_ik`).
   absl::Duration attempt_timeout = absl::Seconds(10);
-  // Deadline of unary calls such as GetStatus.
+  // Deadline of unary calls such as GetStatus, DescribeCollection, AllocateIds.
   absl::Duration status_timeout = absl::Seconds(10);
+  // Deadline of one DDL call (CreateCollection, ...) unless the call passes its own.
+  absl::Duration ddl_timeout = absl::Seconds(60);
+  // The database of every collection call.
+  std::string database = "default";
   RetryPolicy retry;
 };
 
@@ -90,6 +102,22 @@ class Client {
   absl::StatusOr<std::unique_ptr<Consumer>> CreateConsumer(ConsumerOptions options);
   // The coordinator's view of nodes and pchannel assignments.
   absl::StatusOr<ClusterStatus> GetStatus();
+
+  // Collection DDL and catalog reads (SPEC §5), in options().database, answered by the
+  // endpoint's Collections service (the coordinator or the standalone server). A DDL returns
+  // once it is applied on every vchannel and its catalog transition committed.
+  absl::StatusOr<CollectionInfo> CreateCollection(const CollectionSpec& spec,
+                                                  DdlOptions options = {});
+  absl::Status DropCollection(const std::string& name, DdlOptions options = {});
+  absl::StatusOr<CollectionInfo> DescribeCollection(const std::string& name);
+  absl::StatusOr<std::vector<CollectionInfo>> ListCollections();
+  absl::Status CreatePartition(const std::string& collection, const std::string& partition,
+                               DdlOptions options = {});
+  absl::Status DropPartition(const std::string& collection, const std::string& partition,
+                             DdlOptions options = {});
+  // `count` (1..65536) ids unique across the cluster and increasing, from the coordinator's
+  // timestamp oracle: primary keys for inserted rows.
+  absl::StatusOr<std::vector<int64_t>> AllocateIds(uint32_t count);
 
   class Impl;
 

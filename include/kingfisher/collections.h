@@ -1,0 +1,71 @@
+// Collections in the client API (SPEC §5): the value types of Client::CreateCollection and
+// friends, and the insert/delete helpers that route rows to a collection's shards.
+//
+// A collection has `shards` vchannels `<pchannel>_<id>v<shard>`; a row with primary key `pk`
+// belongs to shard ShardOfPk(pk, shards), so every Insert and Delete of that pk goes to the same
+// vchannel (and a consumer of that vchannel sees them in order).
+//
+// Thread-safety: plain values and pure functions. Errors: see each function.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "kingfisher/types.h"
+
+namespace kingfisher {
+
+struct CollectionSpec {
+  std::string name;      // [A-Za-z_][A-Za-z0-9_]{0,254}
+  uint32_t dim = 0;      // 1..32768
+  std::string metric = "L2";  // L2 | IP | COSINE
+  uint32_t shards = 1;   // 1..64
+};
+
+struct PartitionInfo {
+  std::string name;
+  std::string state;  // CREATING | CREATED | DROPPING
+};
+
+struct CollectionInfo {
+  int64_t id = 0;
+  std::string database;
+  std::string name;
+  uint32_t dim = 0;
+  std::string metric;
+  uint32_t shards = 0;
+  std::vector<std::string> vchannels;  // vchannels[i] is shard i's
+  std::string state;                   // CREATING | CREATED | DROPPING
+  std::vector<PartitionInfo> partitions;
+  int64_t create_time_ms = 0;  // unix ms
+};
+
+// How a DDL call runs.
+struct DdlOptions {
+  // Fail with RESOURCE_ACQUIRED (ABORTED) instead of waiting while another DDL holds the name.
+  bool no_wait = false;
+  // Overall deadline; absl::InfinitePast() means now + ClientOptions::ddl_timeout.
+  absl::Time deadline = absl::InfinitePast();
+  // The caller's trace context: the parent of the coordinator's `wal.broadcast`.
+  TraceContext trace;
+};
+
+// The shard of primary key `pk` in a collection of `shards` shards (REQUIRES shards >= 1).
+uint32_t ShardOfPk(int64_t pk, uint32_t shards);
+
+// The Insert messages for rows (pks[i], vectors[i*dim .. (i+1)*dim)) of `collection`, one per
+// shard that gets rows, addressed to that shard's vchannel (in `partition`, "" = `_default`).
+// INVALID_ARGUMENT: vectors.size() != pks.size() * dim, no rows, or the collection has no
+// vchannels.
+absl::StatusOr<std::vector<Message>> InsertMessages(const CollectionInfo& collection,
+                                                    const std::vector<int64_t>& pks,
+                                                    const std::vector<float>& vectors,
+                                                    const std::string& partition = "");
+// The Delete messages for `pks`, one per shard that gets keys. INVALID_ARGUMENT: no pks.
+absl::StatusOr<std::vector<Message>> DeleteMessages(const CollectionInfo& collection,
+                                                    const std::vector<int64_t>& pks);
+
+}  // namespace kingfisher
