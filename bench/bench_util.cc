@@ -32,6 +32,19 @@ std::string MakeRunDir(const std::string& dir, const std::string& prefix) {
   return tmpl;
 }
 
+BenchDirs DefaultDirs(const char* argv0) {
+  namespace stdfs = std::filesystem;
+  const stdfs::path self = stdfs::weakly_canonical(stdfs::absolute(argv0)).parent_path();
+  return {.dir = (self.parent_path() / "bench-data").string(), .bin_dir = self.string()};
+}
+
+std::string StartRun(const std::string& program, const BenchDirs& dirs) {
+  SetProgramName(program);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  setenv("KF_BIN_DIR", dirs.bin_dir.c_str(), /*overwrite=*/1);
+  return MakeRunDir(dirs.dir, program);
+}
+
 std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
                                  size_t max_ops) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

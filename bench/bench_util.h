@@ -26,6 +26,19 @@ void SetProgramName(std::string name);
 // A fresh directory `<dir>/<prefix>_XXXXXX` (creating `dir`) for one run's data.
 std::string MakeRunDir(const std::string& dir, const std::string& prefix);
 
+// Where a bench that starts the server keeps things: the parent of its run dirs and the
+// directory of the `kingfisher` binary.
+struct BenchDirs {
+  std::string dir;
+  std::string bin_dir;
+};
+// The defaults for the binary `argv0`: <build>/bench-data and the binary's own directory.
+BenchDirs DefaultDirs(const char* argv0);
+// What every server-driving bench does first: names the program for Die, makes stdout line
+// buffered (results interleave with the progress on stderr), points ServerProcess at
+// `dirs.bin_dir` (KF_BIN_DIR) and returns a fresh run dir under `dirs.dir`.
+std::string StartRun(const std::string& program, const BenchDirs& dirs);
+
 // Raw loop on `path` (created, truncated, removed afterwards): a `size`-byte write +
 // fdatasync, until `seconds` pass or `max_ops` ops ran. Returns per-op latencies in seconds.
 std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,

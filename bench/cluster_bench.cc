@@ -68,9 +68,9 @@ void PrintUsage(FILE* out, const char* argv0) {
 
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
-  const stdfs::path self = stdfs::weakly_canonical(stdfs::absolute(argv[0])).parent_path();
-  f.bin_dir = self.string();
-  f.dir = (self.parent_path() / "bench-data").string();
+  const kf::bench::BenchDirs dirs = kf::bench::DefaultDirs(argv[0]);
+  f.dir = dirs.dir;
+  f.bin_dir = dirs.bin_dir;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -167,11 +167,8 @@ void PrintMode(const ModeResult& m, size_t payload_bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  kf::bench::SetProgramName("cluster_bench");
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // results interleave with the progress on stderr
   const Flags f = ParseFlags(argc, argv);
-  setenv("KF_BIN_DIR", f.bin_dir.c_str(), /*overwrite=*/1);  // ServerProcess finds the binary
-  const std::string root = kf::bench::MakeRunDir(f.dir, "cluster_bench");
+  const std::string root = kf::bench::StartRun("cluster_bench", {f.dir, f.bin_dir});
   std::printf(
       "cluster_bench: data %s, server %s/kingfisher\n"
       "workload: %d producers over %d pchannels, %zu B payloads, %" PRIu64

@@ -428,9 +428,9 @@ void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& 
 
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
-  const stdfs::path self = stdfs::weakly_canonical(stdfs::absolute(argv[0])).parent_path();
-  f.bin_dir = self.string();
-  f.dir = (self.parent_path() / "bench-data").string();
+  const kf::bench::BenchDirs dirs = kf::bench::DefaultDirs(argv[0]);
+  f.dir = dirs.dir;
+  f.bin_dir = dirs.bin_dir;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) Usage(argv[0]);
@@ -467,11 +467,8 @@ Flags ParseFlags(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  kf::bench::SetProgramName("tailing_bench");
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // results interleave with the progress on stderr
   const Flags f = ParseFlags(argc, argv);
-  setenv("KF_BIN_DIR", f.bin_dir.c_str(), /*overwrite=*/1);  // ServerProcess finds the binary
-  const std::string root = kf::bench::MakeRunDir(f.dir, "tailing_bench");
+  const std::string root = kf::bench::StartRun("tailing_bench", {f.dir, f.bin_dir});
   std::printf(
       "tailing_bench: server %s/kingfisher, data %s, %zu B messages, %.1f s per phase, %d "
       "consumer(s)\n",
