@@ -39,6 +39,7 @@ class LocalCluster {
   // `<cluster>-dml_<i>`.
   std::vector<std::string> PChannels() const;
   absl::StatusOr<kingfisher::ClusterStatus> Status() { return client_->GetStatus(); }
+  std::string etcd_endpoint() const { return etcd_.endpoint(); }
 
   // Waits until every node is ONLINE, every pchannel ASSIGNED and the load balanced (no node
   // owns two more than another: the balancer has nothing left to move). False at the deadline.

@@ -24,3 +24,5 @@ run meta_store_bench --dir "$BUILD_DIR"
 # Issue 4: in-process fast path vs etcd + coord + 3 nodes over gRPC, then 10 kill -9 failovers
 # (lease TTL 2 s); everything under the build dir.
 run cluster_bench --dir "$BUILD_DIR"
+# Issue 5: create-collection latency (16 shards) and DDL throughput through the coordinator.
+run ddl_bench --dir "$BUILD_DIR"
