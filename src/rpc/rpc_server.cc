@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "common/absl_compat.h"
 #include "grpcpp/grpcpp.h"
+#include "rpc/collection_service.h"
 #include "rpc/coord_service.h"
 #include "rpc/streaming_node_service.h"
 
@@ -45,6 +46,10 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions opt
     builder.RegisterService(server->node_service_.get());
   }
   server->coord_service_ = std::make_unique<CoordService>(options.coord);
+  if (options.collections.ddl != nullptr) {
+    server->collection_service_ = std::make_unique<CollectionService>(options.collections);
+    builder.RegisterService(server->collection_service_.get());
+  }
 
   builder.RegisterService(server->coord_service_.get());
   server->server_ = builder.BuildAndStart();
@@ -63,12 +68,17 @@ RpcServer::~RpcServer() {
 void RpcServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  const absl::Time deadline = absl::Now() + grace;
+  // DDL first, while the appends of its broadcasts are still served (standalone).
+  if (collection_service_ != nullptr) {
+    collection_service_->BeginShutdown();
+    collection_service_->WaitForCalls(deadline);
+  }
   if (node_service_ != nullptr) node_service_->BeginShutdown();
   coord_service_->BeginShutdown();
   // Wait for our own streams (in-flight appends acked) rather than inside grpc::Server::Shutdown:
   // that one also waits for idle client connections to go away, which can take until the
   // deadline when a client is not polling its channel.
-  const absl::Time deadline = absl::Now() + grace;
   if (node_service_ != nullptr) node_service_->WaitForStreams(deadline);
   coord_service_->WaitForStreams(deadline);
   server_->Shutdown(absl::ToChronoTime(absl::Now()));  // cancels whatever is left

@@ -3,11 +3,13 @@
 //   - StreamingNode (Produce/Consume) when RpcServerOptions::wal_registry is set (standalone,
 //     streaming node);
 //   - StreamingCoord always, from RpcServerOptions::coord (the coordinator: view + oracle; a
-//     node: its view, no oracle; standalone today: the registry's single-node status).
+//     node: its view, no oracle; standalone today: the registry's single-node status);
+//   - Collections when RpcServerOptions::collections.ddl is set (coordinator, standalone);
+//     elsewhere clients get UNIMPLEMENTED.
 //
 // Thread-safety: Shutdown may be called from any thread, once. Ownership: borrows the registry,
-// view and oracle, which must outlive the server. Errors: Start fails with UNAVAILABLE when the
-// address cannot be bound, INVALID_ARGUMENT for a malformed address.
+// view, oracle and DDL host, which must outlive the server. Errors: Start fails with UNAVAILABLE
+// when the address cannot be bound, INVALID_ARGUMENT for a malformed address.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "rpc/collection_service_options.h"
 #include "rpc/coord_service_options.h"
 #include "rpc/node_options.h"
 #include "rpc/wal_registry.h"
@@ -29,6 +32,7 @@ namespace kf::rpc {
 
 class StreamingNodeService;
 class CoordService;
+class CollectionService;
 
 struct RpcServerOptions {
   std::string listen = "127.0.0.1:19530";  // HOST:PORT; port 0 picks a free port
@@ -39,6 +43,8 @@ struct RpcServerOptions {
   StreamingNodeOptions node;
   // The StreamingCoord service (always served).
   CoordServiceOptions coord;
+  // The Collections service; served when `collections.ddl` is set.
+  CollectionServiceOptions collections;
 };
 
 class RpcServer {
@@ -49,8 +55,10 @@ class RpcServer {
   // HOST:PORT actually bound.
   const std::string& address() const { return address_; }
 
-  // Graceful: new streams/appends fail with ON_SHUTDOWN, in-flight appends finish and their
-  // acks are written, watch streams end; after `grace` the remaining calls are cancelled.
+  // Graceful: new streams/appends/collection calls fail with ON_SHUTDOWN; collection calls in
+  // flight finish first (appends are still served for their broadcasts), then in-flight
+  // appends finish and their acks are written, watch streams end; after `grace` the remaining
+  // calls are cancelled (collection calls: the DDL host is stopped, they end UNAVAILABLE).
   // Returns when every call has finished (then the Wals may be closed).
   void Shutdown(absl::Duration grace);
 
@@ -60,6 +68,7 @@ class RpcServer {
   std::string address_;
   std::unique_ptr<StreamingNodeService> node_service_;  // null when not served
   std::unique_ptr<CoordService> coord_service_;
+  std::unique_ptr<CollectionService> collection_service_;  // null when not served
   std::unique_ptr<grpc::Server> server_;
   bool shut_down_ = false;
 };

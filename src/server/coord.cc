@@ -11,6 +11,8 @@
 #include "spdlog/spdlog.h"
 #include "storage/meta/etcd_meta_store.h"
 #include "streaming/coord/coordinator.h"
+#include "streaming/coord/ddl_host.h"
+#include "streaming/ddl/producer_appender.h"
 
 namespace kf::server {
 namespace {
@@ -37,11 +39,21 @@ int RunCoord(const ServerConfig& config, ShutdownSignals* signals) {
     return 1;
   }
 
+  // DDL (docs/ddl.md): a fresh broadcaster + catalog per acting term; the copies go out
+  // through a client of this process's own address (the nodes are found by discovery).
+  streaming::ddl::ProducerAppender appender;
+  streaming::DdlHost::Options ddl_options;
+  ddl_options.cluster = config.cluster;
+  ddl_options.pchannels = config.PChannelNames();
+  streaming::DdlHost ddl(store->get(), &appender, ddl_options);
+
   streaming::Coordinator::Options options;
   options.cluster = config.cluster;
   options.pchannels = config.PChannelNames();
   options.lease_ttl = absl::Seconds(config.lease_ttl);
   options.balance_interval = absl::Seconds(config.balance_interval);
+  options.on_acting = [&ddl](int64_t revision) { ddl.TakeOffice(revision); };
+  options.on_not_acting = [&ddl] { ddl.LeaveOffice(); };
   std::unique_ptr<streaming::Coordinator> coordinator;
   absl::Duration backoff = absl::Milliseconds(200);
   for (int attempt = 1; coordinator == nullptr; ++attempt) {
@@ -65,13 +77,20 @@ int RunCoord(const ServerConfig& config, ShutdownSignals* signals) {
   rpc_options.listen = config.listen;
   rpc_options.coord.view = coordinator->view();
   rpc_options.coord.oracle = coordinator->oracle();
+  rpc_options.collections.ddl = &ddl;
   auto rpc = rpc::RpcServer::Start(std::move(rpc_options));
   if (!rpc.ok()) {
     spdlog::critical("kingfisher failed to start: {}", std::string(rpc.status().message()));
     return 1;
   }
-  coordinator->Start(AdvertisedAddress(config.advertise_address, (*rpc)->address()));
-  // Serving: discovery and status answer whether this coordinator acts or stands by.
+  const std::string address = AdvertisedAddress(config.advertise_address, (*rpc)->address());
+  if (absl::Status st = appender.Open(address); !st.ok()) {
+    spdlog::critical("kingfisher failed to start: {}", st.ToString());
+    return 1;
+  }
+  coordinator->Start(address);
+  // Serving: discovery and status answer whether this coordinator acts or stands by (DDL
+  // answers UNAVAILABLE until this one acts and recovered its tasks).
   (*http)->SetHealth(Health::kServing, "");
   spdlog::info(
       "kingfisher started role=coord listen={} http_listen={} etcd={} cluster={} pchannels={} "
@@ -84,6 +103,9 @@ int RunCoord(const ServerConfig& config, ShutdownSignals* signals) {
   (*http)->SetHealth(Health::kStopping, "stepping down");
   coordinator->Stop();  // revokes the lease first: a standby takes over at once
   (*rpc)->Shutdown(absl::Seconds(config.shutdown_grace_seconds));
+  // The term ended with Stop; join its broadcaster before closing the producer it uses.
+  ddl.Stop();
+  appender.Close();
   (*http)->Stop();
   rpc->reset();  // before the coordinator whose view and oracle it serves
   coordinator.reset();

@@ -1,5 +1,6 @@
 #include "server/standalone.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -20,6 +21,8 @@
 #include "spdlog/spdlog.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "streaming/coord/coordinator.h"
+#include "streaming/coord/ddl_host.h"
+#include "streaming/ddl/producer_appender.h"
 #include "streaming/node/streaming_node.h"
 #include "trace/env.h"
 
@@ -51,6 +54,9 @@ struct Standalone {
   trace::TracingHandle tracing;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<meta::EmbeddedMetaStore> store;
+  // The DDL appends go through this process's own Produce service (ddl_host.h).
+  std::unique_ptr<streaming::ddl::ProducerAppender> appender;
+  std::unique_ptr<streaming::DdlHost> ddl;  // lives per coordinator term; borrows the above
   std::unique_ptr<streaming::Coordinator> coordinator;
   std::unique_ptr<wal::WalOpener> opener;
   std::unique_ptr<rpc::DynamicWalRegistry> registry;
@@ -96,6 +102,21 @@ absl::Status WaitServing(const ServerConfig& config, ShutdownSignals* signals, S
   return absl::OkStatus();
 }
 
+// Waits until the DDL of the coordinator's term recovered (the catalog serves).
+absl::Status WaitDdl(ShutdownSignals* signals, Standalone* s) {
+  const absl::Time deadline = absl::Now() + kStartTimeout;
+  while (!s->ddl->WaitServing(std::min(deadline, absl::Now() + absl::Seconds(1)))) {
+    if (signals->ShutdownRequestedWithin(absl::ZeroDuration())) {
+      return absl::CancelledError("shutdown requested during startup");
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("DDL did not recover: ", s->ddl->catalog().status().message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalone* s) {
   auto dir = DataDir::Open(config.data_dir, kStandaloneNodeId,
                            DataDir::Identity{config.cluster, config.pchannels});
@@ -116,6 +137,13 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalo
   }
   s->store = *std::move(store);
 
+  // DDL (docs/ddl.md): one DdlHost, a fresh broadcaster + catalog per coordinator term.
+  s->appender = std::make_unique<streaming::ddl::ProducerAppender>();
+  streaming::DdlHost::Options ddl;
+  ddl.cluster = config.cluster;
+  ddl.pchannels = config.PChannelNames();
+  s->ddl = std::make_unique<streaming::DdlHost>(s->store.get(), s->appender.get(), ddl);
+
   // The coordinator and the one streaming node of docs/cluster.md, over the embedded store.
   streaming::Coordinator::Options coord;
   coord.cluster = config.cluster;
@@ -123,6 +151,9 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalo
   coord.lease_ttl = absl::Seconds(config.lease_ttl);
   coord.balance_interval = absl::Seconds(config.balance_interval);
   coord.exclusive = true;  // the data-dir lock rules out a second coordinator
+  streaming::DdlHost* host = s->ddl.get();
+  coord.on_acting = [host](int64_t revision) { host->TakeOffice(revision); };
+  coord.on_not_acting = [host] { host->LeaveOffice(); };
   auto coordinator =
       streaming::Coordinator::Create(s->store.get(), coord, absl::Now() + kStartTimeout);
   if (!coordinator.ok()) return coordinator.status();
@@ -140,10 +171,12 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalo
   rpc_options.coord.registry = s->registry.get();
   rpc_options.node.max_payload_bytes = config.max_payload_bytes;
   rpc_options.node.after_durable_for_test = CrashAfterDurableHookForTest();
+  rpc_options.collections.ddl = s->ddl.get();
   auto rpc = rpc::RpcServer::Start(std::move(rpc_options));
   if (!rpc.ok()) return rpc.status();
   s->rpc = *std::move(rpc);
   const std::string address = AdvertisedAddress(config.advertise_address, s->rpc->address());
+  if (absl::Status st = s->appender->Open(address); !st.ok()) return st;
 
   s->coordinator->Start(address);
   if (!s->coordinator->WaitActing(true, absl::Now() + kStartTimeout)) {
@@ -164,7 +197,8 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalo
   s->node = *std::move(started);
   s->gauges =
       rpc::RegisterWalGauges(metrics::DefaultRegistry(), s->registry.get(), kStandaloneNodeId);
-  return WaitServing(config, signals, s);
+  if (absl::Status st = WaitServing(config, signals, s); !st.ok()) return st;
+  return WaitDdl(signals, s);
 }
 
 void Close(const ServerConfig& config, Standalone* s) {
@@ -172,6 +206,11 @@ void Close(const ServerConfig& config, Standalone* s) {
   if (s->http) s->http->SetHealth(Health::kStopping, "shutting down");
   if (s->rpc) s->rpc->Shutdown(absl::Seconds(config.shutdown_grace_seconds));
   spdlog::debug("shutdown: rpc stopped");
+  // The broadcaster's workers before the producer they append through; unfinished DDL
+  // resumes at the next start.
+  if (s->ddl) s->ddl->Stop();
+  if (s->appender) s->appender->Close();
+  spdlog::debug("shutdown: ddl stopped");
   // The coordinator first: the node's lease revocation must not move the pchannels (a restart
   // finds them assigned to node 1 at the same term).
   if (s->coordinator) s->coordinator->Stop();
@@ -205,7 +244,7 @@ int RunStandalone(const ServerConfig& config, ShutdownSignals* signals) {
   }
   spdlog::info(
       "kingfisher started role=standalone listen={} http_listen={} data_dir={} cluster={} "
-      "pchannels={} wal_backend={} max_payload_bytes={} tracing_export={}",
+      "pchannels={} wal_backend={} max_payload_bytes={} tracing_export={} ddl=recovered",
       s.rpc->address(), s.http->address(), config.data_dir, config.cluster,
       absl::StrJoin(pchannels, ","), config.wal_backend, config.max_payload_bytes,
       s.tracing.exporting());

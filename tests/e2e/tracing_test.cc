@@ -1,4 +1,4 @@
-// Tracing end to end (TRACING.md §8 scenario 18 for the autocommit shape; issue acceptance):
+// Tracing end to end (TRACING.md §8 scenario 18 for the autocommit and broadcast shapes):
 // real processes, the real OTLP/HTTP exporter, and a decoder we did not write (protobufjs with
 // the upstream OTLP protos, tests/otlp). `kfctl produce`, then `kfctl consume` twice: once from
 // the write-ahead buffer (tailing: no server-side consume span) and, after a server restart
@@ -14,8 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kfctl_runner.h"
+#include "kingfisher/v1/collections.grpc.pb.h"
 #include "otlp/otlp_receiver.h"
 #include "server_process.h"
 
@@ -159,6 +161,91 @@ TEST(TracingE2E, ProduceThenConsumeGivesOneTracePerMessageWithTheCanonicalChain)
     ++complete_traces;
   }
   EXPECT_EQ(complete_traces, kMessages);
+}
+
+// TRACING.md §6 "broadcast" over real processes (scenario 18): a CreateCollection with a
+// caller traceparent, on 2 shards, gives ONE trace under the caller's span:
+//   wal.broadcast > wal.dist_append > wal.append > wal.appendimpl   (per vchannel)
+//   wal.broadcast > wal.bc_callback
+// and no wal.autocommit or wal.txn. The coordinator appends through its own Produce service,
+// so each copy crosses the network (wal.dist_append) even in standalone.
+TEST(TracingE2E, CreateCollectionGivesOneTraceWithTheBroadcastShape) {
+  auto receiver = OtlpReceiver::Start();
+  ASSERT_TRUE(receiver.ok()) << receiver.status();
+  TempDir dir;
+  ServerProcess server({.data_dir = dir.path() + "/data",
+                        .env = {{"OTEL_EXPORTER_OTLP_ENDPOINT", (*receiver)->base_url()},
+                                {"OTEL_BSP_SCHEDULE_DELAY", "100"},
+                                {"OTEL_SERVICE_NAME", "kingfisher-e2e"}}});
+  ASSERT_TRUE(server.Start()) << server.Output();
+
+  constexpr char kTraceId[] = "0102030405060708090a0b0c0d0e0f10";
+  constexpr char kCallerSpan[] = "1112131415161718";
+  kingfisher::v1::CreateCollectionRequest req;
+  req.set_name("traced");
+  req.set_dim(4);
+  req.set_metric(kingfisher::v1::L2);
+  req.set_shards(2);
+  req.mutable_options()->set_traceparent(std::string("00-") + kTraceId + "-" + kCallerSpan + "-01");
+  auto stub = kingfisher::v1::Collections::NewStub(
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  kingfisher::v1::CreateCollectionResponse resp;
+  grpc::Status created = stub->CreateCollection(&ctx, req, &resp);
+  ASSERT_TRUE(created.ok()) << created.error_message();
+  const auto& vchannels = resp.collection().schema().vchannels();
+  ASSERT_EQ(vchannels.size(), 2);
+  auto stopped = server.Stop();  // flushes the batch span processor
+  ASSERT_TRUE(stopped.exited && stopped.exit_code == 0) << stopped.output;
+
+  auto spans = (*receiver)->Spans();
+  ASSERT_TRUE(spans.ok()) << spans.status();
+  std::map<std::string, std::vector<const DecodedSpan*>> by_name;
+  for (const DecodedSpan& s : *spans) {
+    EXPECT_TRUE(kVocabulary.count(s.name)) << "span outside the vocabulary: " << s.name;
+    EXPECT_NE(s.name, "wal.autocommit");
+    EXPECT_NE(s.name, "wal.txn");
+    auto type = s.attributes.find("message.type");
+    const bool ddl =
+        s.name == "wal.bc_callback" ||
+        (type != s.attributes.end() && std::get<std::string>(type->second) == "CreateCollection");
+    if (!ddl) continue;
+    EXPECT_EQ(s.trace_id, kTraceId) << s.name << ": not in the caller's trace";
+    EXPECT_EQ(s.service_name, "kingfisher-e2e") << s.name;
+    by_name[s.name].push_back(&s);
+  }
+  ASSERT_EQ(by_name["wal.broadcast"].size(), 1u);
+  const DecodedSpan* broadcast = by_name["wal.broadcast"][0];
+  EXPECT_EQ(broadcast->parent_span_id, kCallerSpan);
+  EXPECT_EQ(broadcast->kind, kProducer);
+  EXPECT_EQ(std::get<std::vector<std::string>>(broadcast->attributes.at("broadcast.vchannels")),
+            std::vector<std::string>(vchannels.begin(), vchannels.end()));
+  EXPECT_GT(std::get<int64_t>(broadcast->attributes.at("broadcast.id")), 0);
+
+  ASSERT_EQ(by_name["wal.bc_callback"].size(), 1u);
+  EXPECT_EQ(by_name["wal.bc_callback"][0]->parent_span_id, broadcast->span_id);
+  ASSERT_EQ(by_name["wal.dist_append"].size(), 2u);
+  ASSERT_EQ(by_name["wal.append"].size(), 2u);
+  ASSERT_EQ(by_name["wal.appendimpl"].size(), 2u);
+  std::set<std::string> appended_to;
+  for (const DecodedSpan* dist : by_name["wal.dist_append"]) {
+    EXPECT_EQ(dist->parent_span_id, broadcast->span_id);
+    EXPECT_EQ(dist->kind, kProducer);
+    const DecodedSpan* append = nullptr;
+    for (const DecodedSpan* a : by_name["wal.append"]) {
+      if (a->parent_span_id == dist->span_id) append = a;
+    }
+    ASSERT_NE(append, nullptr) << "no wal.append under a wal.dist_append";
+    const DecodedSpan* impl = nullptr;
+    for (const DecodedSpan* i : by_name["wal.appendimpl"]) {
+      if (i->parent_span_id == append->span_id) impl = i;
+    }
+    ASSERT_NE(impl, nullptr) << "no wal.appendimpl under a wal.append";
+    appended_to.insert(std::get<std::string>(append->attributes.at("message.vchannel")));
+  }
+  EXPECT_EQ(appended_to, std::set<std::string>(vchannels.begin(), vchannels.end()));
+  EXPECT_EQ(by_name.size(), 5u);  // nothing else in the trace
 }
 
 }  // namespace

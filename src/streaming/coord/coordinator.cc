@@ -70,9 +70,16 @@ bool Coordinator::WaitBalanced(int64_t version, absl::Time deadline) const {
   return mu_.AwaitWithDeadline(absl::Condition(&reached), deadline);
 }
 
-void Coordinator::SetActing(bool acting) {
-  absl::MutexLock l(&mu_);
-  acting_ = acting;
+void Coordinator::SetActing(bool acting, int64_t create_revision) {
+  {
+    absl::MutexLock l(&mu_);
+    if (acting_ == acting) return;
+    acting_ = acting;
+  }
+  // Outside mu_: a hook may call acting(). Only this thread changes acting_, so the hooks see
+  // the transitions in order.
+  if (acting && options_.on_acting) options_.on_acting(create_revision);
+  if (!acting && options_.on_not_acting) options_.on_not_acting();
 }
 
 std::shared_ptr<const AssignmentSnapshot> Coordinator::Wait(int64_t version, absl::Time deadline,
@@ -263,7 +270,7 @@ void Coordinator::Lead(std::stop_token stop, Leadership leadership) {
       }
       if (activated.ok()) {
         acting = true;
-        SetActing(true);
+        SetActing(true, leadership.create_revision);
         balanced_version = -1;  // reconcile at once
         retry_backoff.Reset();
         spdlog::info("coordinator: acting as leader (timestamp mark {})", oracle_->mark());

@@ -17,6 +17,8 @@
 //     retried blindly: the round ends and the view shows whether it landed (or a retry round
 //     runs after a backoff).
 //   - Every assignment change is logged at info (pchannel, old/new node, term, reason).
+//   - Options::on_acting / on_not_acting tell the owner when acting starts and ends (the
+//     DDL broadcaster lives for one such term, coord/ddl_host.h).
 //   - Stop (or destruction) revokes the lease, so a standby is elected at once.
 //
 // Thread-safety: thread-safe. Ownership: borrows the store (must outlive the coordinator); owns
@@ -27,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -63,6 +66,13 @@ class Coordinator {
     bool exclusive = false;
     TimestampOracle::Options tso;  // on_deposed and call_timeout are set by the coordinator
     AssignmentView::Options view;
+    // Run on the coordinator's thread when it starts acting, with the create_revision of its
+    // `coord` key (the fence every write of this term must carry), and when it stops acting
+    // (deposed, lease lost or unconfirmed past its TTL, Stop). Calls alternate, starting with
+    // on_acting; every on_acting is followed by one on_not_acting before Stop returns. They
+    // must not block: the balancing loop and the lease keepalive wait for them.
+    std::function<void(int64_t coord_create_revision)> on_acting;
+    std::function<void()> on_not_acting;
   };
 
   // Lists the cluster (the AssignmentView) and prepares the oracle; does not campaign yet.
@@ -130,7 +140,9 @@ class Coordinator {
   // Whether `coord` is still the key of `leadership` (a store read).
   absl::StatusOr<bool> StillLeader(const Leadership& leadership);
   void LogAnomalies(const AssignmentSnapshot& snapshot);
-  void SetActing(bool acting);
+  // Publishes acting() and runs the hooks on a change. `create_revision`: the leadership's
+  // (with acting = true).
+  void SetActing(bool acting, int64_t create_revision = 0);
 
   // Waits for a snapshot newer than `version`, the deadline, stop, or Nudge.
   std::shared_ptr<const AssignmentSnapshot> Wait(int64_t version, absl::Time deadline,

@@ -350,5 +350,57 @@ TEST_F(CoordinatorTest, StopsActingWhileTheStoreIsDownAndRecovers) {
   }
 }
 
+// The hooks the DDL host hangs on: one on_acting (with the fence of the term's writes) and one
+// on_not_acting per acting term, also when acting stops for a store outage and resumes.
+class CoordinatorHooksTest : public CoordinatorTest {
+ protected:
+  static constexpr int64_t kNotActing = -1;
+
+  Coordinator::Options WithHooks() {
+    Coordinator::Options o = CoordOptions();
+    o.on_acting = [this](int64_t revision) {
+      absl::MutexLock l(&mu_);
+      events_.push_back(revision);
+    };
+    o.on_not_acting = [this] {
+      absl::MutexLock l(&mu_);
+      events_.push_back(kNotActing);
+    };
+    return o;
+  }
+  std::vector<int64_t> WaitEvents(size_t n) {
+    absl::MutexLock l(&mu_);
+    auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return events_.size() >= n; };
+    EXPECT_TRUE(mu_.AwaitWithDeadline(absl::Condition(&reached), Deadline()));
+    return events_;
+  }
+
+  absl::Mutex mu_;
+  std::vector<int64_t> events_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_F(CoordinatorHooksTest, ReportEveryActingTermWithTheCoordKeysCreateRevision) {
+  AddNode(1);
+  Coordinator* c = StartLeader(WithHooks());
+  auto first = WaitEvents(1);
+  auto coord = store_->Get(keys_.coord(), Deadline());
+  ASSERT_TRUE(coord.ok()) << coord.status();
+  const int64_t revision = coord->kv.create_revision;
+  EXPECT_EQ(first, std::vector<int64_t>{revision});
+
+  // Unconfirmed lease: it stops acting; once the store is back it acts again, at the same
+  // revision or, if the lease expired meanwhile, at the one of its new key.
+  faulty_->SetDown(true);
+  EXPECT_EQ(WaitEvents(2), (std::vector<int64_t>{revision, kNotActing}));
+  faulty_->SetDown(false);
+  auto third = WaitEvents(3);
+  coord = store_->Get(keys_.coord(), Deadline());
+  ASSERT_TRUE(coord.ok()) << coord.status();
+  const int64_t again = coord->kv.create_revision;
+  EXPECT_EQ(third, (std::vector<int64_t>{revision, kNotActing, again}));
+  c->Stop();
+  EXPECT_EQ(WaitEvents(4), (std::vector<int64_t>{revision, kNotActing, again, kNotActing}));
+}
+
 }  // namespace
 }  // namespace kf::streaming

@@ -12,7 +12,9 @@
 //     a broadcast never creates them).
 //   - `done` runs exactly once, on any thread, possibly before AppendAsync returns. Any error
 //     is retried by the broadcaster later with the same message; an error may mean "appended
-//     or not" (the dedupe makes the retry safe).
+//     or not" (the dedupe makes the retry safe). Pass the node's verdict on with its streaming
+//     code: a DropCollection refused with COLLECTION_NOT_FOUND counts as done (the vchannel
+//     had dropped the collection already), not as a failure.
 //
 // Thread-safety: implementations must be thread-safe. Ownership: the broadcaster borrows the
 // appender; it must outlive the broadcaster.

@@ -25,6 +25,12 @@ kingfisher::v1::BroadcastAck ToAck(std::string_view vchannel, const BroadcastApp
   return ack;
 }
 
+kingfisher::v1::BroadcastAck AlreadyDroppedAck(std::string_view vchannel) {
+  kingfisher::v1::BroadcastAck ack;
+  ack.set_vchannel(std::string(vchannel));
+  return ack;
+}
+
 const kingfisher::v1::BroadcastAck* FindAck(const kingfisher::v1::BroadcastTask& task,
                                             std::string_view vchannel) {
   for (const auto& ack : task.acks()) {

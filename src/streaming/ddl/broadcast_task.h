@@ -25,6 +25,10 @@ MutableMessage VChannelCopy(const MutableMessage& message,
                             const kingfisher::v1::BroadcastTask& task, int index);
 
 kingfisher::v1::BroadcastAck ToAck(std::string_view vchannel, const BroadcastAppendResult& r);
+// The ack of a vchannel that refused a DropCollection with COLLECTION_NOT_FOUND (it had
+// dropped the collection before): done, nothing appended, so no message id, timetick or
+// last_confirmed.
+kingfisher::v1::BroadcastAck AlreadyDroppedAck(std::string_view vchannel);
 // The ack recorded for `vchannel`, if any.
 const kingfisher::v1::BroadcastAck* FindAck(const kingfisher::v1::BroadcastTask& task,
                                             std::string_view vchannel);

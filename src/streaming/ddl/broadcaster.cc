@@ -31,6 +31,14 @@ absl::Status Invalid(const absl::AlphaNum& a, const absl::AlphaNum& b = "") {
   return StreamingError(StreamingCode::kInvalidArgument, absl::StrCat("broadcast: ", a, b));
 }
 
+// A DropCollection refused with COLLECTION_NOT_FOUND: the vchannel had dropped the collection
+// already and appends nothing after that (docs/ddl-node.md), so retrying could never succeed
+// and there is nothing left to do there.
+bool AlreadyDropped(MessageType type, const absl::Status& s) {
+  return type == MessageType::kDropCollection &&
+         GetStreamingCode(s) == StreamingCode::kCollectionNotFound;
+}
+
 }  // namespace
 
 struct Broadcaster::Task {
@@ -357,6 +365,10 @@ absl::Status Broadcaster::AppendRound(std::stop_token stop, Task& task) {
     const std::string& vchannel = task.record.vchannels(todo[j]);
     if (results[j].ok()) {
       *updated.add_acks() = ToAck(vchannel, *results[j]);
+    } else if (AlreadyDropped(task.message.type(), results[j].status())) {
+      *updated.add_acks() = AlreadyDroppedAck(vchannel);
+      spdlog::info("broadcaster: broadcast {}: {} had dropped the collection already ({}); done",
+                   task.id, vchannel, Str(results[j].status()));
     } else {
       failed = true;
       spdlog::warn("broadcaster: broadcast {} to {} failed ({}); retrying", task.id, vchannel,

@@ -197,6 +197,50 @@ TEST_F(BroadcasterTest, RetriesFailedVChannelsUntilAllSucceed) {
   EXPECT_EQ(Applied(r->broadcast_id), 1);
 }
 
+// docs/ddl-node.md: a vchannel that dropped the collection already refuses a DropCollection
+// with COLLECTION_NOT_FOUND; that vchannel is done (an ack without a message id), not retried.
+TEST_F(BroadcasterTest, ADropRefusedAsAlreadyDroppedCountsAsDone) {
+  auto b = New(faulty_.get(), revision_);
+  std::atomic<int> runs{0};
+  b->RegisterCallback(MessageType::kDropCollection,
+                      [&](const AckCallbackContext&) -> absl::StatusOr<AckWrites> {
+                        ++runs;
+                        return AckWrites{};
+                      });
+  appender_.set_policy([](const MutableMessage& m) -> absl::Status {
+    if (m.vchannel() != kVChannels[1]) return absl::OkStatus();
+    return StreamingError(StreamingCode::kCollectionNotFound, "collection 7 was dropped");
+  });
+  kingfisher::v1::DropCollection drop;
+  drop.set_collection_id(7);
+  Broadcaster::Request req = Req();
+  req.message = MutableMessage(MessageType::kDropCollection, drop.SerializeAsString());
+  auto r = Run(*b, "c", std::move(req));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->acks.size(), 3u);
+  EXPECT_FALSE(r->acks[0].message_id().empty());
+  EXPECT_EQ(r->acks[1].vchannel(), kVChannels[1]);
+  EXPECT_TRUE(r->acks[1].message_id().empty());
+  EXPECT_EQ(r->acks[1].timetick(), 0u);
+  EXPECT_FALSE(r->acks[2].message_id().empty());
+  EXPECT_EQ(appender_.calls().size(), 3u);  // refused once, never retried
+  EXPECT_TRUE(appender_.log(kVChannels[1]).empty());
+  EXPECT_EQ(Task(r->broadcast_id)->state(), kingfisher::v1::BROADCAST_DONE);
+  EXPECT_EQ(runs.load(), 1);
+
+  // Any other DDL refused so is a failure and retried.
+  int refusals = 2;
+  appender_.set_policy([&refusals](const MutableMessage& m) -> absl::Status {
+    if (m.vchannel() != kVChannels[1] || refusals == 0) return absl::OkStatus();
+    --refusals;
+    return StreamingError(StreamingCode::kCollectionNotFound, "no such collection");
+  });
+  auto created = Run(*b, "d");
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_FALSE(created->acks[1].message_id().empty());
+  EXPECT_EQ(appender_.calls().size(), 3u + 5u);  // vchannel 1: refused twice, then appended
+}
+
 TEST_F(BroadcasterTest, BadRequestsChangeNothing) {
   auto b = New(faulty_.get(), revision_);
   const auto before = Dump();

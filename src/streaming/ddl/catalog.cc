@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "message/payload.h"
@@ -134,8 +135,11 @@ absl::StatusOr<CollectionInfo> Catalog::CreateCollection(const CollectionSpec& s
   request.with_task.compares = {meta::Compare::Absent(name_key), meta::Compare::Absent(key)};
   request.with_task.ops = {meta::Op::Put(key, info.SerializeAsString()),
                            meta::Op::Put(name_key, absl::StrCat(schema.collection_id()))};
-  RETURN_IF_ERROR(
-      broadcaster_->Broadcast(std::move(locks), std::move(request), call.deadline).status());
+  ASSIGN_OR_RETURN(Broadcaster::Result done,
+                   broadcaster_->Broadcast(std::move(locks), std::move(request), call.deadline));
+  spdlog::info("catalog: created collection {}.{} id={} dim={} shards={} vchannels={} broadcast={}",
+               spec.database, spec.name, schema.collection_id(), spec.dim, spec.shards,
+               absl::StrJoin(schema.vchannels(), ","), done.broadcast_id);
   ASSIGN_OR_RETURN(Loaded created, LoadById(schema.collection_id(), StoreDeadline(call.deadline)));
   return std::move(created.info);
 }
@@ -158,9 +162,15 @@ absl::Status Catalog::DropCollection(const std::string& database, const std::str
   updated.set_state(kingfisher::v1::COLLECTION_DROPPING);
   kingfisher::v1::DropCollection drop;
   drop.set_collection_id(current.info.schema().collection_id());
-  return BroadcastChange(std::move(locks), current, std::move(updated),
-                         MutableMessage(MessageType::kDropCollection, drop.SerializeAsString()),
-                         call);
+  ASSIGN_OR_RETURN(
+      uint64_t broadcast_id,
+      BroadcastChange(std::move(locks), current, std::move(updated),
+                      MutableMessage(MessageType::kDropCollection, drop.SerializeAsString()),
+                      call));
+  spdlog::info("catalog: dropped collection {}.{} id={} vchannels={} broadcast={}", database, name,
+               drop.collection_id(), absl::StrJoin(current.info.schema().vchannels(), ","),
+               broadcast_id);
+  return absl::OkStatus();
 }
 
 absl::Status Catalog::CreatePartition(const std::string& database, const std::string& collection,
@@ -205,13 +215,18 @@ absl::Status Catalog::PartitionDdl(const std::string& database, const std::strin
   payload.set_collection_id(current.info.schema().collection_id());
   payload.set_partition(partition);
   const MessageType type = create ? MessageType::kCreatePartition : MessageType::kDropPartition;
-  return BroadcastChange(std::move(locks), current, std::move(updated),
-                         MutableMessage(type, payload.SerializeAsString()), call);
+  ASSIGN_OR_RETURN(uint64_t broadcast_id,
+                   BroadcastChange(std::move(locks), current, std::move(updated),
+                                   MutableMessage(type, payload.SerializeAsString()), call));
+  spdlog::info("catalog: {} partition {} of collection {}.{} id={} broadcast={}",
+               create ? "created" : "dropped", partition, database, collection,
+               payload.collection_id(), broadcast_id);
+  return absl::OkStatus();
 }
 
-absl::Status Catalog::BroadcastChange(ResourceKeyLocks::Guard locks, const Loaded& current,
-                                      CollectionInfo updated, MutableMessage message,
-                                      const Call& call) {
+absl::StatusOr<uint64_t> Catalog::BroadcastChange(ResourceKeyLocks::Guard locks,
+                                                  const Loaded& current, CollectionInfo updated,
+                                                  MutableMessage message, const Call& call) {
   const std::string key = keys_.collection(current.info.schema().collection_id());
   Broadcaster::Request request;
   request.ctx = call.ctx;
@@ -220,7 +235,9 @@ absl::Status Catalog::BroadcastChange(ResourceKeyLocks::Guard locks, const Loade
                            current.info.schema().vchannels().end());
   request.with_task.compares = {meta::Compare::ModRevisionIs(key, current.mod_revision)};
   request.with_task.ops = {meta::Op::Put(key, updated.SerializeAsString())};
-  return broadcaster_->Broadcast(std::move(locks), std::move(request), call.deadline).status();
+  ASSIGN_OR_RETURN(Broadcaster::Result done,
+                   broadcaster_->Broadcast(std::move(locks), std::move(request), call.deadline));
+  return done.broadcast_id;
 }
 
 absl::StatusOr<CollectionInfo> Catalog::DescribeCollection(const std::string& database,

@@ -16,6 +16,9 @@
 //     and cannot be dropped.
 // Every DDL locks ResourceKey::Collection(database, name) (and so, shared, its database and
 // the cluster). Reads (Describe, List) go to the store: they see the last committed state.
+// A DDL that completes for its caller is logged at info (names, id, vchannels, broadcast id);
+// one completed in the background (caller's deadline passed, recovered by the next term) is
+// logged by the broadcaster.
 //
 // Thread-safety: thread-safe. Ownership: borrows the broadcaster (must outlive the catalog).
 // Construct it before the broadcaster's Recover: it registers the DDL callbacks.
@@ -93,10 +96,10 @@ class Catalog {
   // Live vchannels per pchannel.
   absl::StatusOr<std::map<std::string, int64_t>> Load(absl::Time deadline) const;
   // Broadcasts `message` to the collection's vchannels under `locks`, writing `updated` (the
-  // collection with its new mark) with the task.
-  absl::Status BroadcastChange(ResourceKeyLocks::Guard locks, const Loaded& current,
-                               kingfisher::v1::CollectionInfo updated, MutableMessage message,
-                               const Call& call);
+  // collection with its new mark) with the task. Returns the broadcast id.
+  absl::StatusOr<uint64_t> BroadcastChange(ResourceKeyLocks::Guard locks, const Loaded& current,
+                                           kingfisher::v1::CollectionInfo updated,
+                                           MutableMessage message, const Call& call);
   // The partition DDL shared by Create/DropPartition.
   absl::Status PartitionDdl(const std::string& database, const std::string& collection,
                             const std::string& partition, bool create, const Call& call);

@@ -1,0 +1,152 @@
+#include "rpc/collection_service.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/errors.h"
+#include "rpc/status_convert.h"
+#include "streaming/coord/ddl_host.h"
+#include "streaming/ddl/catalog_rules.h"
+#include "trace/traceparent.h"
+
+namespace kf::rpc {
+namespace {
+
+namespace v1 = kingfisher::v1;
+
+std::string Database(const std::string& database) {
+  return database.empty() ? std::string(streaming::ddl::kDefaultDatabase) : database;
+}
+
+streaming::ddl::Catalog::Call MakeCall(const v1::DdlOptions& options, absl::Time deadline) {
+  streaming::ddl::Catalog::Call call;
+  call.blocking = !options.no_wait();
+  call.deadline = deadline;
+  if (auto parent = trace::ParseTraceparent(options.traceparent())) {
+    call.ctx = trace::Context().WithRemoteParent(*parent);
+  }
+  return call;
+}
+
+}  // namespace
+
+CollectionService::CollectionService(CollectionServiceOptions options)
+    : options_(options), workers_(options.max_calls) {}
+
+CollectionService::~CollectionService() {
+  BeginShutdown();
+  WaitForCalls(absl::Now());
+}
+
+grpc::ServerUnaryReactor* CollectionService::Run(grpc::CallbackServerContext* context, Work work) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // Not acting (or still recovering) is known at once: no thread for it.
+  absl::StatusOr<std::shared_ptr<streaming::ddl::Catalog>> catalog = options_.ddl->catalog();
+  if (!catalog.ok()) {
+    reactor->Finish(ToGrpcStatus(catalog.status()));
+    return reactor;
+  }
+  const auto cap =
+      std::chrono::system_clock::now() + absl::ToChronoNanoseconds(options_.max_call_timeout);
+  const absl::Time deadline = absl::FromChrono(std::min(context->deadline(), cap));
+  // The request and response stay valid until Finish.
+  const CallWorkers::Spawn spawned =
+      workers_.TrySpawn([reactor, deadline, work = std::move(work),
+                         catalog = *std::move(catalog)]() mutable -> CallWorkers::Reply {
+        const grpc::Status status = ToGrpcStatus(work(*catalog, deadline));
+        return [reactor, status] { reactor->Finish(status); };
+      });
+  if (spawned == CallWorkers::Spawn::kClosed) {
+    reactor->Finish(
+        ToGrpcStatus(StreamingError(StreamingCode::kOnShutdown, "server is shutting down")));
+  } else if (spawned == CallWorkers::Spawn::kFull) {
+    reactor->Finish(ToGrpcStatus(StreamingError(
+        StreamingCode::kRateLimited, absl::StrCat("too many collection calls in progress (",
+                                                  options_.max_calls, "); retry later"))));
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CollectionService::CreateCollection(
+    grpc::CallbackServerContext* context, const v1::CreateCollectionRequest* request,
+    v1::CreateCollectionResponse* response) {
+  return Run(context, [request, response](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+    streaming::ddl::Catalog::CollectionSpec spec;
+    spec.database = Database(request->database());
+    spec.name = request->name();
+    spec.dim = request->dim();
+    spec.metric = request->metric();
+    spec.shards = request->shards();
+    absl::StatusOr<v1::CollectionInfo> created =
+        catalog.CreateCollection(spec, MakeCall(request->options(), deadline));
+    if (!created.ok()) return created.status();
+    *response->mutable_collection() = *std::move(created);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* CollectionService::DropCollection(
+    grpc::CallbackServerContext* context, const v1::DropCollectionRequest* request,
+    v1::DropCollectionResponse* /*response*/) {
+  return Run(context, [request](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+    return catalog.DropCollection(Database(request->database()), request->name(),
+                                  MakeCall(request->options(), deadline));
+  });
+}
+
+grpc::ServerUnaryReactor* CollectionService::DescribeCollection(
+    grpc::CallbackServerContext* context, const v1::DescribeCollectionRequest* request,
+    v1::DescribeCollectionResponse* response) {
+  return Run(context, [request, response](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+    absl::StatusOr<v1::CollectionInfo> info =
+        catalog.DescribeCollection(Database(request->database()), request->name(), deadline);
+    if (!info.ok()) return info.status();
+    *response->mutable_collection() = *std::move(info);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* CollectionService::ListCollections(
+    grpc::CallbackServerContext* context, const v1::ListCollectionsRequest* request,
+    v1::ListCollectionsResponse* response) {
+  return Run(context, [request, response](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+    absl::StatusOr<std::vector<v1::CollectionInfo>> list =
+        catalog.ListCollections(Database(request->database()), deadline);
+    if (!list.ok()) return list.status();
+    for (v1::CollectionInfo& info : *list) *response->add_collections() = std::move(info);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* CollectionService::CreatePartition(grpc::CallbackServerContext* context,
+                                                             const v1::PartitionRequest* request,
+                                                             v1::PartitionResponse* /*response*/) {
+  return Run(context, [request](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+    return catalog.CreatePartition(Database(request->database()), request->collection(),
+                                   request->partition(), MakeCall(request->options(), deadline));
+  });
+}
+
+grpc::ServerUnaryReactor* CollectionService::DropPartition(grpc::CallbackServerContext* context,
+                                                           const v1::PartitionRequest* request,
+                                                           v1::PartitionResponse* /*response*/) {
+  return Run(context, [request](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+    return catalog.DropPartition(Database(request->database()), request->collection(),
+                                 request->partition(), MakeCall(request->options(), deadline));
+  });
+}
+
+void CollectionService::BeginShutdown() { workers_.Close(); }
+
+void CollectionService::WaitForCalls(absl::Time deadline) {
+  if (!workers_.WaitIdle(deadline)) {
+    // Ends every DDL still waiting: its broadcaster stops and answers UNAVAILABLE.
+    options_.ddl->Stop();
+    workers_.WaitIdle(absl::InfiniteFuture());
+  }
+}
+
+}  // namespace kf::rpc
