@@ -108,9 +108,10 @@ std::vector<grpc::Service*> FakeCollections::services() {
   return {collections_service_.get(), coord_service_.get()};
 }
 
-void FakeCollections::FailWith(absl::Status status) {
+void FakeCollections::FailWith(absl::Status status, std::string method) {
   absl::MutexLock l(&mu_);
   fail_ = std::move(status);
+  fail_method_ = std::move(method);
 }
 
 void FakeCollections::Hold() {
@@ -151,13 +152,15 @@ std::vector<v1::CollectionInfo> FakeCollections::collections() const {
 grpc::Status FakeCollections::Begin(grpc::ServerContext* ctx, Call call) {
   call.deadline = absl::FromChrono(ctx->deadline());
   const absl::Time deadline = call.deadline;
+  const std::string method = call.method;
   absl::MutexLock l(&mu_);
   calls_.push_back(std::move(call));
   auto released = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !hold_; };
   if (!mu_.AwaitWithDeadline(absl::Condition(&released), deadline)) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "held past the deadline");
   }
-  return fail_.ok() ? grpc::Status::OK : rpc::ToGrpcStatus(fail_);
+  if (fail_.ok() || (!fail_method_.empty() && fail_method_ != method)) return grpc::Status::OK;
+  return rpc::ToGrpcStatus(fail_);
 }
 
 grpc::Status FakeCollections::Create(const v1::CreateCollectionRequest& req,

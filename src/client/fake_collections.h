@@ -46,8 +46,9 @@ class FakeCollections {
   // The Collections and StreamingCoord services, to register on a server.
   std::vector<grpc::Service*> services();
 
-  // Every later call answers `status` (a StreamingError, or a plain status); OK stops that.
-  void FailWith(absl::Status status);
+  // Every later call of `method` ("" = any) answers `status` (a StreamingError, or a plain
+  // status); OK stops that.
+  void FailWith(absl::Status status, std::string method = "");
   // Later calls wait (without answering) until Release() or until their deadline passes.
   void Hold();
   void Release();
@@ -79,6 +80,7 @@ class FakeCollections {
 
   mutable absl::Mutex mu_;
   absl::Status fail_ ABSL_GUARDED_BY(mu_);
+  std::string fail_method_ ABSL_GUARDED_BY(mu_);
   bool hold_ ABSL_GUARDED_BY(mu_) = false;
   uint32_t timestamp_count_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_timestamp_ ABSL_GUARDED_BY(mu_) = uint64_t{1} << 50;
