@@ -14,13 +14,18 @@
 //   CreateProducer never fails today (StatusOr so that routing discovery can fail later).
 //   CreateConsumer INVALID_ARGUMENT  the vchannel does not name a pchannel ("kf-dml_<i>_<x>"),
 //                                    or a StartFrom/StartAfter policy without a valid id.
-//   Collection calls: INVALID_ARGUMENT (bad name, dim, metric, shards; never sent),
+//   Collection calls: INVALID_ARGUMENT (bad name, dim, metric, shards, database, dropping
+//                  `_default`: never sent; or the server's verdict),
 //                  ALREADY_EXISTS, NOT_FOUND, ABORTED (RESOURCE_ACQUIRED with no_wait), and
 //                  UNAVAILABLE (the endpoint is unreachable or is not the acting coordinator)
 //                  or DEADLINE_EXCEEDED: a DDL MAY OR MAY NOT HAVE BEEN APPLIED (Describe
-//                  tells; one that was persisted completes anyway).
+//                  tells; one that was persisted completes anyway), except when the message
+//                  says "nothing was sent" (no connection before the deadline). Never retried.
+//                  Every call waits for the connection (wait-for-ready) until its deadline:
+//                  DdlOptions::deadline for DDL, now + status_timeout for the others.
 //   AllocateIds    INVALID_ARGUMENT for a bad count; UNAVAILABLE when the endpoint is not
-//                  the coordinator; DEADLINE_EXCEEDED.
+//                  the coordinator or unreachable; DEADLINE_EXCEEDED; INTERNAL for an answer
+//                  that is not the requested range of int64 ids.
 //   GetStatus      UNAVAILABLE       the endpoint is unreachable (nothing changed server-side);
 //                  DEADLINE_EXCEEDED no answer within options().status_timeout;
 //                  UNIMPLEMENTED     the endpoint serves no StreamingCoord (a plain node);

@@ -19,10 +19,10 @@
 namespace kingfisher {
 
 struct CollectionSpec {
-  std::string name;      // [A-Za-z_][A-Za-z0-9_]{0,254}
-  uint32_t dim = 0;      // 1..32768
+  std::string name;           // [A-Za-z_][A-Za-z0-9_]{0,254}
+  uint32_t dim = 0;           // 1..32768
   std::string metric = "L2";  // L2 | IP | COSINE
-  uint32_t shards = 1;   // 1..64
+  uint32_t shards = 1;        // 1..64
 };
 
 struct PartitionInfo {
@@ -53,18 +53,23 @@ struct DdlOptions {
   TraceContext trace;
 };
 
-// The shard of primary key `pk` in a collection of `shards` shards (REQUIRES shards >= 1).
+// The shard of primary key `pk` in a collection of `shards` shards (REQUIRES shards >= 1):
+// fmix64(uint64(pk)) % shards, where fmix64 is MurmurHash3's 64-bit finalizer
+//   k ^= k >> 33; k *= 0xff51afd7ed558ccd; k ^= k >> 33; k *= 0xc4ceb9fe1a85ec53; k ^= k >> 33.
+// A wire-level contract (consumers and search nodes route by it): it never changes.
 uint32_t ShardOfPk(int64_t pk, uint32_t shards);
 
 // The Insert messages for rows (pks[i], vectors[i*dim .. (i+1)*dim)) of `collection`, one per
-// shard that gets rows, addressed to that shard's vchannel (in `partition`, "" = `_default`).
-// INVALID_ARGUMENT: vectors.size() != pks.size() * dim, no rows, or the collection has no
-// vchannels.
+// shard that gets rows (in shard order, rows in input order), addressed to that shard's vchannel
+// (in `partition`, "" = `_default`). The shard count is vchannels.size().
+// INVALID_ARGUMENT: vectors.size() != pks.size() * dim, no rows, dim 0, or the collection has
+// no vchannels or a `shards` (when set) other than vchannels.size().
 absl::StatusOr<std::vector<Message>> InsertMessages(const CollectionInfo& collection,
                                                     const std::vector<int64_t>& pks,
                                                     const std::vector<float>& vectors,
                                                     const std::string& partition = "");
-// The Delete messages for `pks`, one per shard that gets keys. INVALID_ARGUMENT: no pks.
+// The Delete messages for `pks`, one per shard that gets keys (in shard order).
+// INVALID_ARGUMENT: no pks, or the vchannels are wrong as for InsertMessages.
 absl::StatusOr<std::vector<Message>> DeleteMessages(const CollectionInfo& collection,
                                                     const std::vector<int64_t>& pks);
 

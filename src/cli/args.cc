@@ -1,12 +1,28 @@
 #include "cli/args.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "CLI/CLI.hpp"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client/collection_rules.h"
 #include "common/absl_compat.h"
+#include "message/payload.h"
 
 namespace kf::cli {
+
+namespace {
+
+ParseResult UsageError(absl::string_view message) {
+  ParseResult r;
+  r.err = absl::StrCat("kfctl: usage error: ", message, "\n");
+  r.exit_code = kExitUsage;
+  return r;
+}
+
+}  // namespace
 
 absl::StatusOr<kingfisher::DeliverPolicy> PolicyFromFlags(const std::optional<std::string>& from,
                                                           const std::optional<std::string>& after) {
@@ -29,13 +45,53 @@ absl::StatusOr<kingfisher::DeliverPolicy> PolicyFromFlags(const std::optional<st
   return kingfisher::DeliverPolicy::StartFrom(*id);
 }
 
+absl::StatusOr<std::vector<int64_t>> ParsePkList(std::string_view text) {
+  std::vector<int64_t> out;
+  absl::flat_hash_set<int64_t> seen;
+  size_t pos = 0;
+  while (true) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = text.substr(pos, comma - pos);
+    // SimpleAtoi alone would also take blanks around the number and a '+'.
+    const std::string_view digits = item.substr(!item.empty() && item[0] == '-' ? 1 : 0);
+    int64_t pk = 0;
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos ||
+        !absl::SimpleAtoi(ToAbsl(item), &pk)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--pks: item ", out.size() + 1, " \"", ToAbsl(item.substr(0, 32)),
+                       "\" is not an int64 (want a comma-separated list like 1,2,-3)"));
+    }
+    if (!seen.insert(pk).second) {
+      return absl::InvalidArgumentError(absl::StrCat("--pks: duplicate pk ", pk));
+    }
+    out.push_back(pk);
+    if (comma == text.size()) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+namespace {
+
+// A CLI11 check of a collection, partition or database name (client/collection_rules.h).
+CLI::Validator NameCheck(std::string what) {
+  return CLI::Validator(
+      [what](std::string& v) -> std::string {
+        absl::Status s = client::CheckCollectionName(what, v);
+        return s.ok() ? "" : std::string(s.message());
+      },
+      "NAME");
+}
+
+}  // namespace
+
 ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
   CLI::App app("kfctl: command-line client of the Kingfisher streaming WAL", "kfctl");
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   app.add_option("--endpoint", args->endpoint, "host:port of the server")->capture_default_str();
   app.add_option("--timeout", args->timeout_seconds,
                  "deadline in seconds of one operation (an append with its retries, a status "
-                 "call)")
+                 "call, a collection DDL)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.require_subcommand(1);
@@ -85,6 +141,62 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
 
   CLI::App* status = app.add_subcommand("status", "print nodes and pchannel assignments");
 
+  CollectionArgs& col = args->collection;
+  CLI::App* collection = app.add_subcommand("collection", "create, drop, describe, list");
+  collection->require_subcommand(1);
+  CLI::App* create = collection->add_subcommand(
+      "create", "create a collection; prints it (id, vchannels) as one JSON line");
+  create->add_option("name", col.name, "collection name")
+      ->required()
+      ->check(NameCheck("collection"));
+  create->add_option("--dim", col.dim, "vector dimension")
+      ->required()
+      ->check(CLI::Range(uint32_t{1}, kMaxDim));
+  create->add_option("--shards", col.shards, "shards (vchannels)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint32_t{1}, kMaxShards));
+  create->add_option("--metric", col.metric, "L2 | IP | COSINE")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"L2", "IP", "COSINE"}, CLI::ignore_case));
+  CLI::App* drop = collection->add_subcommand("drop", "drop a collection; prints nothing");
+  drop->add_option("name", col.name, "collection name")->required()->check(NameCheck("collection"));
+  CLI::App* describe =
+      collection->add_subcommand("describe", "print a collection as one JSON line");
+  describe->add_option("name", col.name, "collection name")
+      ->required()
+      ->check(NameCheck("collection"));
+  CLI::App* list = collection->add_subcommand("list", "print every collection as one JSON line");
+
+  InsertArgs& ins = args->insert;
+  uint64_t rows = 0;
+  CLI::App* insert = app.add_subcommand(
+      "insert",
+      "insert rows into a collection (pks allocated by the coordinator), one JSON line per "
+      "acknowledged message");
+  insert->add_option("name", ins.collection, "collection name")
+      ->required()
+      ->check(NameCheck("collection"));
+  CLI::Option* rows_opt =
+      insert->add_option("--rows", rows, "insert N random vectors")->check(CLI::PositiveNumber);
+  CLI::Option* file_opt =
+      insert->add_option("--file", ins.file, "insert the vectors of a .npy or .csv file");
+  rows_opt->excludes(file_opt);
+  insert->add_flag("--txn", ins.txn,
+                   "one transaction per shard (a transaction spans one vchannel): each shard's "
+                   "rows commit together, shards one after another; ack lines are printed once "
+                   "their shard committed");
+  insert->add_option("--partition", ins.partition, "partition (default: _default)")
+      ->check(NameCheck("partition"));
+
+  DeleteArgs& del = args->del;
+  std::string pks;
+  CLI::App* del_cmd =
+      app.add_subcommand("delete", "delete rows by pk, one JSON line per acknowledged message");
+  del_cmd->add_option("name", del.collection, "collection name")
+      ->required()
+      ->check(NameCheck("collection"));
+  del_cmd->add_option("--pks", pks, "comma-separated pks, e.g. 1,2,3")->required();
+
   ParseResult result;
   std::vector<std::string> rev(argv.rbegin(), argv.rend() - (argv.empty() ? 0 : 1));
   try {
@@ -105,16 +217,31 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
     auto policy =
         PolicyFromFlags(from_opt->count() ? std::optional<std::string>(from) : std::nullopt,
                         after_opt->count() ? std::optional<std::string>(after) : std::nullopt);
-    if (!policy.ok()) {
-      result.err = absl::StrCat("kfctl: usage error: ", policy.status().message(), "\n");
-      result.exit_code = kExitUsage;
-      return result;
-    }
+    if (!policy.ok()) return UsageError(policy.status().message());
     c.policy = *policy;
     if (limit_opt->count()) c.limit = limit;
     if (idle_opt->count()) c.idle_timeout_seconds = idle;
   } else if (*status) {
     args->command = Args::Command::kStatus;
+  } else if (*create) {
+    args->command = Args::Command::kCollectionCreate;
+  } else if (*drop) {
+    args->command = Args::Command::kCollectionDrop;
+  } else if (*describe) {
+    args->command = Args::Command::kCollectionDescribe;
+  } else if (*list) {
+    args->command = Args::Command::kCollectionList;
+  } else if (*insert) {
+    args->command = Args::Command::kInsert;
+    if (!rows_opt->count() && !file_opt->count()) {
+      return UsageError("insert needs --rows N or --file PATH");
+    }
+    if (rows_opt->count()) ins.rows = rows;
+  } else if (*del_cmd) {
+    args->command = Args::Command::kDelete;
+    auto parsed = ParsePkList(pks);
+    if (!parsed.ok()) return UsageError(parsed.status().message());
+    del.pks = *std::move(parsed);
   }
   return result;
 }

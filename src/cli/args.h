@@ -1,6 +1,7 @@
-// Command-line parsing of kfctl (SPEC §8): global flags and the produce / consume / status
-// subcommands, parsed with CLI11 into plain structs and validated (a bad --from is a usage
-// error here, not a server error later).
+// Command-line parsing of kfctl (SPEC §8): global flags and the produce / consume / status /
+// collection {create,drop,describe,list} / insert / delete subcommands, parsed with CLI11 into
+// plain structs and validated (a bad --from, collection name or --pks list is a usage error
+// here, not a server error later).
 //
 // Thread-safety: pure functions. Errors: ParseArgs never exits the process; it returns what
 // the caller should print and the exit code (0 for --help, 2 for usage errors).
@@ -9,8 +10,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "kingfisher/consumer.h"
 
 namespace kf::cli {
@@ -38,13 +42,50 @@ struct ConsumeArgs {
   bool with_timeticks = false;
 };
 
+// collection create / drop / describe (name only for the last two).
+struct CollectionArgs {
+  std::string name;
+  uint32_t dim = 0;
+  uint32_t shards = 1;
+  std::string metric = "L2";
+};
+
+struct InsertArgs {
+  std::string collection;
+  std::optional<uint64_t> rows;  // --rows N: N random vectors
+  std::string file;              // --file PATH (.npy or .csv); exactly one of the two
+  bool txn = false;
+  std::string partition;  // "" = the default partition
+  // Not a flag: how often progress goes to stderr (tests set zero: every ack).
+  absl::Duration progress_interval = absl::Seconds(1);
+};
+
+struct DeleteArgs {
+  std::string collection;
+  std::vector<int64_t> pks;
+};
+
 struct Args {
-  enum class Command { kNone, kProduce, kConsume, kStatus };
+  enum class Command {
+    kNone,
+    kProduce,
+    kConsume,
+    kStatus,
+    kCollectionCreate,
+    kCollectionDrop,
+    kCollectionDescribe,
+    kCollectionList,
+    kInsert,
+    kDelete,
+  };
   std::string endpoint = "127.0.0.1:19530";
   double timeout_seconds = 30;
   Command command = Command::kNone;
   ProduceArgs produce;
   ConsumeArgs consume;
+  CollectionArgs collection;
+  InsertArgs insert;
+  DeleteArgs del;
 };
 
 struct ParseResult {
@@ -60,5 +101,9 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args);
 // INVALID_ARGUMENT (a usage error) otherwise.
 absl::StatusOr<kingfisher::DeliverPolicy> PolicyFromFlags(const std::optional<std::string>& from,
                                                           const std::optional<std::string>& after);
+
+// "1,2,-3": comma-separated decimal int64s, nothing else (no spaces, no empty items, no '+',
+// no duplicates). INVALID_ARGUMENT naming the bad item otherwise.
+absl::StatusOr<std::vector<int64_t>> ParsePkList(std::string_view text);
 
 }  // namespace kf::cli

@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
+#include "cli/command_util.h"
 #include "cli/render.h"
 #include "common/absl_compat.h"
 #include "common/errors.h"
@@ -17,21 +18,6 @@
 
 namespace kf::cli {
 namespace {
-
-void PrintLine(std::FILE* out, const std::string& line) {
-  std::fwrite(line.data(), 1, line.size(), out);
-  std::fputc('\n', out);
-  std::fflush(out);
-}
-
-absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectFor(const Args& args) {
-  kingfisher::ClientOptions o;
-  o.endpoint = args.endpoint;
-  o.append_timeout = absl::Seconds(args.timeout_seconds);
-  o.status_timeout = absl::Seconds(args.timeout_seconds);
-  o.attempt_timeout = std::min(o.attempt_timeout, o.append_timeout);
-  return kingfisher::Client::Connect(o);
-}
 
 // The collection id of a collection vchannel "<pchannel>_<id>v<shard>"; 0 for raw vchannels.
 int64_t CollectionIdOf(std::string_view vchannel) {

@@ -15,6 +15,18 @@ int RunProduce(const Args& args, std::FILE* out, std::FILE* err);
 int RunConsume(const Args& args, std::FILE* out, std::FILE* err);
 int RunStatus(const Args& args, std::FILE* out, std::FILE* err);
 
+// collection_commands.cc: create prints the collection, drop prints nothing, describe prints
+// the collection, list prints {"collections":[...]} (render.h).
+int RunCollectionCreate(const Args& args, std::FILE* out, std::FILE* err);
+int RunCollectionDrop(const Args& args, std::FILE* out, std::FILE* err);
+int RunCollectionDescribe(const Args& args, std::FILE* out, std::FILE* err);
+int RunCollectionList(const Args& args, std::FILE* out, std::FILE* err);
+
+// insert_command.cc: one RenderRowsAck line per acknowledged message; progress on `err`.
+// A bad or mismatched vector file is a usage error (2), found before anything is sent.
+int RunInsert(const Args& args, std::FILE* out, std::FILE* err);
+int RunDelete(const Args& args, std::FILE* out, std::FILE* err);
+
 // "kfctl: INVALID_ARGUMENT: <message>\n" on `err`.
 void PrintError(std::FILE* err, const absl::Status& s);
 

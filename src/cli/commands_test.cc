@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/capture_testing.h"
 #include "client/fake_streaming_node.h"
 #include "client/wire.h"
 #include "common/errors.h"
@@ -19,37 +20,7 @@ namespace {
 
 using client::testing::FakeStreamingNode;
 
-// A FILE* backed by memory, read back as lines.
-class Capture {
- public:
-  Capture() : f_(std::tmpfile()) {}
-  ~Capture() { std::fclose(f_); }
-  std::FILE* file() { return f_; }
-  std::string Text() {
-    std::fflush(f_);
-    std::rewind(f_);
-    std::string s;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), f_)) > 0) s.append(buf, n);
-    return s;
-  }
-  std::vector<std::string> Lines() {
-    std::vector<std::string> out;
-    std::string t = Text();
-    size_t start = 0;
-    for (size_t i = 0; i < t.size(); ++i) {
-      if (t[i] == '\n') {
-        out.push_back(t.substr(start, i - start));
-        start = i + 1;
-      }
-    }
-    return out;
-  }
-
- private:
-  std::FILE* f_;
-};
+using testing::Capture;
 
 TEST(CommandsTest, ProducePrintsOneLinePerAckAndSendsInsertBatches) {
   FakeStreamingNode node;

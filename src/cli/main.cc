@@ -29,9 +29,23 @@ int main(int argc, char** argv) {
       return kf::cli::RunConsume(args, stdout, stderr);
     case kf::cli::Args::Command::kStatus:
       return kf::cli::RunStatus(args, stdout, stderr);
+    case kf::cli::Args::Command::kCollectionCreate:
+      return kf::cli::RunCollectionCreate(args, stdout, stderr);
+    case kf::cli::Args::Command::kCollectionDrop:
+      return kf::cli::RunCollectionDrop(args, stdout, stderr);
+    case kf::cli::Args::Command::kCollectionDescribe:
+      return kf::cli::RunCollectionDescribe(args, stdout, stderr);
+    case kf::cli::Args::Command::kCollectionList:
+      return kf::cli::RunCollectionList(args, stdout, stderr);
+    case kf::cli::Args::Command::kInsert:
+      return kf::cli::RunInsert(args, stdout, stderr);
+    case kf::cli::Args::Command::kDelete:
+      return kf::cli::RunDelete(args, stdout, stderr);
     case kf::cli::Args::Command::kNone:
       break;
   }
-  std::fputs("kfctl: a subcommand is required (produce, consume, status)\n", stderr);
+  std::fputs(
+      "kfctl: a subcommand is required (produce, consume, status, collection, insert, delete)\n",
+      stderr);
   return kf::cli::kExitUsage;
 }

@@ -39,17 +39,75 @@ void WriteConsumed(const kingfisher::ConsumedMessage& m, JsonWriter* w) {
   w->EndObject();
 }
 
+void WriteAckFields(const kingfisher::AppendResult& r, std::string_view vchannel, JsonWriter* w) {
+  w->Key("message_id").String(r.id.ToText());
+  w->Key("timetick").String(std::to_string(r.timetick.value()));
+  w->Key("vchannel").String(vchannel);
+  w->Key("txn_id");
+  if (r.txn_id) {
+    w->String(std::to_string(r.txn_id->value()));
+  } else {
+    w->Null();
+  }
+}
+
+void OptionalPk(const int64_t* pk, JsonWriter* w) {
+  if (pk == nullptr) {
+    w->Null();
+  } else {
+    w->String(std::to_string(*pk));
+  }
+}
+
+void WriteCollection(const kingfisher::CollectionInfo& c, JsonWriter* w) {
+  w->BeginObject();
+  w->Key("id").Int(c.id);
+  w->Key("database").String(c.database);
+  w->Key("name").String(c.name);
+  w->Key("dim").Uint(c.dim);
+  w->Key("metric").String(c.metric);
+  w->Key("shards").Uint(c.shards);
+  w->Key("vchannels").BeginArray();
+  for (const auto& v : c.vchannels) w->String(v);
+  w->EndArray();
+  w->Key("state").String(c.state);
+  w->Key("partitions").BeginArray();
+  for (const auto& p : c.partitions) {
+    w->BeginObject();
+    w->Key("name").String(p.name);
+    w->Key("state").String(p.state);
+    w->EndObject();
+  }
+  w->EndArray();
+  w->Key("create_time_ms").Int(c.create_time_ms);
+  w->EndObject();
+}
+
 }  // namespace
 
 std::string RenderAck(const kingfisher::AppendResult& r, std::string_view vchannel) {
   JsonWriter w;
   w.BeginObject();
-  w.Key("message_id").String(r.id.ToText());
-  w.Key("timetick").String(std::to_string(r.timetick.value()));
-  w.Key("vchannel").String(vchannel);
-  w.Key("txn_id");
-  if (r.txn_id) {
-    w.String(std::to_string(r.txn_id->value()));
+  WriteAckFields(r, vchannel, &w);
+  w.EndObject();
+  return w.str();
+}
+
+std::string RenderRowsAck(const kingfisher::AppendResult& r, std::string_view vchannel,
+                          const std::vector<int64_t>& pks) {
+  JsonWriter w;
+  w.BeginObject();
+  WriteAckFields(r, vchannel, &w);
+  w.Key("rows").Uint(pks.size());
+  w.Key("first_pk");
+  OptionalPk(pks.empty() ? nullptr : &pks.front(), &w);
+  w.Key("last_pk");
+  OptionalPk(pks.empty() ? nullptr : &pks.back(), &w);
+  w.Key("pks");
+  if (pks.size() <= kMaxListedPks) {
+    w.BeginArray();
+    for (int64_t pk : pks) w.String(std::to_string(pk));
+    w.EndArray();
   } else {
     w.Null();
   }
@@ -60,6 +118,22 @@ std::string RenderAck(const kingfisher::AppendResult& r, std::string_view vchann
 std::string RenderConsumed(const kingfisher::ConsumedMessage& m) {
   JsonWriter w;
   WriteConsumed(m, &w);
+  return w.str();
+}
+
+std::string RenderCollection(const kingfisher::CollectionInfo& c) {
+  JsonWriter w;
+  WriteCollection(c, &w);
+  return w.str();
+}
+
+std::string RenderCollections(const std::vector<kingfisher::CollectionInfo>& cs) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("collections").BeginArray();
+  for (const auto& c : cs) WriteCollection(c, &w);
+  w.EndArray();
+  w.EndObject();
   return w.str();
 }
 

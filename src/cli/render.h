@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kingfisher/client.h"
 
@@ -18,5 +19,18 @@ std::string RenderAck(const kingfisher::AppendResult& r, std::string_view vchann
 std::string RenderConsumed(const kingfisher::ConsumedMessage& m);
 // {"nodes":[{"id","address","state"}],"pchannels":[{"pchannel","node","term","state"}]}.
 std::string RenderStatus(const kingfisher::ClusterStatus& s);
+
+// {"id","database","name","dim","metric","shards","vchannels":[...],"state",
+//  "partitions":[{"name","state"}],"create_time_ms"}; vchannels[i] is shard i's.
+std::string RenderCollection(const kingfisher::CollectionInfo& c);
+// {"collections":[RenderCollection...]}.
+std::string RenderCollections(const std::vector<kingfisher::CollectionInfo>& cs);
+
+// Up to this many pks are listed in a rows ack ("pks"); longer messages give null.
+inline constexpr size_t kMaxListedPks = 16;
+// RenderAck's fields + {"rows","first_pk","last_pk","pks"} for an acknowledged Insert or
+// Delete carrying `pks`, in message order (pks as JSON strings, like ids).
+std::string RenderRowsAck(const kingfisher::AppendResult& r, std::string_view vchannel,
+                          const std::vector<int64_t>& pks);
 
 }  // namespace kf::cli

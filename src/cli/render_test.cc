@@ -66,5 +66,57 @@ TEST(RenderTest, Status) {
             R"("pchannels":[{"pchannel":"kf-dml_0","node":1,"term":3,"state":"ASSIGNED"}]})");
 }
 
+kingfisher::CollectionInfo Orders() {
+  kingfisher::CollectionInfo c;
+  c.id = 7;
+  c.database = "default";
+  c.name = "orders";
+  c.dim = 128;
+  c.metric = "L2";
+  c.shards = 2;
+  c.vchannels = {"kf-dml_0_7v0", "kf-dml_1_7v1"};
+  c.state = "CREATED";
+  c.partitions = {{"_default", "CREATED"}, {"p1", "CREATING"}};
+  c.create_time_ms = 1700000000123;
+  return c;
+}
+
+TEST(RenderTest, Collection) {
+  EXPECT_EQ(RenderCollection(Orders()),
+            R"({"id":7,"database":"default","name":"orders","dim":128,"metric":"L2","shards":2,)"
+            R"("vchannels":["kf-dml_0_7v0","kf-dml_1_7v1"],"state":"CREATED",)"
+            R"("partitions":[{"name":"_default","state":"CREATED"},)"
+            R"({"name":"p1","state":"CREATING"}],"create_time_ms":1700000000123})");
+}
+
+TEST(RenderTest, CollectionList) {
+  EXPECT_EQ(RenderCollections({}), R"({"collections":[]})");
+  kingfisher::CollectionInfo bare;
+  bare.id = 8;
+  bare.name = "x";
+  EXPECT_EQ(RenderCollections({Orders(), bare}),
+            R"({"collections":[)" + RenderCollection(Orders()) +
+                R"(,{"id":8,"database":"","name":"x","dim":0,"metric":"","shards":0,)"
+                R"("vchannels":[],"state":"","partitions":[],"create_time_ms":0}]})");
+}
+
+TEST(RenderTest, RowsAckListsShortPkLists) {
+  kingfisher::AppendResult r;
+  r.id = MessageId::Local(5);
+  r.timetick = TimeTick(99);
+  EXPECT_EQ(RenderRowsAck(r, "kf-dml_0_7v0", {470795705276170240, -3}),
+            R"({"message_id":"local:5","timetick":"99","vchannel":"kf-dml_0_7v0","txn_id":null,)"
+            R"("rows":2,"first_pk":"470795705276170240","last_pk":"-3",)"
+            R"("pks":["470795705276170240","-3"]})");
+  std::vector<int64_t> many(kMaxListedPks + 1);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<int64_t>(i) + 10;
+  r.txn_id = TxnId(4);
+  EXPECT_EQ(RenderRowsAck(r, "v", many),
+            R"({"message_id":"local:5","timetick":"99","vchannel":"v","txn_id":"4",)"
+            R"("rows":17,"first_pk":"10","last_pk":"26","pks":null})");
+  many.pop_back();
+  EXPECT_NE(RenderRowsAck(r, "v", many).find(R"("pks":["10",)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kf::cli

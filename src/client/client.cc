@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "client/client_impl.h"
 #include "client/consumer_impl.h"
 #include "client/producer_impl.h"
 #include "common/errors.h"
@@ -14,17 +15,6 @@
 #include "rpc/status_convert.h"
 
 namespace kingfisher {
-
-class Client::Impl {
- public:
-  Impl(ClientOptions options, std::shared_ptr<kf::client::Router> router,
-       kf::client::LocalWalLookup local)
-      : options_(std::move(options)), router_(std::move(router)), local_(std::move(local)) {}
-
-  ClientOptions options_;
-  std::shared_ptr<kf::client::Router> router_;  // shared with producers and consumers
-  kf::client::LocalWalLookup local_;            // the in-process fast path, if any
-};
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
@@ -52,7 +42,8 @@ absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectInProcess(
   if (options.endpoint.empty()) return absl::InvalidArgumentError("empty endpoint");
   if (options.append_timeout <= absl::ZeroDuration() ||
       options.attempt_timeout <= absl::ZeroDuration() ||
-      options.status_timeout <= absl::ZeroDuration()) {
+      options.status_timeout <= absl::ZeroDuration() ||
+      options.ddl_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("client timeouts must be positive");
   }
   const RetryPolicy& r = options.retry;

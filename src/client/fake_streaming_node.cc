@@ -28,11 +28,13 @@ v1::Error MakeWireError(StreamingCode code, std::string message) {
   return e;
 }
 
-FakeStreamingNode::FakeStreamingNode(const std::string& listen) {
+FakeStreamingNode::FakeStreamingNode(const std::string& listen,
+                                     const std::vector<grpc::Service*>& extra_services) {
   grpc::ServerBuilder b;
   int port = 0;
   b.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   b.RegisterService(this);
+  for (grpc::Service* s : extra_services) b.RegisterService(s);
   server_ = b.BuildAndStart();
   endpoint_ = "127.0.0.1:" + std::to_string(port);
 }

@@ -36,8 +36,10 @@ kingfisher::v1::Error MakeWireError(StreamingCode code, std::string message = "i
 class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
  public:
   // `listen` = "127.0.0.1:0" picks a free port; a fixed one lets a test "restart" the node on
-  // the address a client already uses.
-  explicit FakeStreamingNode(const std::string& listen = "127.0.0.1:0");
+  // the address a client already uses. `extra_services` (borrowed; they must outlive the node)
+  // are served on the same port, e.g. FakeCollections' (fake_collections.h).
+  explicit FakeStreamingNode(const std::string& listen = "127.0.0.1:0",
+                             const std::vector<grpc::Service*>& extra_services = {});
   ~FakeStreamingNode() override;
 
   const std::string& endpoint() const { return endpoint_; }
