@@ -1,5 +1,6 @@
 // Capture: a FILE* backed by a temporary file, read back as text or lines, standing in for
-// kfctl's stdout / stderr in the command tests. Test-only; not thread-safe.
+// kfctl's stdout / stderr in the command tests. Test-only; not thread-safe; owns the file
+// (deleted when closed). Errors: none (a failed tmpfile() makes the test crash loudly).
 #pragma once
 
 #include <cstdio>

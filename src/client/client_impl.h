@@ -4,6 +4,7 @@
 //
 // Thread-safety: immutable after construction (the router is thread-safe).
 // Ownership: shares the router with the producers and consumers the client created.
+// Errors: none (a holder of state; Client::Connect validates the options).
 #pragma once
 
 #include <memory>

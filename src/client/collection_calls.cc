@@ -66,6 +66,10 @@ absl::Status Unary(const Client::Impl& impl, absl::Time deadline, std::string_vi
   ctx.set_deadline(absl::ToChronoTime(deadline));
   ctx.set_wait_for_ready(true);
   absl::Status s = kf::rpc::FromGrpcStatus(call(channel, &ctx));
+  if (s.code() == absl::StatusCode::kUnimplemented) {  // gRPC's own answer says nothing
+    return kf::WithContext(
+        s, absl::StrCat(kf::ToAbsl(what), ": not served by ", impl.options_.endpoint));
+  }
   if (ddl && kf::IsAmbiguous(s)) {
     return kf::WithContext(
         s,

@@ -237,6 +237,18 @@ TEST(CollectionCallsUnreachableTest, UnavailableAndNothingSentWhenTheEndpointIsD
   EXPECT_EQ(GetStreamingCode(drop), StreamingCode::kTransport);
 }
 
+TEST(CollectionCallsUnimplementedTest, AnEndpointWithoutCollectionsSaysSo) {
+  FakeStreamingNode node;  // a plain node: no Collections, no StreamingCoord
+  auto client = kingfisher::Client::Connect({.endpoint = node.endpoint()});
+  ASSERT_TRUE(client.ok());
+  auto list = (*client)->ListCollections();
+  EXPECT_EQ(list.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(list.status().message().rfind("ListCollections: not served by " + node.endpoint(), 0),
+            0u)
+      << list.status();
+  EXPECT_EQ((*client)->AllocateIds(1).status().code(), absl::StatusCode::kUnimplemented);
+}
+
 TEST_F(CollectionCallsTest, AllocateIdsAreTheCoordinatorsTimestamps) {
   auto client = Connect();
   fake_.SetNextTimestamp(470795705276170240);
