@@ -43,7 +43,7 @@ namespace {
 
 constexpr int kWorkers = 3;
 constexpr int kNamesPerWorker = 2;
-constexpr int kKills = 4;
+constexpr int kKills = 8;
 constexpr uint32_t kDim = 4;
 constexpr int kRowsPerInsert = 3;
 
@@ -140,7 +140,8 @@ void DdlCrashTest::Work(int w, History* h) {
       continue;
     }
     if (!it->second.has_value()) {
-      kingfisher::CollectionSpec spec{.name = name, .dim = kDim, .shards = 1 + rng() % 3};
+      kingfisher::CollectionSpec spec{
+          .name = name, .dim = kDim, .shards = static_cast<uint32_t>(1 + rng() % 3)};
       auto c = (*client)->CreateCollection(spec);
       if (c.ok()) {
         h->created.push_back(c->id);
@@ -161,7 +162,7 @@ void DdlCrashTest::Work(int w, History* h) {
     auto messages = kingfisher::InsertMessages(info, pks, std::vector<float>(pks.size() * kDim));
     ASSERT_TRUE(messages.ok()) << messages.status();
     for (auto& m : *messages) {
-      const std::string vchannel = m.vchannel();
+      const std::string vchannel(m.vchannel());
       auto r = (*producer)->AppendSync(std::move(m));
       // Only this worker drops its collections, so a refusal would be a bug.
       ASSERT_TRUE(r.ok() || Ambiguous(r.status())) << vchannel << ": " << r.status();
@@ -184,16 +185,14 @@ void DdlCrashTest::Work(int w, History* h) {
 TEST_F(DdlCrashTest, EveryAcceptedDdlAppliesOnceAcrossCoordinatorKills) {
   std::vector<History> histories(kWorkers);
   std::vector<std::thread> workers;
-  for (int w = 0; w < kWorkers; ++w) workers.emplace_back([this, w, &histories] {
-    Work(w, &histories[w]);
-  });
+  for (int w = 0; w < kWorkers; ++w)
+    workers.emplace_back([this, w, &histories] { Work(w, &histories[w]); });
 
   std::mt19937 rng(7);
   for (int k = 0; k < kKills; ++k) {
     const int64_t target = acked() + 1 + rng() % 5;
-    ASSERT_TRUE(WaitAcks(target, absl::Seconds(90)))
-        << "DDL stalled before kill " << k << "\n"
-        << coord_->Output();
+    ASSERT_TRUE(WaitAcks(target, absl::Seconds(90))) << "DDL stalled before kill " << k << "\n"
+                                                     << coord_->Output();
     coord_->Kill();
     ASSERT_TRUE(coord_->Start()) << coord_->Output();
   }
@@ -253,7 +252,9 @@ TEST_F(DdlCrashTest, EveryAcceptedDdlAppliesOnceAcrossCoordinatorKills) {
         << "collection " << id << " left in state " << c.state();
     dropped += is_dropped;
     ASSERT_TRUE(tasks.count(c.create_broadcast_id())) << "collection " << id;
-    if (is_dropped) ASSERT_TRUE(tasks.count(c.drop_broadcast_id())) << "collection " << id;
+    if (is_dropped) {
+      ASSERT_TRUE(tasks.count(c.drop_broadcast_id())) << "collection " << id;
+    }
     for (const std::string& v : c.schema().vchannels()) {
       const auto& log = by_vchannel[v];
       ASSERT_FALSE(log.empty()) << v;
@@ -266,8 +267,8 @@ TEST_F(DdlCrashTest, EveryAcceptedDdlAppliesOnceAcrossCoordinatorKills) {
           EXPECT_EQ(BroadcastIdOf(m), c.create_broadcast_id()) << v;
         } else if (m.type == MessageType::kDropCollection) {
           ++drops;
-          EXPECT_EQ(i, log.size() - 1) << v << ": " << log.size() - 1 - i
-                                       << " messages after DropCollection";
+          EXPECT_EQ(i, log.size() - 1)
+              << v << ": " << log.size() - 1 - i << " messages after DropCollection";
           EXPECT_EQ(BroadcastIdOf(m), c.drop_broadcast_id()) << v;
         } else {
           EXPECT_EQ(m.type, MessageType::kInsert) << v;
@@ -287,18 +288,19 @@ TEST_F(DdlCrashTest, EveryAcceptedDdlAppliesOnceAcrossCoordinatorKills) {
     }
     for (const AckedInsert& a : h.inserts) {
       const auto& log = by_vchannel[a.vchannel];
-      EXPECT_EQ(std::count_if(log.begin(), log.end(),
-                              [&](const auto& m) { return m.id == a.result.id; }),
-                1)
+      EXPECT_EQ(
+          std::count_if(log.begin(), log.end(), [&](const auto& m) { return m.id == a.result.id; }),
+          1)
           << a.vchannel << " " << a.result.id;
     }
     acked_ddl += h.created.size() + h.dropped.size();
     ambiguous += h.ambiguous;
     inserts += h.inserts.size();
   }
-  std::printf("%d kills: %d DDL acknowledged, %d ambiguous; %zu collections (%d dropped), "
-              "%zu broadcast tasks, %d inserts acknowledged\n",
-              kKills, acked_ddl, ambiguous, collections.size(), dropped, tasks.size(), inserts);
+  std::printf(
+      "%d kills: %d DDL acknowledged, %d ambiguous; %zu collections (%d dropped), "
+      "%zu broadcast tasks, %d inserts acknowledged\n",
+      kKills, acked_ddl, ambiguous, collections.size(), dropped, tasks.size(), inserts);
 }
 
 }  // namespace

@@ -37,8 +37,8 @@ std::unique_ptr<kingfisher::Client> Connect(const ServerProcess& server) {
 
 // The timeticks of the CreateCollection and DropCollection on `vchannel` (0: absent).
 std::pair<uint64_t, uint64_t> Lifetime(kingfisher::Client& client, const std::string& vchannel) {
-  auto consumer = client.CreateConsumer(
-      {.vchannel = vchannel, .policy = kingfisher::DeliverPolicy::All()});
+  auto consumer =
+      client.CreateConsumer({.vchannel = vchannel, .policy = kingfisher::DeliverPolicy::All()});
   EXPECT_TRUE(consumer.ok()) << consumer.status();
   if (!consumer.ok()) return {0, 0};
   uint64_t created = 0;
