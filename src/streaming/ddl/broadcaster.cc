@@ -64,6 +64,7 @@ Broadcaster::Broadcaster(meta::MetaStore* store, const ClusterKeys& keys,
                          Options options)
     : store_(store, keys.coord(), coord_create_revision),
       keys_(keys),
+      ids_(&store_, keys.broadcast_next_id(), options.id_block_size),
       appender_(appender),
       options_(std::move(options)) {}
 
@@ -89,9 +90,13 @@ absl::Status Broadcaster::Recover(absl::Time deadline) {
   ASSIGN_OR_RETURN(meta::RangeResult range,
                    store_.store()->Range(keys_.broadcast_tasks_prefix(), deadline));
   std::vector<std::shared_ptr<Task>> resumed;
+  std::map<uint64_t, Tombstone> tombstones;
   for (const meta::KeyValue& kv : range.kvs) {
     ASSIGN_OR_RETURN(BroadcastTask record, ParseBroadcastTask(keys_, kv.key, kv.value));
-    if (record.state() == kingfisher::v1::BROADCAST_DONE) continue;
+    if (record.state() == kingfisher::v1::BROADCAST_DONE) {
+      tombstones[record.broadcast_id()] = {kv.key, kv.mod_revision, record.done_time_ms()};
+      continue;
+    }
     auto task = std::make_shared<Task>(options_);
     ASSIGN_OR_RETURN(task->message, TaskMessage(record));
     std::vector<ResourceKey> resources;
@@ -125,6 +130,7 @@ absl::Status Broadcaster::Recover(absl::Time deadline) {
       Start(task);
     }
     recovered_ = true;
+    tombstones_ = std::move(tombstones);
   }
   TrimTombstones();
   return absl::OkStatus();
@@ -165,8 +171,7 @@ absl::StatusOr<Broadcaster::Result> Broadcaster::Broadcast(ResourceKeyLocks::Gua
     absl::MutexLock l(&mu_);
     if (stopping_) return absl::UnavailableError("broadcaster stopped");
   }
-  absl::StatusOr<uint64_t> id = store_.Increment(
-      keys_.broadcast_next_id(), std::min(deadline, absl::Now() + options_.call_timeout));
+  absl::StatusOr<uint64_t> id = ids_.Next(std::min(deadline, absl::Now() + options_.call_timeout));
   if (!id.ok()) {
     if (Deposed(id.status())) return absl::UnavailableError(id.status().message());
     return id.status();
@@ -249,7 +254,13 @@ void Broadcaster::Run(std::stop_token stop, const std::shared_ptr<Task>& task) {
   }
   // Before `finished`: a caller that saw its DDL complete may lock the same keys at once.
   task->locks.Release();
-  if (s.ok()) TrimTombstones();
+  if (s.ok()) {
+    {
+      absl::MutexLock l(&mu_);
+      tombstones_[task->id] = {task->key, task->mod_revision, task->record.done_time_ms()};
+    }
+    TrimTombstones();
+  }
   absl::MutexLock l(&mu_);
   task->finished = true;
   task->status = Deposed(s) ? absl::UnavailableError(s.message()) : s;
@@ -376,7 +387,12 @@ absl::Status Broadcaster::AppendRound(std::stop_token stop, Task& task) {
     }
   }
   if (updated.acks_size() == updated.vchannels_size()) {
+    // Complete writes the acks with DONE: saving them first would only cost a transaction
+    // (acks lost in a crash cost deduplicated re-appends, nothing else).
     updated.set_state(kingfisher::v1::BROADCAST_ACKED);
+    task.record = std::move(updated);
+    task.backoff.Reset();
+    return absl::OkStatus();
   }
   if (updated.acks_size() > task.record.acks_size()) {
     absl::Status saved = SaveAcks(task, std::move(updated));
@@ -425,7 +441,8 @@ absl::Status Broadcaster::Complete(std::stop_token stop, Task& task) {
         ASSIGN_OR_RETURN(writes,
                          callback(AckCallbackContext{ctx, stop, task.message, task.record}));
       }
-      BroadcastTask done = task.record;
+      const BroadcastTask acked = task.record;  // its acks may exist only here
+      BroadcastTask done = acked;
       done.set_state(kingfisher::v1::BROADCAST_DONE);
       done.set_done_time_ms(NowMs());
       absl::Status written = Rewrite(task, std::move(done), std::move(writes));
@@ -433,6 +450,7 @@ absl::Status Broadcaster::Complete(std::stop_token stop, Task& task) {
       RETURN_IF_ERROR(Reload(task));
       // An attempt of unknown outcome committed: its writes are in, do not run them again.
       if (task.record.state() == kingfisher::v1::BROADCAST_DONE) return absl::OkStatus();
+      task.record = acked;  // at the reloaded mod_revision
       return written;
     }();
     span->RecordError(s);
@@ -457,40 +475,34 @@ absl::Status Broadcaster::Reload(Task& task) {
 }
 
 void Broadcaster::TrimTombstones() {
-  absl::StatusOr<meta::RangeResult> range =
-      store_.store()->Range(keys_.broadcast_tasks_prefix(), absl::Now() + options_.call_timeout);
-  if (!range.ok()) {
-    spdlog::warn("broadcaster: cannot list tombstones ({})", Str(range.status()));
-    return;
-  }
-  std::vector<std::pair<const meta::KeyValue*, int64_t>> done;  // oldest id first
-  for (const meta::KeyValue& kv : range->kvs) {
-    absl::StatusOr<BroadcastTask> t = ParseBroadcastTask(keys_, kv.key, kv.value);
-    if (t.ok() && t->state() == kingfisher::v1::BROADCAST_DONE) {
-      done.emplace_back(&kv, t->done_time_ms());
+  std::vector<Tombstone> victims;
+  {
+    absl::MutexLock l(&mu_);
+    const size_t keep = tombstones_.size() > options_.tombstone_max_count
+                            ? options_.tombstone_max_count - options_.tombstone_max_count / 8
+                            : tombstones_.size();
+    const int64_t cutoff_ms = NowMs() - absl::ToInt64Milliseconds(options_.tombstone_max_age);
+    for (auto it = tombstones_.begin(); it != tombstones_.end();) {  // oldest id first
+      if (tombstones_.size() <= keep && it->second.done_time_ms > cutoff_ms) {
+        ++it;
+        continue;
+      }
+      victims.push_back(std::move(it->second));
+      it = tombstones_.erase(it);
     }
   }
-  const size_t excess =
-      done.size() > options_.tombstone_max_count ? done.size() - options_.tombstone_max_count : 0;
-  const int64_t cutoff_ms = NowMs() - absl::ToInt64Milliseconds(options_.tombstone_max_age);
-  std::vector<meta::Compare> compares;
-  std::vector<meta::Op> deletes;
-  auto flush = [&] {
-    if (deletes.empty()) return;
+  // A delete that fails leaves its tombstones in the store until the next Recover lists them.
+  for (size_t i = 0; i < victims.size(); i += kTrimBatch) {
+    std::vector<meta::Compare> compares;
+    std::vector<meta::Op> deletes;
+    for (size_t j = i; j < std::min(victims.size(), i + kTrimBatch); ++j) {
+      compares.push_back(meta::Compare::ModRevisionIs(victims[j].key, victims[j].mod_revision));
+      deletes.push_back(meta::Op::Delete(victims[j].key));
+    }
     absl::StatusOr<meta::TxnResult> txn = store_.Txn(std::move(compares), std::move(deletes), {},
                                                      absl::Now() + options_.call_timeout);
     if (!txn.ok()) spdlog::warn("broadcaster: trimming tombstones failed ({})", Str(txn.status()));
-    compares.clear();
-    deletes.clear();
-  };
-  for (size_t i = 0; i < done.size(); ++i) {
-    if (i >= excess && done[i].second > cutoff_ms) continue;
-    compares.push_back(
-        meta::Compare::ModRevisionIs(done[i].first->key, done[i].first->mod_revision));
-    deletes.push_back(meta::Op::Delete(done[i].first->key));
-    if (deletes.size() == kTrimBatch) flush();
   }
-  flush();
 }
 
 absl::Status Broadcaster::Pause(std::stop_token stop, absl::Duration d, uint64_t id) {

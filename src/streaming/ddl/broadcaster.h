@@ -2,7 +2,8 @@
 //
 // Broadcast(locks, request):
 //   1. the caller holds the request's resource-key locks (Lock);
-//   2. a broadcast id is drawn from the counter `broadcast/next_id` (a fenced CAS);
+//   2. a broadcast id is drawn from the counter `broadcast/next_id` (a fenced CAS per block of
+//      ids, id_block.h);
 //   3. `_bh` = {id, vchannels, resource keys} is set, `wal.broadcast` starts and its context
 //      is injected into `_tc` (an existing caller `_tc` is kept);
 //   4. the task (kingfisher.v1.BroadcastTask, PENDING) is persisted at `broadcast/task/<id>`,
@@ -10,7 +11,8 @@
 //      before any append;
 //   5. every vchannel gets its copy (`_vc`, `_ik` = "bc<id>:<index>") through the
 //      BroadcastAppender, concurrently; failures are retried with backoff until all succeed;
-//      each round's acks are persisted in the task, the last one with state ACKED;
+//      the acks of a round that leaves vchannels un-acked are persisted in the task (a round
+//      that completes them goes straight to step 6, which writes them with DONE);
 //   6. the ACK callback registered for the message type runs under `wal.bc_callback`; its
 //      writes commit in ONE transaction with the task's transition to DONE (ack_callback.h);
 //   7. the locks are released; DONE tasks stay as tombstones, bounded by count and age.
@@ -58,6 +60,7 @@
 #include "streaming/ddl/ack_callback.h"
 #include "streaming/ddl/broadcast_appender.h"
 #include "streaming/ddl/fenced_store.h"
+#include "streaming/ddl/id_block.h"
 #include "streaming/ddl/resource_key_locks.h"
 #include "trace/context.h"
 
@@ -70,9 +73,12 @@ class Broadcaster {
     absl::Duration append_timeout = absl::Seconds(10);  // per append attempt
     absl::Duration retry_backoff = absl::Milliseconds(50);
     absl::Duration retry_backoff_max = absl::Seconds(5);
-    // Tombstones (DONE tasks) kept: at most this many, none older than max_age.
+    // Tombstones (DONE tasks) kept: at most this many, none older than max_age. Trimming
+    // deletes down to 7/8 of the count, so it runs once per count/8 broadcasts, in batches.
     size_t tombstone_max_count = 1024;
     absl::Duration tombstone_max_age = absl::Hours(1);
+    // Broadcast ids reserved per store transaction (id_block.h).
+    uint64_t id_block_size = 64;
   };
 
   struct Request {
@@ -120,6 +126,11 @@ class Broadcaster {
 
  private:
   struct Task;
+  struct Tombstone {
+    std::string key;
+    int64_t mod_revision = 0;
+    int64_t done_time_ms = 0;
+  };
 
   absl::Status CheckRequest(const ResourceKeyLocks::Guard& locks, const Request& r) const;
   void Start(std::shared_ptr<Task> task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -135,6 +146,7 @@ class Broadcaster {
   absl::Status Complete(std::stop_token stop, Task& task);
   // Re-reads the task from the store.
   absl::Status Reload(Task& task);
+  // Deletes the tombstones beyond the count or age bounds (known from tombstones_: no listing).
   void TrimTombstones();
   // Waits for the backoff; UNAVAILABLE when stopped first.
   absl::Status Pause(std::stop_token stop, absl::Duration d, uint64_t id);
@@ -142,6 +154,7 @@ class Broadcaster {
 
   const FencedStore store_;
   const ClusterKeys keys_;
+  IdBlock ids_;
   BroadcastAppender* const appender_;
   const Options options_;
   ResourceKeyLocks locks_;
@@ -154,6 +167,8 @@ class Broadcaster {
   // One per task; a finished worker (its id in finished_) is joined by the next Start or Stop.
   std::map<uint64_t, std::jthread> workers_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> finished_ ABSL_GUARDED_BY(mu_);
+  // The DONE tasks in the store, by id (loaded by Recover, added as tasks complete).
+  std::map<uint64_t, Tombstone> tombstones_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kf::streaming::ddl

@@ -31,10 +31,16 @@ PartitionInfo* FindPartition(CollectionInfo& info, const std::string& name) {
   return nullptr;
 }
 
+// Collection ids reserved per store transaction (id_block.h).
+constexpr uint64_t kCollectionIdBlock = 16;
+
 }  // namespace
 
 Catalog::Catalog(Broadcaster* broadcaster, const ClusterKeys& keys, Options options)
-    : broadcaster_(broadcaster), keys_(keys), options_(std::move(options)) {
+    : broadcaster_(broadcaster),
+      keys_(keys),
+      options_(std::move(options)),
+      collection_ids_(&broadcaster->store(), keys_.next_collection_id(), kCollectionIdBlock) {
   RegisterCallbacks();
 }
 
@@ -110,8 +116,7 @@ absl::StatusOr<CollectionInfo> Catalog::CreateCollection(const CollectionSpec& s
   if (!absl::IsNotFound(taken.status())) return taken.status();
   using Loads = std::map<std::string, int64_t>;
   ASSIGN_OR_RETURN(Loads load, Load(StoreDeadline(call.deadline)));
-  ASSIGN_OR_RETURN(uint64_t id, broadcaster_->store().Increment(keys_.next_collection_id(),
-                                                                StoreDeadline(call.deadline)));
+  ASSIGN_OR_RETURN(uint64_t id, collection_ids_.Next(StoreDeadline(call.deadline)));
   schema.set_collection_id(static_cast<int64_t>(id));
   for (std::string& v :
        PlaceShards(options_.pchannels, std::move(load), schema.collection_id(), spec.shards)) {

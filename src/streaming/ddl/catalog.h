@@ -42,6 +42,7 @@
 #include "streaming/cluster_meta.h"
 #include "streaming/ddl/broadcaster.h"
 #include "streaming/ddl/catalog_rules.h"
+#include "streaming/ddl/id_block.h"
 #include "trace/context.h"
 
 namespace kf::streaming::ddl {
@@ -114,6 +115,7 @@ class Catalog {
   Broadcaster* const broadcaster_;
   const ClusterKeys keys_;
   const Options options_;
+  IdBlock collection_ids_;
 };
 
 }  // namespace kf::streaming::ddl

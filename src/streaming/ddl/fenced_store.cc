@@ -24,7 +24,8 @@ absl::StatusOr<meta::TxnResult> FencedStore::Txn(std::vector<meta::Compare> comp
   return txn;
 }
 
-absl::StatusOr<uint64_t> FencedStore::Increment(const std::string& key, absl::Time deadline) const {
+absl::StatusOr<uint64_t> FencedStore::Increment(const std::string& key, absl::Time deadline,
+                                                uint64_t step) const {
   while (true) {
     uint64_t value = 0;
     int64_t mod_revision = 0;
@@ -39,9 +40,9 @@ absl::StatusOr<uint64_t> FencedStore::Increment(const std::string& key, absl::Ti
     }
     absl::StatusOr<meta::TxnResult> txn =
         Txn({meta::Compare::ModRevisionIs(key, mod_revision)},
-            {meta::Op::Put(key, absl::StrCat(value + 1))}, {}, deadline);
+            {meta::Op::Put(key, absl::StrCat(value + step))}, {}, deadline);
     if (!txn.ok()) return txn.status();
-    if (txn->succeeded) return value + 1;
+    if (txn->succeeded) return value + step;
     // Another writer of ours raised it meanwhile: read again.
   }
 }

@@ -35,10 +35,12 @@ class FencedStore {
                                       std::vector<meta::Op> then_ops,
                                       std::vector<meta::Op> else_ops, absl::Time deadline) const;
 
-  // Raises the decimal counter at `key` (absent = 0) by one and returns the new value. Retries
-  // a lost compare-and-swap; a failure of unknown outcome is returned (the value may have been
-  // consumed: ids may have gaps, never repeats). DATA_LOSS if the value is not a number.
-  absl::StatusOr<uint64_t> Increment(const std::string& key, absl::Time deadline) const;
+  // Raises the decimal counter at `key` (absent = 0) by `step` (>= 1) and returns the new
+  // value. Retries a lost compare-and-swap; a failure of unknown outcome is returned (the value
+  // may have been consumed: ids may have gaps, never repeats). DATA_LOSS if the value is not a
+  // number.
+  absl::StatusOr<uint64_t> Increment(const std::string& key, absl::Time deadline,
+                                     uint64_t step = 1) const;
 
  private:
   meta::MetaStore* const store_;
