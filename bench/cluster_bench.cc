@@ -16,13 +16,12 @@
 // (never next to the load), is printed next to the latencies.
 #include <cinttypes>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "append_load.h"
+#include "bench_flags.h"
 #include "bench_util.h"
 #include "failover.h"
 #include "in_process_wals.h"
@@ -35,8 +34,7 @@ using kf::bench::LoadResult;
 namespace stdfs = std::filesystem;
 
 struct Flags {
-  std::string dir;      // parent of the temp dir (default: <build>/bench-data)
-  std::string bin_dir;  // where `kingfisher` is (default: this binary's dir)
+  kf::bench::BenchDirs dirs;
   uint64_t messages = 20000;
   size_t payload_bytes = 1024;
   int producers = 8;
@@ -46,70 +44,24 @@ struct Flags {
   double lease_ttl = 2;
 };
 
-void PrintUsage(FILE* out, const char* argv0) {
-  const Flags d;
-  std::fprintf(out,
-               "usage: %s [flags]\n"
-               "  --dir DIR            temp data (WALs, etcd, nodes) goes under DIR "
-               "(default <build>/bench-data)\n"
-               "  --bin-dir DIR        where the kingfisher binary is (default: next to this one)\n"
-               "  --messages N         appends per mode and path (default %" PRIu64
-               ")\n"
-               "  --payload-bytes B    payload size (default %zu)\n"
-               "  --producers N        concurrent producers (default %d)\n"
-               "  --window N           pipelined mode: appends in flight per producer, 0 = skip "
-               "(default %d)\n"
-               "  --pchannels N        pchannels of both paths (default %d)\n"
-               "  --trials N           failover trials, 0 = skip (default %d)\n"
-               "  --lease-ttl S        lease TTL of coordinator and nodes, seconds (default %g)\n",
-               argv0, d.messages, d.payload_bytes, d.producers, d.window, d.pchannels, d.trials,
-               d.lease_ttl);
-}
-
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
-  const kf::bench::BenchDirs dirs = kf::bench::DefaultDirs(argv[0]);
-  f.dir = dirs.dir;
-  f.bin_dir = dirs.bin_dir;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      PrintUsage(stdout, argv[0]);
-      std::exit(0);
-    }
-    if (i + 1 >= argc) {
-      PrintUsage(stderr, argv[0]);
-      std::exit(2);
-    }
-    const char* v = argv[++i];
-    if (a == "--dir") {
-      f.dir = v;
-    } else if (a == "--bin-dir") {
-      f.bin_dir = v;
-    } else if (a == "--messages") {
-      f.messages = std::strtoull(v, nullptr, 10);
-    } else if (a == "--payload-bytes") {
-      f.payload_bytes = std::strtoull(v, nullptr, 10);
-    } else if (a == "--producers") {
-      f.producers = std::atoi(v);
-    } else if (a == "--window") {
-      f.window = std::atoi(v);
-    } else if (a == "--pchannels") {
-      f.pchannels = std::atoi(v);
-    } else if (a == "--trials") {
-      f.trials = std::atoi(v);
-    } else if (a == "--lease-ttl") {
-      f.lease_ttl = std::atof(v);
-    } else {
-      PrintUsage(stderr, argv[0]);
-      std::exit(2);
-    }
-  }
-  if (f.messages < 1 || f.producers < 1 || f.window < 0 || f.pchannels < 1 || f.trials < 0 ||
-      f.lease_ttl <= 0) {
-    PrintUsage(stderr, argv[0]);
-    std::exit(2);
-  }
+  kf::bench::FlagSet flags(argv[0]);
+  flags.AddDirs(&f.dirs, "WALs, etcd, nodes");
+  flags.Add("--messages", &f.messages, "N", "appends per mode and path");
+  flags.Add("--payload-bytes", &f.payload_bytes, "B", "payload size");
+  flags.Add("--producers", &f.producers, "N", "concurrent producers");
+  flags.Add("--window", &f.window, "N", "pipelined mode: appends in flight per producer, 0 = skip");
+  flags.Add("--pchannels", &f.pchannels, "N", "pchannels of both paths");
+  flags.Add("--trials", &f.trials, "N", "failover trials, 0 = skip");
+  flags.Add("--lease-ttl", &f.lease_ttl, "S", "lease TTL of coordinator and nodes, seconds");
+  flags.Parse(argc, argv);
+  if (f.messages < 1) flags.Fail("--messages must be at least 1");
+  if (f.producers < 1) flags.Fail("--producers must be at least 1");
+  if (f.window < 0) flags.Fail("--window must not be negative");
+  if (f.pchannels < 1) flags.Fail("--pchannels must be at least 1");
+  if (f.trials < 0) flags.Fail("--trials must not be negative");
+  if (f.lease_ttl <= 0) flags.Fail("--lease-ttl must be positive");
   return f;
 }
 
@@ -168,12 +120,12 @@ void PrintMode(const ModeResult& m, size_t payload_bytes) {
 
 int main(int argc, char** argv) {
   const Flags f = ParseFlags(argc, argv);
-  const std::string root = kf::bench::StartRun("cluster_bench", {f.dir, f.bin_dir});
+  const std::string root = kf::bench::StartRun("cluster_bench", f.dirs);
   std::printf(
       "cluster_bench: data %s, server %s/kingfisher\n"
       "workload: %d producers over %d pchannels, %zu B payloads, %" PRIu64
       " appends per mode and path\n",
-      root.c_str(), f.bin_dir.c_str(), f.producers, f.pchannels, f.payload_bytes, f.messages);
+      root.c_str(), f.dirs.bin_dir.c_str(), f.producers, f.pchannels, f.payload_bytes, f.messages);
 
   // Before and after the load, never next to it (see tailing_bench): pooled.
   const std::string raw = root + "/fdatasync.raw";

@@ -11,13 +11,13 @@
 // makes one round of --shards appends in parallel).
 #include <cinttypes>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench_flags.h"
 #include "bench_util.h"
 #include "kingfisher/client.h"
 #include "local_cluster.h"
@@ -29,8 +29,7 @@ using kf::bench::Clock;
 using kf::bench::Die;
 
 struct Flags {
-  std::string dir;      // parent of the temp dir (default: <build>/bench-data)
-  std::string bin_dir;  // where `kingfisher` is (default: this binary's dir)
+  kf::bench::BenchDirs dirs;
   int creates = 50;
   int shards = 16;
   int threads = 8;
@@ -38,54 +37,21 @@ struct Flags {
   int pchannels = 4;
 };
 
-[[noreturn]] void Usage(int code, const char* argv0) {
-  const Flags d;
-  std::fprintf(code == 0 ? stdout : stderr,
-               "usage: %s [flags]\n"
-               "  --dir DIR        temp data (etcd, nodes) goes under DIR (default "
-               "<build>/bench-data)\n"
-               "  --bin-dir DIR    where the kingfisher binary is (default: next to this one)\n"
-               "  --creates N      timed creates (and drops) of --shards shards (default %d)\n"
-               "  --shards N       shards of the timed creates (default %d)\n"
-               "  --threads N      threads of the throughput run (default %d)\n"
-               "  --ops N          DDLs of the throughput run, 0 = skip (default %d)\n"
-               "  --pchannels N    pchannels of the cluster (default %d)\n",
-               argv0, d.creates, d.shards, d.threads, d.ops, d.pchannels);
-  std::exit(code);
-}
-
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
-  const kf::bench::BenchDirs dirs = kf::bench::DefaultDirs(argv[0]);
-  f.dir = dirs.dir;
-  f.bin_dir = dirs.bin_dir;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") Usage(0, argv[0]);
-    if (i + 1 >= argc) Usage(2, argv[0]);
-    const char* v = argv[++i];
-    if (a == "--dir") {
-      f.dir = v;
-    } else if (a == "--bin-dir") {
-      f.bin_dir = v;
-    } else if (a == "--creates") {
-      f.creates = std::atoi(v);
-    } else if (a == "--shards") {
-      f.shards = std::atoi(v);
-    } else if (a == "--threads") {
-      f.threads = std::atoi(v);
-    } else if (a == "--ops") {
-      f.ops = std::atoi(v);
-    } else if (a == "--pchannels") {
-      f.pchannels = std::atoi(v);
-    } else {
-      Usage(2, argv[0]);
-    }
-  }
-  if (f.creates < 1 || f.shards < 1 || f.shards > 64 || f.threads < 1 || f.ops < 0 ||
-      f.pchannels < 1) {
-    Usage(2, argv[0]);
-  }
+  kf::bench::FlagSet flags(argv[0]);
+  flags.AddDirs(&f.dirs, "etcd, nodes");
+  flags.Add("--creates", &f.creates, "N", "timed creates (and drops) of --shards shards");
+  flags.Add("--shards", &f.shards, "N", "shards of the timed creates");
+  flags.Add("--threads", &f.threads, "N", "threads of the throughput run");
+  flags.Add("--ops", &f.ops, "N", "DDLs of the throughput run, 0 = skip");
+  flags.Add("--pchannels", &f.pchannels, "N", "pchannels of the cluster");
+  flags.Parse(argc, argv);
+  if (f.creates < 1) flags.Fail("--creates must be at least 1");
+  if (f.shards < 1 || f.shards > 64) flags.Fail("--shards must be 1 to 64");
+  if (f.threads < 1) flags.Fail("--threads must be at least 1");
+  if (f.ops < 0) flags.Fail("--ops must not be negative");
+  if (f.pchannels < 1) flags.Fail("--pchannels must be at least 1");
   return f;
 }
 
@@ -174,9 +140,9 @@ std::vector<double> Appends(kingfisher::Client& client, const std::string& vchan
 
 int main(int argc, char** argv) {
   const Flags f = ParseFlags(argc, argv);
-  const std::string root = kf::bench::StartRun("ddl_bench", {f.dir, f.bin_dir});
+  const std::string root = kf::bench::StartRun("ddl_bench", f.dirs);
   std::printf("ddl_bench: data %s, server %s/kingfisher, %d pchannels, 3 nodes\n", root.c_str(),
-              f.bin_dir.c_str(), f.pchannels);
+              f.dirs.bin_dir.c_str(), f.pchannels);
 
   std::fprintf(stderr, "starting etcd, coord and 3 nodes\n");
   std::vector<double> puts, appends, create, drop;

@@ -20,7 +20,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <future>
 #include <string>
@@ -28,6 +27,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "bench_flags.h"
 #include "bench_util.h"
 #include "message/message.h"
 #include "storage/fs/fault_injection_file_system.h"
@@ -350,37 +350,27 @@ int main(int argc, char** argv) {
   // As in the server binary: no per-lock deadlock detection on the measured paths.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   kf::bench::SetProgramName("local_wal_bench");
-  std::string dir = stdfs::path(argv[0]).parent_path().parent_path().string() + "/bench-data";
+  std::string dir;
   double seconds = 4;
-  std::vector<Layer> layers = {Layer::kBackend, Layer::kAdaptor};
+  std::string layer = "both";
   std::string figures = "abcd";
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
-      dir = argv[++i];
-    } else if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
-      seconds = std::atof(argv[++i]);
-    } else if (std::strcmp(argv[i], "--layer") == 0 && i + 1 < argc) {
-      std::string l = argv[++i];
-      if (l == "backend") {
-        layers = {Layer::kBackend};
-      } else if (l == "wal") {
-        layers = {Layer::kAdaptor};
-      } else if (l != "both") {
-        std::fprintf(stderr, "--layer must be backend, wal or both\n");
-        return 2;
-      }
-    } else if (std::strcmp(argv[i], "--figures") == 0 && i + 1 < argc) {
-      figures = argv[++i];
-    } else if (std::strcmp(argv[i], "--no-ik") == 0) {
-      g_idempotency_keys = false;
-    } else {
-      std::fprintf(stderr,
-                   "usage: %s [--dir DIR] [--seconds S] [--layer backend|wal|both] "
-                   "[--figures abcd] [--no-ik]\n",
-                   argv[0]);
-      return 2;
-    }
+  bool no_ik = false;
+  kf::bench::FlagSet flags(argv[0]);
+  flags.AddDataDir(&dir, "WAL segments, raw baseline files");
+  flags.Add("--seconds", &seconds, "S", "seconds per measurement");
+  flags.Add("--layer", &layer, "backend|wal|both",
+            "the backend alone, through the Wal adaptor, or both");
+  flags.Add("--figures", &figures, "abcd", "the figures to measure (see the top of the source)");
+  flags.AddSwitch("--no-ik", &no_ik,
+                  "adaptor messages without `_ik`: the difference is what deduplication costs");
+  flags.Parse(argc, argv);
+  if (layer != "backend" && layer != "wal" && layer != "both") {
+    flags.Fail("--layer must be backend, wal or both");
   }
+  std::vector<Layer> layers = {Layer::kBackend, Layer::kAdaptor};
+  if (layer == "backend") layers = {Layer::kBackend};
+  if (layer == "wal") layers = {Layer::kAdaptor};
+  g_idempotency_keys = !no_ik;
   const std::string root = dir + "/local_wal_bench";
   stdfs::create_directories(root);
   std::printf("local_wal_bench: dir %s, %.1f s per measurement\n", root.c_str(), seconds);

@@ -6,11 +6,11 @@
 //            fsyncs its own WAL, so the raw figure is its floor too)
 // Usage: meta_store_bench [--dir DIR] [--ops N] [--value-bytes B]
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "bench_flags.h"
 #include "bench_util.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "storage/meta/etcd_meta_store.h"
@@ -64,18 +64,12 @@ int main(int argc, char** argv) {
   std::string dir = ".";
   int ops = 500;
   size_t value_bytes = 64;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--dir") {
-      dir = argv[i + 1];
-    } else if (flag == "--ops") {
-      ops = std::atoi(argv[i + 1]);
-    } else if (flag == "--value-bytes") {
-      value_bytes = static_cast<size_t>(std::atoi(argv[i + 1]));
-    } else {
-      Die("unknown flag " + flag);
-    }
-  }
+  kf::bench::FlagSet flags(argv[0]);
+  flags.Add("--dir", &dir, "DIR",
+            "the stores' data (embedded, etcd) goes under DIR/meta_store_bench");
+  flags.Add("--ops", &ops, "N", "sequential ops of each kind per store");
+  flags.Add("--value-bytes", &value_bytes, "B", "value size");
+  flags.Parse(argc, argv);
   const std::string value(value_bytes, 'v');
   const std::string root = dir + "/meta_store_bench";
   std::filesystem::remove_all(root);

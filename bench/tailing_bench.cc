@@ -25,7 +25,6 @@
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -37,6 +36,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "bench_flags.h"
 #include "bench_util.h"
 #include "kingfisher/client.h"
 #include "kingfisher/consumer.h"
@@ -55,8 +55,7 @@ struct Flags {
   double rate = 2000;  // phase 2, messages/s
   int inflight = 64;   // phase 2 window
   size_t size = 1024;
-  std::string dir;      // parent of the temp data dir (default: <build>/bench-data)
-  std::string bin_dir;  // where `kingfisher` is (default: this binary's dir)
+  kf::bench::BenchDirs dirs;
   std::string vchannel = "kf-dml_0_bench";
   bool phase1 = true, phase2 = true;
   int consumers = 1;
@@ -418,49 +417,29 @@ void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& 
   }
 }
 
-[[noreturn]] void Usage(const char* argv0) {
-  std::fprintf(stderr,
-               "usage: %s [--seconds S] [--rate N] [--inflight N] [--size BYTES] [--dir DIR]\n"
-               "          [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both] [--consumers N]\n",
-               argv0);
-  std::exit(2);
-}
-
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
-  const kf::bench::BenchDirs dirs = kf::bench::DefaultDirs(argv[0]);
-  f.dir = dirs.dir;
-  f.bin_dir = dirs.bin_dir;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) Usage(argv[0]);
-    const char* v = argv[++i];
-    if (a == "--seconds") {
-      f.seconds = std::atof(v);
-    } else if (a == "--rate") {
-      f.rate = std::atof(v);
-    } else if (a == "--inflight") {
-      f.inflight = std::atoi(v);
-    } else if (a == "--size") {
-      f.size = static_cast<size_t>(std::atoll(v));
-    } else if (a == "--dir") {
-      f.dir = v;
-    } else if (a == "--bin-dir") {
-      f.bin_dir = v;
-    } else if (a == "--vchannel") {
-      f.vchannel = v;
-    } else if (a == "--consumers") {
-      f.consumers = std::atoi(v);
-    } else if (a == "--phase") {
-      f.phase1 = std::strcmp(v, "2") != 0;
-      f.phase2 = std::strcmp(v, "1") != 0;
-    } else {
-      Usage(argv[0]);
-    }
-  }
-  if (f.seconds <= 0 || f.rate <= 0 || f.inflight < 1 || f.size < kHeaderBytes || f.consumers < 1) {
-    Usage(argv[0]);
-  }
+  std::string phase = "both";
+  kf::bench::FlagSet flags(argv[0]);
+  flags.Add("--seconds", &f.seconds, "S", "seconds per phase");
+  flags.Add("--rate", &f.rate, "N", "phase 2: messages per second, open loop");
+  flags.Add("--inflight", &f.inflight, "N", "phase 2: unacknowledged appends at most");
+  flags.Add("--size", &f.size, "BYTES",
+            "message size, at least " + std::to_string(kHeaderBytes) +
+                " (phase, sequence number, send time)");
+  flags.AddDirs(&f.dirs, "the server's data dir");
+  flags.Add("--vchannel", &f.vchannel, "NAME", "raw vchannel appended to and consumed");
+  flags.Add("--phase", &phase, "1|2|both", "phases to run: 1 one at a time, 2 at --rate");
+  flags.Add("--consumers", &f.consumers, "N", "tailing consumers, their latencies pooled");
+  flags.Parse(argc, argv);
+  if (f.seconds <= 0) flags.Fail("--seconds must be positive");
+  if (f.rate <= 0) flags.Fail("--rate must be positive");
+  if (f.inflight < 1) flags.Fail("--inflight must be at least 1");
+  if (f.size < kHeaderBytes) flags.Fail("--size must be at least " + std::to_string(kHeaderBytes));
+  if (f.consumers < 1) flags.Fail("--consumers must be at least 1");
+  if (phase != "1" && phase != "2" && phase != "both") flags.Fail("--phase must be 1, 2 or both");
+  f.phase1 = phase != "2";
+  f.phase2 = phase != "1";
   return f;
 }
 
@@ -468,11 +447,11 @@ Flags ParseFlags(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const Flags f = ParseFlags(argc, argv);
-  const std::string root = kf::bench::StartRun("tailing_bench", {f.dir, f.bin_dir});
+  const std::string root = kf::bench::StartRun("tailing_bench", f.dirs);
   std::printf(
       "tailing_bench: server %s/kingfisher, data %s, %zu B messages, %.1f s per phase, %d "
       "consumer(s)\n",
-      f.bin_dir.c_str(), root.c_str(), f.size, f.seconds, f.consumers);
+      f.dirs.bin_dir.c_str(), root.c_str(), f.size, f.seconds, f.consumers);
 
   // The baseline runs before and after the server (never next to it): on a shared machine
   // the disk's latency moves, and one window alone can make the WAL look faster than the disk.

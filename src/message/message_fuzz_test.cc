@@ -2,10 +2,10 @@
 // encodings, so the invariants are checked on every CI run, not only under clang/libFuzzer.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
+#include "common/testing/seed_mutations.h"
 #include "google/protobuf/stubs/logging.h"
 #include "message/builders.h"
 #include "message/message.h"
@@ -81,30 +81,8 @@ TEST(MessageFuzzTest, NastyInputs) {
 
 TEST(MessageFuzzTest, DeterministicMutations) {
   google::protobuf::LogSilencer quiet;
-  std::mt19937 rng(20240611);  // fixed seed: reproducible
-  const std::vector<std::string> seeds = Seeds();
-  for (int i = 0; i < 20000; ++i) {
-    std::string s = seeds[rng() % seeds.size()];
-    const int edits = 1 + static_cast<int>(rng() % 4);
-    for (int e = 0; e < edits; ++e) {
-      switch (rng() % 4) {
-        case 0:
-          if (!s.empty()) s[rng() % s.size()] = static_cast<char>(rng());
-          break;
-        case 1:
-          if (!s.empty()) s.resize(rng() % s.size());
-          break;
-        case 2:
-          s.insert(s.begin() + static_cast<std::ptrdiff_t>(s.empty() ? 0 : rng() % s.size()),
-                   static_cast<char>(rng()));
-          break;
-        case 3:
-          s += seeds[rng() % seeds.size()];
-          break;
-      }
-    }
-    RunMessageFuzzInput(s);
-  }
+  kf::testing::ForEachMutation(Seeds(), /*rng_seed=*/20240611, 20000, /*alphabet=*/"",
+                               [](const std::string& s) { RunMessageFuzzInput(s); });
 }
 
 }  // namespace

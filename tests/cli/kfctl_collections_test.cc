@@ -11,35 +11,15 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kfctl_runner.h"
+#include "kfctl_fixture.h"
 #include "kingfisher/collections.h"
 #include "nlohmann/json.hpp"
-#include "server_process.h"
 
 namespace kf::testing {
 namespace {
 
-class KfctlCollectionsTest : public ::testing::Test {
+class KfctlCollectionsTest : public KfctlServerTest {
  protected:
-  static void SetUpTestSuite() {
-    data_dir_ = new TempDir();
-    work_dir_ = new TempDir();
-    server_ = new ServerProcess({.data_dir = data_dir_->path() + "/data"});
-    ASSERT_TRUE(server_->Start()) << server_->Output();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete data_dir_;
-    delete work_dir_;
-  }
-  void SetUp() override {
-    if (server_ == nullptr || server_->pid() <= 0) GTEST_SKIP() << "server did not start";
-  }
-
-  KfctlResult Run(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--endpoint", server_->address(), "--timeout", "20"});
-    return RunKfctl(work_dir_->path(), args);
-  }
   // Creates `name` and returns its description (vchannels[i] is shard i's).
   nlohmann::json Create(const std::string& name, int dim, int shards) {
     auto r = Run({"collection", "create", name, "--dim", std::to_string(dim), "--shards",
@@ -55,15 +35,7 @@ class KfctlCollectionsTest : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << Describe(r);
     return r.lines;
   }
-
-  static TempDir* data_dir_;
-  static TempDir* work_dir_;
-  static ServerProcess* server_;
 };
-
-TempDir* KfctlCollectionsTest::data_dir_ = nullptr;
-TempDir* KfctlCollectionsTest::work_dir_ = nullptr;
-ServerProcess* KfctlCollectionsTest::server_ = nullptr;
 
 // A NumPy v1.0 file of `rows` x `dim` little-endian float32 values.
 std::string WriteNpy(const std::string& path, int rows, int dim) {
@@ -140,7 +112,7 @@ TEST_F(KfctlCollectionsTest, CreateDescribeListInsertDeleteDrop) {
 
 TEST_F(KfctlCollectionsTest, InsertFromAnNpyFileAndAsTransactions) {
   Create("vectors", 8, 2);
-  const std::string npy = WriteNpy(work_dir_->path() + "/v.npy", 10, 8);
+  const std::string npy = WriteNpy(work_dir() + "/v.npy", 10, 8);
   auto from_file = Run({"insert", "vectors", "--file", npy});
   ASSERT_EQ(from_file.exit_code, 0) << Describe(from_file);
   int rows = 0;
@@ -148,7 +120,7 @@ TEST_F(KfctlCollectionsTest, InsertFromAnNpyFileAndAsTransactions) {
   EXPECT_EQ(rows, 10);
 
   // A file of another dim is refused before anything is sent.
-  const std::string wrong = WriteNpy(work_dir_->path() + "/w.npy", 2, 4);
+  const std::string wrong = WriteNpy(work_dir() + "/w.npy", 2, 4);
   auto mismatch = Run({"insert", "vectors", "--file", wrong});
   EXPECT_EQ(mismatch.exit_code, 2) << Describe(mismatch);
   EXPECT_TRUE(mismatch.lines.empty()) << Describe(mismatch);

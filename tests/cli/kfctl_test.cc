@@ -9,45 +9,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kfctl_runner.h"
+#include "kfctl_fixture.h"
 #include "nlohmann/json.hpp"
-#include "server_process.h"
 
 namespace kf::testing {
 namespace {
 
-class KfctlTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    data_dir_ = new TempDir();
-    work_dir_ = new TempDir();
-    ServerProcess::Options o;
-    o.data_dir = data_dir_->path() + "/data";
-    server_ = new ServerProcess(o);
-    ASSERT_TRUE(server_->Start()) << server_->Output();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete data_dir_;
-    delete work_dir_;
-  }
-  void SetUp() override {
-    if (server_ == nullptr || server_->pid() <= 0) GTEST_SKIP() << "server did not start";
-  }
-
-  KfctlResult Run(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--endpoint", server_->address(), "--timeout", "20"});
-    return RunKfctl(work_dir_->path(), args);
-  }
-
-  static TempDir* data_dir_;
-  static TempDir* work_dir_;
-  static ServerProcess* server_;
-};
-
-TempDir* KfctlTest::data_dir_ = nullptr;
-TempDir* KfctlTest::work_dir_ = nullptr;
-ServerProcess* KfctlTest::server_ = nullptr;
+using KfctlTest = KfctlServerTest;
 
 bool IsDecimal(const nlohmann::json& j) {
   if (!j.is_string()) return false;

@@ -7,12 +7,10 @@
 #include <string>
 
 #include "cluster_fixture.h"
+#include "collections_rpc.h"
 #include "common/errors.h"
-#include "grpcpp/grpcpp.h"
-#include "kingfisher/v1/collections.grpc.pb.h"
 #include "message/builders.h"
 #include "message/vchannel_name.h"
-#include "rpc/status_convert.h"
 
 namespace kf::cluster_testing {
 namespace {
@@ -24,36 +22,14 @@ class CollectionsClusterTest : public ClusterTest {
   void SetUp() override {
     ClusterTest::SetUp();
     if (HasFatalFailure()) return;
-    stub_ = v1::Collections::NewStub(
-        grpc::CreateChannel(coord_->address(), grpc::InsecureChannelCredentials()));
+    rpc_ = std::make_unique<kf::testing::CollectionsRpc>(coord_->address());
     auto producer = client_->CreateProducer();
     ASSERT_TRUE(producer.ok()) << producer.status();
     producer_ = *std::move(producer);
   }
 
-  static std::unique_ptr<grpc::ClientContext> Ctx() {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-    return ctx;
-  }
   absl::StatusOr<v1::CollectionInfo> Create(const std::string& name) {
-    v1::CreateCollectionRequest r;
-    r.set_name(name);
-    r.set_dim(2);
-    r.set_metric(v1::IP);
-    r.set_shards(kPChannels);
-    v1::CreateCollectionResponse resp;
-    absl::Status s = rpc::FromGrpcStatus(stub_->CreateCollection(Ctx().get(), r, &resp));
-    if (!s.ok()) return s;
-    return resp.collection();
-  }
-  absl::StatusOr<v1::CollectionInfo> Describe(const std::string& name) {
-    v1::DescribeCollectionRequest r;
-    r.set_name(name);
-    v1::DescribeCollectionResponse resp;
-    absl::Status s = rpc::FromGrpcStatus(stub_->DescribeCollection(Ctx().get(), r, &resp));
-    if (!s.ok()) return s;
-    return resp.collection();
+    return rpc_->Create(name, /*dim=*/2, v1::IP, kPChannels);
   }
   absl::Status Insert(const v1::CollectionInfo& c, int shard) {
     v1::InsertBatch batch;
@@ -65,7 +41,7 @@ class CollectionsClusterTest : public ClusterTest {
     return producer_->AppendSync(NewInsertMessage(c.schema().vchannels(shard), batch)).status();
   }
 
-  std::unique_ptr<v1::Collections::Stub> stub_;
+  std::unique_ptr<kf::testing::CollectionsRpc> rpc_;
   std::unique_ptr<kingfisher::Producer> producer_;
 };
 
@@ -90,7 +66,7 @@ TEST_F(CollectionsClusterTest, DdlReachesEveryNodeAndTheNextCoordinatorTermServe
   absl::StatusOr<v1::CollectionInfo> described = absl::UnavailableError("not asked yet");
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (absl::IsUnavailable(described.status()) && absl::Now() < deadline) {
-    described = Describe("orders");
+    described = rpc_->Describe("orders");
     if (absl::IsUnavailable(described.status())) {
       absl::SleepFor(absl::Milliseconds(50));  // polling a remote state, bounded by the deadline
     }
@@ -98,17 +74,15 @@ TEST_F(CollectionsClusterTest, DdlReachesEveryNodeAndTheNextCoordinatorTermServe
   ASSERT_TRUE(described.ok()) << described.status();
   EXPECT_EQ(described->SerializeAsString(), orders->SerializeAsString());
 
-  v1::DropCollectionRequest drop;
-  drop.set_name("orders");
-  v1::DropCollectionResponse dropped;
-  absl::Status s = rpc::FromGrpcStatus(stub_->DropCollection(Ctx().get(), drop, &dropped));
+  absl::Status s = rpc_->Drop("orders");
   ASSERT_TRUE(s.ok()) << s;
   for (int shard = 0; shard < kPChannels; ++shard) {
     absl::Status refused = Insert(*orders, shard);
     EXPECT_EQ(GetStreamingCode(refused), StreamingCode::kCollectionNotFound)
         << "shard " << shard << ": " << refused;
   }
-  EXPECT_EQ(GetStreamingCode(Describe("orders").status()), StreamingCode::kCollectionNotFound);
+  EXPECT_EQ(GetStreamingCode(rpc_->Describe("orders").status()),
+            StreamingCode::kCollectionNotFound);
 }
 
 }  // namespace

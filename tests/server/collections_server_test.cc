@@ -6,12 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "collections_rpc.h"
 #include "common/errors.h"
-#include "grpcpp/grpcpp.h"
 #include "kingfisher/client.h"
-#include "kingfisher/v1/collections.grpc.pb.h"
 #include "message/builders.h"
-#include "rpc/status_convert.h"
 #include "server_process.h"
 
 namespace kf::testing {
@@ -29,8 +27,7 @@ class CollectionsServerTest : public ::testing::Test {
     Connect();
   }
   void Connect() {
-    stub_ = v1::Collections::NewStub(
-        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+    rpc_ = std::make_unique<CollectionsRpc>(server_->address());
     kingfisher::ClientOptions o;
     o.endpoint = server_->address();
     o.append_timeout = absl::Seconds(20);
@@ -50,43 +47,16 @@ class CollectionsServerTest : public ::testing::Test {
     Connect();
   }
 
-  static std::unique_ptr<grpc::ClientContext> Ctx() {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-    return ctx;
-  }
   absl::StatusOr<v1::CollectionInfo> Create(const std::string& name, uint32_t shards) {
-    v1::CreateCollectionRequest r;
-    r.set_name(name);
-    r.set_dim(kDim);
-    r.set_metric(v1::L2);
-    r.set_shards(shards);
-    v1::CreateCollectionResponse resp;
-    absl::Status s = rpc::FromGrpcStatus(stub_->CreateCollection(Ctx().get(), r, &resp));
-    if (!s.ok()) return s;
-    return resp.collection();
-  }
-  absl::Status Drop(const std::string& name) {
-    v1::DropCollectionRequest r;
-    r.set_name(name);
-    v1::DropCollectionResponse resp;
-    return rpc::FromGrpcStatus(stub_->DropCollection(Ctx().get(), r, &resp));
-  }
-  absl::StatusOr<v1::CollectionInfo> Describe(const std::string& name) {
-    v1::DescribeCollectionRequest r;
-    r.set_name(name);
-    v1::DescribeCollectionResponse resp;
-    absl::Status s = rpc::FromGrpcStatus(stub_->DescribeCollection(Ctx().get(), r, &resp));
-    if (!s.ok()) return s;
-    return resp.collection();
+    return rpc_->Create(name, kDim, v1::L2, shards);
   }
   std::vector<std::string> List() {
-    v1::ListCollectionsResponse resp;
-    absl::Status s = rpc::FromGrpcStatus(
-        stub_->ListCollections(Ctx().get(), v1::ListCollectionsRequest(), &resp));
-    EXPECT_TRUE(s.ok()) << s;
+    auto listed = rpc_->List();
+    EXPECT_TRUE(listed.ok()) << listed.status();
     std::vector<std::string> names;
-    for (const auto& c : resp.collections()) names.push_back(c.schema().name());
+    if (listed.ok()) {
+      for (const auto& c : *listed) names.push_back(c.schema().name());
+    }
     return names;
   }
   // Two rows of `dim` floats into `vchannel` of collection `id`.
@@ -102,7 +72,7 @@ class CollectionsServerTest : public ::testing::Test {
 
   TempDir dir_;
   std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<v1::Collections::Stub> stub_;
+  std::unique_ptr<CollectionsRpc> rpc_;
   std::unique_ptr<kingfisher::Client> client_;
   std::unique_ptr<kingfisher::Producer> producer_;
 };
@@ -122,18 +92,20 @@ TEST_F(CollectionsServerTest, CreateInsertDropAndTheCatalogSurvivesARestart) {
 
   auto kept = Create("kept", 2);
   ASSERT_TRUE(kept.ok()) << kept.status();
-  ASSERT_TRUE(Drop("orders").ok());
+  ASSERT_TRUE(rpc_->Drop("orders").ok());
   absl::Status after_drop = Insert(vchannel, id, kDim);
   EXPECT_EQ(after_drop.code(), absl::StatusCode::kNotFound) << after_drop;
   EXPECT_EQ(GetStreamingCode(after_drop), StreamingCode::kCollectionNotFound);
-  EXPECT_EQ(GetStreamingCode(Describe("orders").status()), StreamingCode::kCollectionNotFound);
+  EXPECT_EQ(GetStreamingCode(rpc_->Describe("orders").status()),
+            StreamingCode::kCollectionNotFound);
 
   Restart();
   EXPECT_EQ(List(), std::vector<std::string>{"kept"});
-  auto described = Describe("kept");
+  auto described = rpc_->Describe("kept");
   ASSERT_TRUE(described.ok()) << described.status();
   EXPECT_EQ(described->SerializeAsString(), kept->SerializeAsString());
-  EXPECT_EQ(GetStreamingCode(Describe("orders").status()), StreamingCode::kCollectionNotFound);
+  EXPECT_EQ(GetStreamingCode(rpc_->Describe("orders").status()),
+            StreamingCode::kCollectionNotFound);
   // The node rebuilt the collection rules from its log.
   after_drop = Insert(vchannel, id, kDim);
   EXPECT_EQ(GetStreamingCode(after_drop), StreamingCode::kCollectionNotFound) << after_drop;
