@@ -144,7 +144,8 @@ TEST_F(InsertCommandTest, MessagesCarryAboutOneMiB) {
   Capture out, err;
   ASSERT_EQ(RunInsert(InsertArgsFor(20), out.file(), err.file()), kExitOk) << err.Text();
   std::vector<int> sizes;
-  for (const auto& b : Batches().begin()->second) sizes.push_back(b.pks_size());
+  const auto batches = Batches();  // (a temporary's element would dangle in the loop)
+  for (const auto& b : batches.begin()->second) sizes.push_back(b.pks_size());
   std::sort(sizes.begin(), sizes.end());
   EXPECT_EQ(sizes, (std::vector<int>{6, 7, 7}));
 }
