@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "storage/object/fault_object_store.h"
 #include "storage/object/local_object_store.h"
+#include "storage/object/s3_object_store.h"
+#include "storage/object/testing/rgw_process.h"
 
 namespace kf::object::testing {
 namespace {
@@ -37,6 +40,34 @@ StoreUnderTest MakeLocal() {
 
 }  // namespace
 
+RgwProcess* SharedRgw(std::string* why_not) {
+  // Started on first use (a local-only run starts none), killed at exit.
+  static std::unique_ptr<RgwProcess> rgw;
+  static std::string error;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    bool must_fail = false;
+    error = RgwProcess::Unavailable(&must_fail);
+    if (error.empty()) {
+      rgw = std::make_unique<RgwProcess>();
+      const absl::Time start = absl::Now();
+      absl::Status s = rgw->Start();
+      if (s.ok()) {
+        std::fprintf(stderr, "RGW ready at %s in %.1f s\n", rgw->endpoint().c_str(),
+                     absl::ToDoubleSeconds(absl::Now() - start));
+      } else {
+        error = "RGW did not start: " + s.ToString();
+        rgw.reset();
+      }
+    } else if (!must_fail) {
+      error = "SKIP:" + error;
+    }
+  }
+  *why_not = error;
+  return rgw.get();
+}
+
 StoreUnderTest& StoreUnderTest::operator=(StoreUnderTest&& other) {
   store = std::move(other.store);
   skip = other.skip;
@@ -56,7 +87,7 @@ StoreUnderTest::~StoreUnderTest() {
   }
 }
 
-std::vector<std::string> StoreKinds() { return {"local", "fault"}; }
+std::vector<std::string> StoreKinds() { return {"local", "fault", "s3"}; }
 
 StoreUnderTest MakeStoreUnderTest(const std::string& kind) {
   if (kind == "local") return MakeLocal();
@@ -68,6 +99,22 @@ StoreUnderTest MakeStoreUnderTest(const std::string& kind) {
     return out;
   }
   StoreUnderTest out;
+  if (kind == "s3") {
+    std::string why_not;
+    RgwProcess* rgw = SharedRgw(&why_not);
+    if (rgw == nullptr) {
+      out.skip = why_not.rfind("SKIP:", 0) == 0;
+      out.skip_reason = out.skip ? why_not.substr(5) : why_not;
+      return out;
+    }
+    auto store = S3ObjectStore::Create(rgw->s3_options());
+    if (!store.ok()) {
+      out.skip_reason = store.status().ToString();
+      return out;
+    }
+    out.store = *std::move(store);
+    return out;
+  }
   out.skip_reason = "unknown store kind " + kind;
   return out;
 }

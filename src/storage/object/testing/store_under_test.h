@@ -28,6 +28,11 @@ struct StoreUnderTest {
   std::string dir;
 };
 
+class RgwProcess;
+// The binary's one RGW, started on first call; null with the reason in `why_not` (prefixed
+// "SKIP:" when the binaries are missing outside CI, i.e. the caller should skip, not fail).
+RgwProcess* SharedRgw(std::string* why_not);
+
 // The store kinds this build can test.
 std::vector<std::string> StoreKinds();
 StoreUnderTest MakeStoreUnderTest(const std::string& kind);
