@@ -142,8 +142,10 @@ std::string RgwProcess::Unavailable(bool* must_fail) {
 }
 
 RgwProcess::RgwProcess(const std::string& parent_dir) {
-  const std::filesystem::path parent = parent_dir.empty() ? std::filesystem::temp_directory_path()
-                                                          : std::filesystem::path(parent_dir);
+  // Absolute: the daemons resolve the paths in ceph.conf from their own working directory.
+  const std::filesystem::path parent =
+      std::filesystem::absolute(parent_dir.empty() ? std::filesystem::temp_directory_path()
+                                                   : std::filesystem::path(parent_dir));
   std::string tmpl = (parent / "kf_rgw_XXXXXX").string();
   root_ = ::mkdtemp(tmpl.data());
   conf_ = root_ + "/ceph.conf";
