@@ -21,6 +21,8 @@ run tailing_bench --dir "$BUILD_DIR"
 run tailing_bench --dir "$BUILD_DIR" --consumers 16
 # Starts a real etcd (Debian's binary) on loopback with its data in the build dir.
 run meta_store_bench --dir "$BUILD_DIR"
+# Issue 6: object PUT/GET on the local store and on a real Ceph RGW (started on loopback).
+run object_store_bench --dir "$BUILD_DIR"
 # Issue 4: in-process fast path vs etcd + coord + 3 nodes over gRPC, then 10 kill -9 failovers
 # (lease TTL 2 s); everything under the build dir.
 run cluster_bench --dir "$BUILD_DIR"

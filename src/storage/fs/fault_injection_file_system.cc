@@ -256,6 +256,31 @@ absl::Status FaultInjectionFileSystem::RenameFile(const std::string& from, const
   return absl::OkStatus();
 }
 
+absl::Status FaultInjectionFileSystem::RenameFileNoReplace(const std::string& from,
+                                                           const std::string& to) {
+  absl::MutexLock l(&mu_);
+  RETURN_IF_ERROR(CheckNotDead());
+  absl::MutexLock k(&knob_mu_);
+  // Nothing is replaced, so a crash undoes it by moving the file back (no backup needed).
+  RETURN_IF_ERROR(base_->RenameFileNoReplace(from, to));
+  PendingRename r;
+  r.from = from;
+  r.to = to;
+  FileState moved;
+  if (auto it = files_.find(from); it != files_.end()) {
+    r.had_from_state = true;
+    r.from_state = it->second;
+    moved = it->second;
+    files_.erase(it);
+  } else if (auto size = base_->GetFileSize(to); size.ok()) {
+    moved.synced_len = *size;
+  }
+  moved.creation_durable = false;
+  files_[to] = moved;
+  renames_.push_back(std::move(r));
+  return absl::OkStatus();
+}
+
 absl::Status FaultInjectionFileSystem::RemoveFile(const std::string& path) {
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(CheckNotDead());

@@ -82,6 +82,16 @@ TEST_F(FaultInjectionTest, UnsyncedRenameIsUndone) {
   EXPECT_FALSE(*posix_.FileExists(Path("meta.tmp")));  // never made durable
 }
 
+TEST_F(FaultInjectionTest, UnsyncedRenameNoReplaceIsUndone) {
+  ASSERT_TRUE(WriteFileAtomically(&fs_, Path("obj.tmp"), "v1").ok());
+  ASSERT_TRUE(fs_.RenameFileNoReplace(Path("obj.tmp"), Path("obj")).ok());
+  EXPECT_EQ(Contents("obj"), "v1");
+  ASSERT_TRUE(fs_.SimulateCrash().ok());
+  fs_.Restart();
+  EXPECT_EQ(Contents("obj.tmp"), "v1");
+  EXPECT_FALSE(*posix_.FileExists(Path("obj")));
+}
+
 TEST_F(FaultInjectionTest, SyncedRenameSurvives) {
   ASSERT_TRUE(WriteFileAtomically(&fs_, Path("meta"), "v1").ok());
   ASSERT_TRUE(WriteFileAtomically(&fs_, Path("meta"), "v2").ok());

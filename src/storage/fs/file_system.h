@@ -65,6 +65,9 @@ class FileSystem {
   virtual absl::StatusOr<uint64_t> GetFileSize(const std::string& path) = 0;
   // rename(2): atomic replace of `to`. Durable only after SyncDir of the directory.
   virtual absl::Status RenameFile(const std::string& from, const std::string& to) = 0;
+  // Atomic rename that never replaces: ALREADY_EXISTS (and nothing changes) when `to` exists,
+  // so of two racing callers exactly one wins. Durable only after SyncDir of the directory.
+  virtual absl::Status RenameFileNoReplace(const std::string& from, const std::string& to) = 0;
   virtual absl::Status RemoveFile(const std::string& path) = 0;
   // Names (not paths) of the entries of `dir`, without "." and "..", in no particular order.
   virtual absl::StatusOr<std::vector<std::string>> GetChildren(const std::string& dir) = 0;

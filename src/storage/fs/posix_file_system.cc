@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 
 namespace kf::fs {
@@ -145,6 +147,21 @@ absl::StatusOr<uint64_t> PosixFileSystem::GetFileSize(const std::string& path) {
 
 absl::Status PosixFileSystem::RenameFile(const std::string& from, const std::string& to) {
   if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus(errno, "rename", from);
+  return absl::OkStatus();
+}
+
+absl::Status PosixFileSystem::RenameFileNoReplace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) {
+    return absl::OkStatus();
+  }
+  if (errno == EEXIST) return absl::AlreadyExistsError(absl::StrCat("rename: exists: ", to));
+  if (errno != EINVAL && errno != ENOSYS) return ErrnoStatus(errno, "renameat2", to);
+  // A filesystem without RENAME_NOREPLACE: link(2) fails with EEXIST just as atomically.
+  if (::link(from.c_str(), to.c_str()) != 0) {
+    if (errno == EEXIST) return absl::AlreadyExistsError(absl::StrCat("link: exists: ", to));
+    return ErrnoStatus(errno, "link", to);
+  }
+  if (::unlink(from.c_str()) != 0) return ErrnoStatus(errno, "unlink", from);
   return absl::OkStatus();
 }
 

@@ -14,6 +14,7 @@ class PosixFileSystem final : public FileSystem {
       const std::string& path) override;
   absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override;
   absl::Status RenameFile(const std::string& from, const std::string& to) override;
+  absl::Status RenameFileNoReplace(const std::string& from, const std::string& to) override;
   absl::Status RemoveFile(const std::string& path) override;
   absl::StatusOr<std::vector<std::string>> GetChildren(const std::string& dir) override;
   absl::Status CreateDirs(const std::string& dir) override;

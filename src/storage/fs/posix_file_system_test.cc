@@ -60,5 +60,18 @@ TEST(PosixFileSystemTest, WriteFileAtomicallyReplaces) {
   EXPECT_EQ(*ReadFileToString(&fs, path), "two");
 }
 
+TEST(PosixFileSystemTest, RenameNoReplaceNeverReplaces) {
+  PosixFileSystem fs;
+  const std::string dir = MakeTempDir();
+  ASSERT_TRUE(WriteFileAtomically(&fs, dir + "/a", "first").ok());
+  ASSERT_TRUE(WriteFileAtomically(&fs, dir + "/b", "second").ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(fs.RenameFileNoReplace(dir + "/b", dir + "/a")));
+  EXPECT_EQ(*ReadFileToString(&fs, dir + "/a"), "first");
+  EXPECT_TRUE(*fs.FileExists(dir + "/b"));
+  ASSERT_TRUE(fs.RenameFileNoReplace(dir + "/b", dir + "/c").ok());
+  EXPECT_EQ(*ReadFileToString(&fs, dir + "/c"), "second");
+  EXPECT_FALSE(*fs.FileExists(dir + "/b"));
+}
+
 }  // namespace
 }  // namespace kf::fs
