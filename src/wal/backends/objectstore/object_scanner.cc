@@ -1,0 +1,99 @@
+#include "wal/backends/objectstore/object_scanner.h"
+
+#include "absl/strings/str_cat.h"
+#include "wal/backends/objectstore/block_format.h"
+
+namespace kf::wal::objectstore {
+
+absl::StatusOr<Entry> ObjectScanner::Next(absl::Time deadline) {
+  while (ready_.empty()) {
+    if (absl::Status s = Advance(deadline); !s.ok()) return s;
+  }
+  Entry e = std::move(ready_.front());
+  ready_.pop_front();
+  return e;
+}
+
+absl::Status ObjectScanner::Advance(absl::Time deadline) {
+  bool refresh = false;
+  {
+    absl::MutexLock l(&view_->mu);
+    if (view_->closed) return absl::CancelledError("objectstore WAL: backend closed");
+    if (segment_ < view_->truncated_segments) {
+      return absl::NotFoundError(absl::StrCat("objectstore WAL ", view_->layout().pchannel(),
+                                              ": segment ", segment_, " was truncated"));
+    }
+    const size_t i = view_->FindSegment(segment_);
+    if (i < view_->segments.size()) {
+      const SegmentView& seg = view_->segments[i];
+      if (seg.id != segment_) {  // ours is gone (empty) or not there: go on at the next one
+        segment_ = seg.id;
+        block_ = 0;
+        skip_below_ = 0;
+      }
+      if (block_ < seg.blocks) {
+        const uint64_t block = block_;
+        view_->mu.Unlock();
+        absl::Status s = ReadBlock(block, deadline);
+        view_->mu.Lock();
+        return s;
+      }
+      if (seg.sealed && i + 1 < view_->segments.size()) {
+        segment_ = view_->segments[i + 1].id;
+        block_ = 0;
+        skip_below_ = 0;
+        return absl::OkStatus();
+      }
+    }
+    // At the end: wait for the writer to publish more, or poll the stores.
+    if (!view_->read_only()) {
+      const uint64_t seen = view_->version;
+      while (view_->version == seen && !view_->closed) {
+        if (view_->cv.WaitWithDeadline(&view_->mu, deadline)) break;
+      }
+      if (view_->version != seen || view_->closed) return absl::OkStatus();
+      return absl::DeadlineExceededError("objectstore WAL: no new entry");
+    }
+    refresh = true;
+  }
+  if (refresh) {
+    if (absl::Now() >= deadline)
+      return absl::DeadlineExceededError("objectstore WAL: no new entry");
+    uint64_t before;
+    {
+      absl::MutexLock l(&view_->mu);
+      before = view_->version;
+    }
+    if (absl::Status s = view_->Refresh(deadline); !s.ok()) return s;
+    absl::MutexLock l(&view_->mu);
+    if (view_->version == before) {
+      // Nothing new: wait one poll interval (or until closed) before the next probe.
+      view_->cv.WaitWithDeadline(&view_->mu,
+                                 std::min(deadline, absl::Now() + view_->poll_interval()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ObjectScanner::ReadBlock(uint64_t block, absl::Time deadline) {
+  auto bytes = view_->FetchBlock(segment_, block, deadline);
+  if (!bytes.ok()) return bytes.status();
+  BlockHeader header;
+  const uint64_t segment = segment_;
+  absl::Status s = DecodeBlock(**bytes, segment, block, view_->layout().BlockKey(segment, block),
+                               &header, [&](uint64_t entry, std::string_view data) {
+                                 if (entry >= skip_below_) {
+                                   ready_.push_back(Entry{IdOf(segment, entry), std::string(data)});
+                                 }
+                               });
+  if (!s.ok()) return s;
+  if (header.kind != BlockKind::kData) {
+    return absl::DataLossError(absl::StrCat("objectstore WAL: durable block ",
+                                            view_->layout().BlockKey(segment, block),
+                                            " is a fence block"));
+  }
+  block_ = block + 1;
+  return absl::OkStatus();
+}
+
+}  // namespace kf::wal::objectstore

@@ -1,0 +1,42 @@
+// ObjectScanner: a BackendScanner over a LogView. Fetches whole blocks (from the view's cache or
+// the object store), verifies them, and hands out their entries from the start position on.
+// Only blocks the view says are durable are read; at the end of the log it waits on the view's
+// condition variable (a writer's view) or polls the stores (a read-only view).
+//
+// Thread-safety: not thread-safe (one reader). Ownership: shares the LogView.
+// Errors: DEADLINE_EXCEEDED (still usable), DATA_LOSS (a corrupt or missing durable block),
+// CANCELLED (backend closed), NOT_FOUND (the position was truncated).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+
+#include "wal/backend.h"
+#include "wal/backends/objectstore/log_view.h"
+
+namespace kf::wal::objectstore {
+
+class ObjectScanner final : public BackendScanner {
+ public:
+  // Reads from entry `entry` of segment `segment` on (either may lie beyond the current end;
+  // a segment that no longer exists continues at the next one).
+  ObjectScanner(std::shared_ptr<LogView> view, uint64_t segment, uint64_t entry)
+      : view_(std::move(view)), segment_(segment), block_(BlockOf(entry)), skip_below_(entry) {}
+
+  absl::StatusOr<Entry> Next(absl::Time deadline) override;
+
+ private:
+  // Fills ready_ from the next block, moves to the next segment, or waits. OK when progress
+  // was made (ready_ may still be empty, e.g. after a segment change).
+  absl::Status Advance(absl::Time deadline);
+  absl::Status ReadBlock(uint64_t block, absl::Time deadline);
+
+  std::shared_ptr<LogView> view_;
+  uint64_t segment_;
+  uint64_t block_;       // the next block to read in segment_
+  uint64_t skip_below_;  // entries of segment_ below this are not returned
+  std::deque<Entry> ready_;
+};
+
+}  // namespace kf::wal::objectstore
