@@ -26,6 +26,11 @@ void FaultObjectStore::SetPutDelay(absl::Duration delay) {
   put_delay_ = delay;
 }
 
+void FaultObjectStore::SetPutAnswerDelay(absl::Duration delay) {
+  absl::MutexLock l(&mu_);
+  answer_delay_ = delay;
+}
+
 uint64_t FaultObjectStore::calls(Op op) const {
   absl::MutexLock l(&mu_);
   return calls_[static_cast<size_t>(op)];
@@ -56,10 +61,11 @@ absl::StatusOr<std::string> FaultObjectStore::Put(std::string_view key, std::str
   Fault fault;
   const bool armed = Take(Op::kPut, &fault);
   if (armed && fault.kind != Kind::kLoseAnswer) return Inject(fault, deadline);
-  absl::Duration delay;
+  absl::Duration delay, answer_delay;
   {
     absl::MutexLock l(&mu_);
     delay = put_delay_;
+    answer_delay = answer_delay_;
   }
   if (delay > absl::ZeroDuration()) {
     const absl::Duration left = deadline - absl::Now();
@@ -67,6 +73,7 @@ absl::StatusOr<std::string> FaultObjectStore::Put(std::string_view key, std::str
     if (delay >= left) return absl::DeadlineExceededError("injected: slow put passed the deadline");
   }
   absl::StatusOr<std::string> result = base_->Put(key, data, options, deadline);
+  absl::SleepFor(answer_delay);
   if (armed) return Inject({Kind::kFail, fault.status}, deadline);  // the answer is lost
   return result;
 }

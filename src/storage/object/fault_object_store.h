@@ -36,6 +36,9 @@ class FaultObjectStore final : public ObjectStore {
   // Every later Put waits `delay` before reaching the base; when that passes its deadline it
   // returns DEADLINE_EXCEEDED without being applied. Zero turns it off.
   void SetPutDelay(absl::Duration delay);
+  // Every later Put is applied at once, then its answer waits `delay` (a stored object whose
+  // success the caller learns late). Zero turns it off.
+  void SetPutAnswerDelay(absl::Duration delay);
 
   // Calls of `op` seen so far, including failed ones.
   uint64_t calls(Op op) const;
@@ -65,6 +68,7 @@ class FaultObjectStore final : public ObjectStore {
   std::array<std::deque<Fault>, kOpCount> faults_ ABSL_GUARDED_BY(mu_);
   std::array<uint64_t, kOpCount> calls_ ABSL_GUARDED_BY(mu_) = {};
   absl::Duration put_delay_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+  absl::Duration answer_delay_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
 };
 
 }  // namespace kf::object

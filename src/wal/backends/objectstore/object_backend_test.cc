@@ -164,6 +164,38 @@ TEST(ObjectBackendTest, FencedWriterNeverAcknowledgesAfterTheNewOwnerOpened) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(seen[absl::StrCat("paused", i)], 0) << i;
 }
 
+// The same race when the old owner's blocks are already stored but their acknowledgement is
+// late: the new owner's log holds them (exactly once), and the old owner must still not
+// acknowledge them — it learns of the new open from the generation check.
+TEST(ObjectBackendTest, StoredButUnacknowledgedBlocksOfAFencedWriterFailAndAreKeptOnce) {
+  Stores stores;
+  auto old = NewObjectOpener(stores.Options())->Open(Writer(kPch, 1));
+  ASSERT_TRUE(old.ok()) << old.status();
+  stores.fault()->SetPutAnswerDelay(absl::Milliseconds(300));
+  Batch paused;
+  paused.Append(old->get(), 5, "paused");
+  // Wait until the blocks are stored (the answers are still held back).
+  Layout layout("wal", "", kPch);
+  const std::string key = layout.BlockKey(paused.ids.back().segment(),
+                                          BlockOf(paused.ids.back().entry()));
+  for (absl::Time give_up = absl::Now() + absl::Seconds(10);
+       !stores.base()->Head(key, absl::InfiniteFuture()).ok();) {
+    ASSERT_LT(absl::Now(), give_up);
+    absl::SleepFor(absl::Milliseconds(1));  // polling the store for the stored object
+  }
+  auto fresh = NewObjectOpener(stores.Options(stores.base()))->Open(Writer(kPch, 2));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  paused.WaitAll();
+  {
+    absl::MutexLock l(&paused.mu);
+    for (const auto& [i, s] : paused.done) EXPECT_TRUE(IsFenced(s)) << i << ": " << s;
+  }
+  auto all = ReadAll(fresh->get());
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ((*all)[i].data, absl::StrCat("paused", i));
+}
+
 TEST(ObjectBackendTest, TransientStoreErrorsAreRetriedAndStoredOnce) {
   Stores stores;
   auto b = NewObjectOpener(stores.Options())->Open(Writer(kPch, 1));
