@@ -61,6 +61,12 @@ TEST(ConfigTest, BadValuesNameTheirSource) {
   c = ResolveConfig({{"wal_backend", "quorum"}}, {}, {});
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("not available yet"), std::string::npos) << c.status();
+  c = ResolveConfig({{"wal_backend", "objectstore"}}, {}, {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("needs object_store"), std::string::npos) << c.status();
+  c = ResolveConfig({{"wal_backend", "objectstore"}, {"object_store", "file:///tmp/x"}}, {}, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->wal_backend, "objectstore");
   EXPECT_FALSE(ResolveConfig({}, {}, {{"max_payload_bytes", "-1"}}).ok());
   EXPECT_FALSE(ResolveConfig({}, {}, {{"log_level", "loud"}}).ok());
   EXPECT_FALSE(ResolveConfig({}, {}, {{"cluster", "a b"}}).ok());

@@ -33,7 +33,7 @@ struct Node {
   std::unique_ptr<streaming::AssignmentView> view;
   std::unique_ptr<rpc::CoordTsoFetcher> tso_fetcher;
   std::unique_ptr<streaming::BatchedTimestampSource> tso;
-  std::unique_ptr<wal::WalOpener> opener;
+  WalStorage wal;
   std::unique_ptr<rpc::DynamicWalRegistry> registry;
   std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
   std::unique_ptr<rpc::RpcServer> rpc;
@@ -84,7 +84,9 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   n->tso = std::make_unique<streaming::BatchedTimestampSource>(
       n->tso_fetcher.get(), streaming::BatchedTimestampSource::Options{});
 
-  n->opener = NewWalOpener(config, n->data_dir->wal_dir());
+  auto wal = OpenWalStorage(config, n->data_dir->wal_dir(), n->store.get());
+  if (!wal.ok()) return wal.status();
+  n->wal = *std::move(wal);
   n->registry = std::make_unique<rpc::DynamicWalRegistry>(config.PChannelNames());
   // This node's own view (what it serves right now), so an operator sees on each node's
   // /metrics when it stopped serving a pchannel it lost.
@@ -111,7 +113,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   node.address = AdvertisedAddress(config.advertise_address, n->rpc->address());
   node.cluster = config.cluster;
   node.pchannels = config.PChannelNames();
-  node.opener = n->opener.get();
+  node.opener = n->wal.opener.get();
   node.view = n->view.get();
   node.registry = n->registry.get();
   node.wal.tso = n->tso.get();

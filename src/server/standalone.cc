@@ -58,7 +58,7 @@ struct Standalone {
   std::unique_ptr<streaming::ddl::ProducerAppender> appender;
   std::unique_ptr<streaming::DdlHost> ddl;  // lives per coordinator term; borrows the above
   std::unique_ptr<streaming::Coordinator> coordinator;
-  std::unique_ptr<wal::WalOpener> opener;
+  WalStorage wal;
   std::unique_ptr<rpc::DynamicWalRegistry> registry;
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<streaming::StreamingNode> node;
@@ -159,7 +159,9 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalo
   if (!coordinator.ok()) return coordinator.status();
   s->coordinator = *std::move(coordinator);
 
-  s->opener = NewWalOpener(config, s->data_dir->wal_dir());
+  auto wal = OpenWalStorage(config, s->data_dir->wal_dir(), s->store.get());
+  if (!wal.ok()) return wal.status();
+  s->wal = *std::move(wal);
   s->registry = std::make_unique<rpc::DynamicWalRegistry>(config.PChannelNames());
 
   rpc::RpcServerOptions rpc_options;
@@ -187,7 +189,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalo
   node.address = address;
   node.cluster = config.cluster;
   node.pchannels = config.PChannelNames();
-  node.opener = s->opener.get();
+  node.opener = s->wal.opener.get();
   node.view = s->coordinator->view();
   node.registry = s->registry.get();
   node.wal.tso = s->coordinator->oracle();

@@ -2,17 +2,36 @@
 
 #include <algorithm>
 
+#include "absl/time/clock.h"
+#include "storage/object/object_store_url.h"
+#include "streaming/cluster_meta.h"
 #include "wal/backends/local/local_opener.h"
+#include "wal/backends/objectstore/object_opener.h"
 
 namespace kf::server {
 
-std::unique_ptr<wal::WalOpener> NewWalOpener(const ServerConfig& config,
-                                             const std::string& wal_dir) {
+absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std::string& wal_dir,
+                                          meta::MetaStore* meta) {
+  const uint64_t max_entry = config.max_payload_bytes + kMessageHeadroomBytes;
+  WalStorage out;
+  if (config.wal_backend == "objectstore") {
+    auto objects = object::OpenObjectStoreUrl(config.object_store, absl::Now() + absl::Seconds(30));
+    if (!objects.ok()) return objects.status();
+    out.objects = *std::move(objects);
+    wal::objectstore::ObjectOpenerOptions options;
+    options.store = out.objects.get();
+    options.meta = meta;
+    options.root = config.cluster + "/wal";
+    options.meta_prefix = streaming::ClusterKeys(config.cluster).root() + "wal/objectstore/";
+    options.max_entry_bytes = std::max(options.max_entry_bytes, max_entry);
+    out.opener = wal::objectstore::NewObjectOpener(options);
+    return out;
+  }
   wal::local::LocalOpenerOptions options;
   options.root = wal_dir;
-  options.max_entry_bytes =
-      std::max<uint64_t>(options.max_entry_bytes, config.max_payload_bytes + kMessageHeadroomBytes);
-  return wal::local::NewLocalOpener(options);
+  options.max_entry_bytes = std::max<uint64_t>(options.max_entry_bytes, max_entry);
+  out.opener = wal::local::NewLocalOpener(options);
+  return out;
 }
 
 }  // namespace kf::server

@@ -1,19 +1,31 @@
-// The WAL opener a server role uses (standalone, node), from its configuration.
+// The WAL backend a server role (standalone, node) writes to, from its configuration
+// (`wal_backend`, docs/configuration.md).
 //
-// Pure function over its inputs: thread-safe. Ownership: the caller owns the opener.
+// Thread-safety: OpenWalStorage is thread-safe. Ownership: the caller owns the WalStorage; the
+// metadata store is borrowed and must outlive it.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "server/config.h"
+#include "storage/meta/meta_store.h"
+#include "storage/object/object_store.h"
 #include "wal/backend.h"
 
 namespace kf::server {
 
-// The local backend rooted at `wal_dir`, its entry limit raised to fit the largest message the
-// configuration accepts (payload plus properties: kMessageHeadroomBytes).
-std::unique_ptr<wal::WalOpener> NewWalOpener(const ServerConfig& config,
-                                             const std::string& wal_dir);
+struct WalStorage {
+  std::unique_ptr<object::ObjectStore> objects;  // the objectstore backend's store, else null
+  std::unique_ptr<wal::WalOpener> opener;        // declared last: goes first
+};
+
+// local: rooted at `wal_dir`. objectstore: the store at config.object_store, blocks under
+// `<cluster>/wal/`, segment metadata in `meta` under `kf/<cluster>/wal/objectstore/`. Entry
+// limits are raised to fit the largest message the configuration accepts (payload plus
+// properties: kMessageHeadroomBytes). Errors: the object store's (unreachable, bad URL).
+absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std::string& wal_dir,
+                                          meta::MetaStore* meta);
 
 }  // namespace kf::server
