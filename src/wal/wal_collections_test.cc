@@ -14,8 +14,8 @@
 #include "gtest/gtest.h"
 #include "message/builders.h"
 #include "storage/tso/timestamp_allocator.h"
-#include "wal/backends/local/local_opener.h"
 #include "wal/collections/test_messages.h"
+#include "wal/testing/backend_under_test.h"
 #include "wal/testing/memory_backend.h"
 #include "wal/wal_impl.h"
 
@@ -29,7 +29,8 @@ constexpr char kPchannel[] = "kf-dml_0";
 constexpr char kVc[] = "kf-dml_0_42v1";
 constexpr char kRaw[] = "kf-dml_0_orders";
 
-enum class BackendKind { kMemory, kLocal };
+using testing::BackendKind;
+using testing::BackendUnderTest;
 
 bool IsCode(const absl::StatusOr<AppendResult>& r, StreamingCode code) {
   return !r.ok() && r.status().code() == ToStatusCode(code) && GetStreamingCode(r.status()) == code;
@@ -45,11 +46,7 @@ class WalCollectionsTest : public ::testing::TestWithParam<BackendKind> {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     tso_ = *TimestampAllocator::Open((dir_ / "tso").string(), {});
-    if (GetParam() == BackendKind::kMemory) {
-      memory_ = std::make_unique<MemoryWalBackend>(kPchannel);
-    } else {
-      opener_ = local::NewLocalOpener({.root = (dir_ / "wal").string()});
-    }
+    log_ = std::make_unique<BackendUnderTest>(GetParam(), dir_, kPchannel);
     Reopen();
   }
   void TearDown() override {
@@ -64,16 +61,12 @@ class WalCollectionsTest : public ::testing::TestWithParam<BackendKind> {
     if (wal_) wal_->Close();
     wal_.reset();
     term_ = Term(term_.value() + 1);
-    std::unique_ptr<WalBackend> backend;
-    if (memory_) {
-      backend = memory_->Reopen(term_);
-    } else {
-      backend = *opener_->Open({.pchannel = kPchannel, .term = term_});
-    }
+    auto backend = log_->Open(term_);
+    ASSERT_TRUE(backend.ok()) << backend.status();
     wal_ = std::make_unique<WalImpl>(
         WalOptions{
             .pchannel = kPchannel, .tso = tso_.get(), .recovery_scan_bytes = recovery_scan_bytes},
-        std::move(backend));
+        *std::move(backend));
     ASSERT_TRUE(wal_->Recover().ok());
   }
 
@@ -95,8 +88,7 @@ class WalCollectionsTest : public ::testing::TestWithParam<BackendKind> {
 
   std::filesystem::path dir_;
   std::unique_ptr<TimestampAllocator> tso_;
-  std::unique_ptr<MemoryWalBackend> memory_;
-  std::unique_ptr<WalOpener> opener_;
+  std::unique_ptr<BackendUnderTest> log_;
   Term term_{0};
   std::unique_ptr<WalImpl> wal_;
 };
@@ -264,8 +256,8 @@ TEST_P(WalCollectionsTest, OpenCostIsPrinted) {
     Reopen(tail);
     const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
     std::printf("open of %d x 1 KiB entries (%s backend, tail window %llu B): %.1f ms, %.0f MB/s\n",
-                kEntries + 1, memory_ ? "memory" : "local", static_cast<unsigned long long>(tail),
-                ms, kEntries * 1.1e-3 / (ms / 1e3));
+                kEntries + 1, testing::BackendName(GetParam()).c_str(),
+                static_cast<unsigned long long>(tail), ms, kEntries * 1.1e-3 / (ms / 1e3));
     EXPECT_EQ(wal_->collection_state(kVc), State::kCreated);
   }
 }
@@ -296,10 +288,9 @@ TEST(WalCollectionsDedupeTest, ARetryOfAnInFlightBroadcastWaitsForTheOriginal) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, WalCollectionsTest,
-                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal),
-                         [](const auto& info) {
-                           return info.param == BackendKind::kMemory ? "Memory" : "Local";
-                         });
+                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal,
+                                           BackendKind::kObjectStore),
+                         [](const auto& info) { return testing::BackendName(info.param); });
 
 }  // namespace
 }  // namespace kf::wal

@@ -37,8 +37,7 @@
 #include "gtest/gtest.h"
 #include "message/builders.h"
 #include "storage/tso/timestamp_allocator.h"
-#include "wal/backends/local/local_opener.h"
-#include "wal/testing/memory_backend.h"
+#include "wal/testing/backend_under_test.h"
 #include "wal/txn/txn_message.h"
 #include "wal/wal_impl.h"
 
@@ -63,7 +62,8 @@ uint64_t BaseSeed() {
   return v == nullptr || *v == '\0' ? kDefaultBaseSeed : std::strtoull(v, nullptr, 10);
 }
 
-enum class BackendKind { kMemory, kLocal };
+using testing::BackendKind;
+using testing::BackendName;
 
 // What the histories exercised, printed after each test so a reader of the log can see the
 // interesting cases actually happen.
@@ -83,8 +83,6 @@ struct Stats {
 };
 Stats g_stats;
 
-std::string BackendName(BackendKind k) { return k == BackendKind::kMemory ? "memory" : "local"; }
-
 // ---------------------------------------------------------------------------------------------
 // The system under test: a WalImpl driven without its ticker (the test calls SyncTimeTick), over
 // a backend that survives restarts (the memory log is shared with each reopened instance; the
@@ -93,28 +91,13 @@ std::string BackendName(BackendKind k) { return k == BackendKind::kMemory ? "mem
 class WalUnderTest {
  public:
   WalUnderTest(BackendKind kind, const std::filesystem::path& dir, WalOptions options)
-      : options_(std::move(options)) {
-    if (kind == BackendKind::kMemory) {
-      memory_root_ = std::make_unique<testing::MemoryWalBackend>(std::string(kPchannel));
-    } else {
-      local::LocalOpenerOptions lo;
-      lo.root = (dir / "wal").string();
-      lo.segment_bytes = 32 << 10;  // small segments: catch-up reads cross segment rolls
-      opener_ = local::NewLocalOpener(lo);
-    }
-  }
+      : options_(std::move(options)),
+        // Small segments: catch-up reads cross segment rolls.
+        log_(kind, dir, std::string(kPchannel), /*segment_bytes=*/32 << 10) {}
   ~WalUnderTest() { Close(); }
 
   absl::Status Open() {
-    std::unique_ptr<WalBackend> backend;
-    if (memory_root_ != nullptr) {
-      backend = memory_root_->Reopen(term_);
-    } else {
-      OpenOptions oo;
-      oo.pchannel = std::string(kPchannel);
-      oo.term = term_;
-      ASSIGN_OR_RETURN(backend, opener_->Open(oo));
-    }
+    ASSIGN_OR_RETURN(std::unique_ptr<WalBackend> backend, log_.Open(term_));
     wal_ = std::make_unique<WalImpl>(options_, std::move(backend));
     return wal_->Recover();
   }
@@ -135,8 +118,7 @@ class WalUnderTest {
  private:
   const WalOptions options_;
   Term term_{1};
-  std::unique_ptr<testing::MemoryWalBackend> memory_root_;
-  std::unique_ptr<WalOpener> opener_;
+  testing::BackendUnderTest log_;
   std::unique_ptr<WalImpl> wal_;
 };
 
@@ -1477,7 +1459,8 @@ TEST_P(WalModelTest, ResumingFromAnyLcmidYieldsEveryLaterCommittedDelivery) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, WalModelTest,
-                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal),
+                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal,
+                                           BackendKind::kObjectStore),
                          [](const ::testing::TestParamInfo<BackendKind>& info) {
                            return BackendName(info.param);
                          });

@@ -13,9 +13,9 @@ namespace kf::object {
 namespace {
 
 absl::Status BadUrl(std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "object store URL: ", ToAbsl(why),
-      " (use file:///ABS/DIR or s3://[ACCESS:SECRET@]HOST:PORT/BUCKET)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("object store URL: ", ToAbsl(why),
+                   " (use file:///ABS/DIR or s3://[ACCESS:SECRET@]HOST:PORT/BUCKET)"));
 }
 
 }  // namespace

@@ -10,13 +10,14 @@
 namespace kf::wal::objectstore {
 
 LogView::LogView(object::ObjectStore* store, meta::MetaStore* meta, Layout layout, bool read_only,
-                 uint64_t cache_bytes, absl::Duration poll_interval)
+                 uint64_t cache_bytes, absl::Duration poll_interval, absl::Duration request_timeout)
     : store_(store),
       meta_(meta),
       layout_(std::move(layout)),
       read_only_(read_only),
       cache_limit_(cache_bytes),
-      poll_interval_(poll_interval) {}
+      poll_interval_(poll_interval),
+      request_timeout_(request_timeout) {}
 
 size_t LogView::FindSegment(uint64_t id) const {
   auto it = std::lower_bound(segments.begin(), segments.end(), id,

@@ -7,6 +7,7 @@
 // outlive Close(); it then returns CANCELLED). The stores are borrowed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -18,6 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "storage/meta/meta_store.h"
 #include "storage/object/object_store.h"
@@ -39,12 +41,17 @@ struct SegmentView {
 class LogView {
  public:
   LogView(object::ObjectStore* store, meta::MetaStore* meta, Layout layout, bool read_only,
-          uint64_t cache_bytes, absl::Duration poll_interval);
+          uint64_t cache_bytes, absl::Duration poll_interval, absl::Duration request_timeout);
 
   object::ObjectStore* store() const { return store_; }
   const Layout& layout() const { return layout_; }
   bool read_only() const { return read_only_; }
   absl::Duration poll_interval() const { return poll_interval_; }
+  // Store requests get this long even when the caller's deadline is nearer: the caller's
+  // deadline bounds waiting for new entries, not reading durable ones.
+  absl::Time RequestDeadline(absl::Time deadline) const {
+    return std::max(deadline, absl::Now() + request_timeout_);
+  }
 
   absl::Mutex mu;
   absl::CondVar cv;  // signalled when `version` changes or on close
@@ -78,6 +85,7 @@ class LogView {
   const bool read_only_;
   const uint64_t cache_limit_;
   const absl::Duration poll_interval_;
+  const absl::Duration request_timeout_;
 
   absl::Mutex cache_mu_;
   std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const std::string>> cache_

@@ -58,11 +58,8 @@ absl::StatusOr<MessageId> ObjectBackend::Append(std::string data, AppendCallback
   if (queue_bytes_ + data.size() > options_.max_queue_bytes) {
     return absl::ResourceExhaustedError("objectstore WAL: append queue full");
   }
-  if (open_ != nullptr &&
-      (open_->builder.size() + local::kEntryOverhead + data.size() > options_.max_block_bytes ||
-       open_->builder.count() >= kMaxEntriesPerBlock)) {
-    CloseOpenBlock();
-  }
+  // The entry always goes into the open block, which closes once full: so NextId() can tell
+  // exactly which id the next Append gets.
   if (open_ == nullptr) {
     open_ = std::make_shared<Block>();
     open_->segment = segment_;
@@ -76,7 +73,13 @@ absl::StatusOr<MessageId> ObjectBackend::Append(std::string data, AppendCallback
   open_->callbacks.push_back(std::move(done));
   open_->queued_bytes += data.size();
   queue_bytes_ += data.size();
-  return IdOf(open_->segment, entry);
+  const uint64_t segment = open_->segment;
+  if (open_->builder.size() >= options_.max_block_bytes ||
+      open_->builder.count() >= kMaxEntriesPerBlock) {
+    CloseOpenBlock();
+  }
+  pinned_until_ = absl::InfinitePast();
+  return IdOf(segment, entry);
 }
 
 void ObjectBackend::CloseOpenBlock() {
@@ -114,15 +117,17 @@ ObjectBackend::BlockPtr ObjectBackend::TakeBlock(bool just_finished, bool* roll)
         *roll = true;
         return front;
       }
-    } else if (open_ != nullptr && (uploading_ == 0 || just_finished || closing_ ||
-                                    absl::Now() - open_->opened >= options_.flush_delay)) {
+    } else if (open_ != nullptr && (closing_ || absl::Now() >= pinned_until_) &&
+               (uploading_ == 0 || just_finished || closing_ ||
+                absl::Now() - open_->opened >= options_.flush_delay)) {
       CloseOpenBlock();
       continue;
     } else if (closing_ && open_ == nullptr) {
       return nullptr;
     }
     if (open_ != nullptr && queue_.empty()) {
-      work_cv_.WaitWithDeadline(&mu_, open_->opened + options_.flush_delay);
+      work_cv_.WaitWithDeadline(&mu_,
+                                std::max(open_->opened + options_.flush_delay, pinned_until_));
     } else {
       work_cv_.Wait(&mu_);
     }
@@ -346,7 +351,13 @@ absl::StatusOr<std::unique_ptr<BackendScanner>> ObjectBackend::Read(const ReadOp
       break;
     }
     case ReadOptions::Start::kLatest: {
-      const MessageId next = NextId();
+      MessageId next;
+      if (read_only_) {
+        next = NextId();
+      } else {
+        absl::MutexLock l(&mu_);
+        next = NextIdLocked();
+      }
       segment = next.segment();
       entry = next.entry();
       break;
@@ -367,14 +378,20 @@ absl::StatusOr<std::unique_ptr<BackendScanner>> ObjectBackend::Read(const ReadOp
 MessageId ObjectBackend::NextId() const {
   if (!read_only_) {
     absl::MutexLock l(&mu_);
-    if (open_ != nullptr)
-      return IdOf(open_->segment, EntryOf(open_->index, open_->builder.count()));
-    return IdOf(segment_, EntryOf(next_block_, 0));
+    // The adaptor calls Append right after: until then the open block stays open, so the id
+    // told here is the one Append assigns (the pin lapses by itself if no Append follows).
+    pinned_until_ = absl::Now() + kNextIdPin;
+    return NextIdLocked();
   }
   absl::MutexLock l(&view_->mu);
   if (view_->segments.empty()) return IdOf(view_->truncated_segments, 0);
   const SegmentView& last = view_->segments.back();
   return IdOf(last.id, last.sealed ? last.end_entry : EntryOf(last.blocks, 0));
+}
+
+MessageId ObjectBackend::NextIdLocked() const {
+  if (open_ != nullptr) return IdOf(open_->segment, EntryOf(open_->index, open_->builder.count()));
+  return IdOf(segment_, EntryOf(next_block_, 0));
 }
 
 absl::StatusOr<MessageId> ObjectBackend::TailStart(uint64_t bytes) {

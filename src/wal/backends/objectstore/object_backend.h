@@ -1,6 +1,7 @@
 // ObjectBackend: one open pchannel log in an object store (the WalBackend of NewObjectOpener).
 //
-// Writing: Append assigns the id under a lock and adds the entry to the open block. Uploader
+// Writing: Append assigns the id under a lock and adds the entry to the open block (closing it
+// once full; NextId() keeps it open for a moment, so it tells the id Append gives). Uploader
 // threads (max_parallel_uploads) close the open block by the adaptive policy of
 // ObjectOpenerOptions and PUT it with a conditional create; a PUT that keeps failing is
 // retried with backoff until upload_timeout. A completion thread takes finished blocks in
@@ -81,6 +82,10 @@ class ObjectBackend final : public WalBackend {
   absl::Status UpdateMeta(const std::function<void(kingfisher::v1::ObjectLogMeta*)>& change)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(meta_mu_);
   absl::Time RequestDeadline(absl::Time limit) const;
+  MessageId NextIdLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // How long NextId() keeps the open block from being flushed while the caller appends.
+  static constexpr absl::Duration kNextIdPin = absl::Milliseconds(5);
 
   const ObjectOpenerOptions options_;
   const Term term_;
@@ -108,6 +113,7 @@ class ObjectBackend final : public WalBackend {
   bool completing_ ABSL_GUARDED_BY(mu_) = false;  // a group is popped but not yet published
   absl::Status error_ ABSL_GUARDED_BY(mu_);       // sticky upload failure or FENCED
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  mutable absl::Time pinned_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 
   absl::Mutex close_mu_;  // serialises Close()

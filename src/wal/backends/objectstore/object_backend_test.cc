@@ -176,8 +176,8 @@ TEST(ObjectBackendTest, StoredButUnacknowledgedBlocksOfAFencedWriterFailAndAreKe
   paused.Append(old->get(), 5, "paused");
   // Wait until the blocks are stored (the answers are still held back).
   Layout layout("wal", "", kPch);
-  const std::string key = layout.BlockKey(paused.ids.back().segment(),
-                                          BlockOf(paused.ids.back().entry()));
+  const std::string key =
+      layout.BlockKey(paused.ids.back().segment(), BlockOf(paused.ids.back().entry()));
   for (absl::Time give_up = absl::Now() + absl::Seconds(10);
        !stores.base()->Head(key, absl::InfiniteFuture()).ok();) {
     ASSERT_LT(absl::Now(), give_up);

@@ -21,7 +21,8 @@ class ObjectOpener final : public WalOpener {
     Layout layout(options_.root, options_.meta_prefix, options.pchannel);
     const absl::Time deadline = absl::Now() + options_.open_timeout;
     auto view = std::make_shared<LogView>(options_.store, options_.meta, layout, options.read_only,
-                                          options_.cache_bytes, options_.poll_interval);
+                                          options_.cache_bytes, options_.poll_interval,
+                                          options_.request_timeout);
     if (options.read_only) {
       ASSIGN_OR_RETURN(VersionedMeta meta, LoadMeta(options_.meta, layout.meta_key(), deadline));
       if (meta.mod_revision == 0) {

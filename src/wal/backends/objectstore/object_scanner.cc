@@ -57,16 +57,17 @@ absl::Status ObjectScanner::Advance(absl::Time deadline) {
     refresh = true;
   }
   if (refresh) {
-    if (absl::Now() >= deadline)
-      return absl::DeadlineExceededError("objectstore WAL: no new entry");
     uint64_t before;
     {
       absl::MutexLock l(&view_->mu);
       before = view_->version;
     }
-    if (absl::Status s = view_->Refresh(deadline); !s.ok()) return s;
+    if (absl::Status s = view_->Refresh(view_->RequestDeadline(deadline)); !s.ok()) return s;
     absl::MutexLock l(&view_->mu);
     if (view_->version == before) {
+      if (absl::Now() >= deadline) {
+        return absl::DeadlineExceededError("objectstore WAL: no new entry");
+      }
       // Nothing new: wait one poll interval (or until closed) before the next probe.
       view_->cv.WaitWithDeadline(&view_->mu,
                                  std::min(deadline, absl::Now() + view_->poll_interval()));
@@ -76,7 +77,7 @@ absl::Status ObjectScanner::Advance(absl::Time deadline) {
 }
 
 absl::Status ObjectScanner::ReadBlock(uint64_t block, absl::Time deadline) {
-  auto bytes = view_->FetchBlock(segment_, block, deadline);
+  auto bytes = view_->FetchBlock(segment_, block, view_->RequestDeadline(deadline));
   if (!bytes.ok()) return bytes.status();
   BlockHeader header;
   const uint64_t segment = segment_;

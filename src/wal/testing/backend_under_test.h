@@ -1,0 +1,44 @@
+// BackendUnderTest: one pchannel log on a chosen backend that survives reopening at a higher
+// term, for the WAL suites parameterised by backend (the memory fake, the local disk backend,
+// the objectstore backend over a local object store and an embedded metadata store).
+//
+// Thread-safety: Open may be called from one thread at a time. Ownership: owns the stores;
+// backends it opened must be closed before it is destroyed.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "storage/meta/meta_store.h"
+#include "storage/object/object_store.h"
+#include "wal/backend.h"
+#include "wal/testing/memory_backend.h"
+
+namespace kf::wal::testing {
+
+enum class BackendKind { kMemory, kLocal, kObjectStore };
+
+std::string BackendName(BackendKind kind);
+
+class BackendUnderTest {
+ public:
+  // `dir` holds the log (local, objectstore); `segment_bytes` of 0 keeps the default.
+  BackendUnderTest(BackendKind kind, const std::filesystem::path& dir, std::string pchannel,
+                   uint64_t segment_bytes = 0);
+  ~BackendUnderTest();
+
+  absl::StatusOr<std::unique_ptr<WalBackend>> Open(Term term);
+  // The memory log (kMemory only), for tests that drive durability by hand.
+  MemoryWalBackend* memory() { return memory_.get(); }
+
+ private:
+  const std::string pchannel_;
+  std::unique_ptr<MemoryWalBackend> memory_;
+  std::unique_ptr<object::ObjectStore> objects_;
+  std::unique_ptr<meta::MetaStore> meta_;
+  std::unique_ptr<WalOpener> opener_;
+};
+
+}  // namespace kf::wal::testing
