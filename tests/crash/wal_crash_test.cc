@@ -1,6 +1,7 @@
 // Crash test (issue acceptance): a child process appends with 8 concurrent producers to a
-// local-disk WAL and is killed with SIGKILL at a random point; after each restart every
-// acknowledged message is read back exactly once, in timetick order, and timeticks keep
+// WAL — on the local-disk backend, and on the objectstore backend over a local object store and
+// an embedded metadata store — and is killed with SIGKILL at a random point; after each restart
+// every acknowledged message is read back exactly once, in timetick order, and timeticks keep
 // increasing across restarts. 20+ rounds over one data directory.
 //
 // The child reports an ack only after Wal::AppendSync returned OK, one line per ack on a pipe:
@@ -24,7 +25,7 @@
 #include "gtest/gtest.h"
 #include "message/message.h"
 #include "storage/tso/timestamp_allocator.h"
-#include "wal/backends/local/local_backend.h"
+#include "wal/testing/backend_under_test.h"
 #include "wal/wal.h"
 
 namespace kf {
@@ -33,20 +34,31 @@ namespace {
 constexpr char kPChannel[] = "kf-dml_0";
 constexpr int kProducers = 8;
 
+using wal::testing::BackendKind;
+
 struct Env {
   std::filesystem::path dir;
-  std::string wal_root() const { return (dir / "wal").string(); }
+  BackendKind kind;
   std::string tso_path() const { return (dir / "tso").string(); }
 };
 
-absl::StatusOr<std::unique_ptr<wal::Wal>> OpenAt(const Env& env, Term term,
-                                                 TimestampAllocator* tso) {
-  auto opener = wal::local::NewLocalOpener({.root = env.wal_root()});
-  auto backend = opener->Open({.pchannel = kPChannel, .term = term});
+// An open WAL and the stores under it (declared first: destroyed after the WAL).
+struct OpenedWal {
+  std::unique_ptr<wal::testing::BackendUnderTest> log;
+  std::unique_ptr<wal::Wal> wal;
+};
+
+absl::StatusOr<OpenedWal> OpenAt(const Env& env, Term term, TimestampAllocator* tso) {
+  OpenedWal out;
+  out.log = std::make_unique<wal::testing::BackendUnderTest>(env.kind, env.dir, kPChannel);
+  auto backend = out.log->Open(term);
   if (!backend.ok()) return backend.status();
-  return wal::OpenWal(
-      {.pchannel = kPChannel, .tso = tso, .timetick_interval = absl::Milliseconds(5)},
-      std::move(*backend));
+  auto wal =
+      wal::OpenWal({.pchannel = kPChannel, .tso = tso, .timetick_interval = absl::Milliseconds(5)},
+                   std::move(*backend));
+  if (!wal.ok()) return wal.status();
+  out.wal = *std::move(wal);
+  return out;
 }
 
 // The child: append forever from 8 threads, report every ack. Never returns.
@@ -68,7 +80,7 @@ absl::StatusOr<std::unique_ptr<wal::Wal>> OpenAt(const Env& env, Term term,
             "r" + std::to_string(round) + "p" + std::to_string(p) + "s" + std::to_string(seq);
         MutableMessage m(MessageType::kInsert, payload);
         m.set_vchannel(std::string(kPChannel) + "_crash");
-        auto r = (*wal)->AppendSync({}, std::move(m));
+        auto r = wal->wal->AppendSync({}, std::move(m));
         if (!r.ok()) _exit(5);
         std::lock_guard l(out_mu);
         std::fprintf(out, "%s %s %llu\n", payload.c_str(), r->id.ToText().c_str(),
@@ -86,10 +98,13 @@ struct Ack {
   uint64_t timetick;
 };
 
-class WalCrashTest : public ::testing::Test {
+class WalCrashTest : public ::testing::TestWithParam<BackendKind> {
  protected:
   void SetUp() override {
-    env_.dir = std::filesystem::temp_directory_path() / ("kf-crash-" + std::to_string(getpid()));
+    env_.kind = GetParam();
+    env_.dir =
+        std::filesystem::temp_directory_path() /
+        ("kf-crash-" + std::to_string(getpid()) + "-" + wal::testing::BackendName(GetParam()));
     std::filesystem::remove_all(env_.dir);
     std::filesystem::create_directories(env_.dir);
   }
@@ -97,7 +112,7 @@ class WalCrashTest : public ::testing::Test {
   Env env_;
 };
 
-TEST_F(WalCrashTest, EveryAcknowledgedAppendSurvivesSigkillExactlyOnce) {
+TEST_P(WalCrashTest, EveryAcknowledgedAppendSurvivesSigkillExactlyOnce) {
   std::mt19937 rng(testing::UnitTest::GetInstance()->random_seed());
   std::map<std::string, Ack> acked;  // payload -> ack, over all rounds
   uint64_t last_round_max_tt = 0;
@@ -145,9 +160,10 @@ TEST_F(WalCrashTest, EveryAcknowledgedAppendSurvivesSigkillExactlyOnce) {
     // Restart: reopen at a higher term (as a new owner would) and read everything back.
     auto tso = TimestampAllocator::Open(env_.tso_path(), {});
     ASSERT_TRUE(tso.ok());
-    auto wal = OpenAt(env_, Term(2 * round + 2), tso->get());
-    ASSERT_TRUE(wal.ok()) << wal.status();
-    auto scanner = (*wal)->Read({});
+    auto opened = OpenAt(env_, Term(2 * round + 2), tso->get());
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    wal::Wal* wal = opened->wal.get();
+    auto scanner = wal->Read({});
     ASSERT_TRUE(scanner.ok());
     std::map<std::string, int> seen;
     uint64_t prev_tt = 0;
@@ -177,16 +193,20 @@ TEST_F(WalCrashTest, EveryAcknowledgedAppendSurvivesSigkillExactlyOnce) {
     // A fresh append after the restart gets a timetick above everything before the crash.
     MutableMessage m(MessageType::kInsert, "probe" + std::to_string(round));
     m.set_vchannel(std::string(kPChannel) + "_crash");
-    auto probe = (*wal)->AppendSync({}, std::move(m));
+    auto probe = wal->AppendSync({}, std::move(m));
     ASSERT_TRUE(probe.ok()) << probe.status();
     EXPECT_GT(probe->timetick.value(), prev_tt);
     acked.emplace("probe" + std::to_string(round),
                   Ack{probe->id.ToText(), probe->timetick.value()});
-    (*wal)->Close();
+    wal->Close();
     if (HasFatalFailure() || HasNonfatalFailure()) return;
   }
   EXPECT_GT(acked.size(), static_cast<size_t>(kRounds));
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, WalCrashTest,
+                         ::testing::Values(BackendKind::kLocal, BackendKind::kObjectStore),
+                         [](const auto& info) { return wal::testing::BackendName(info.param); });
 
 }  // namespace
 }  // namespace kf
