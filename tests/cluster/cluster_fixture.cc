@@ -135,6 +135,10 @@ void ClusterTest::SetUp() {
   for (int id = 1; id <= kNodes; ++id) {
     std::vector<std::string> args = common;
     args.insert(args.end(), {"--node-id", std::to_string(id), "--drain-timeout", "10"});
+    if (WalBackend() != "local") {
+      args.insert(args.end(), {"--wal-backend", WalBackend(), "--object-store",
+                               "file://" + dir_.path() + "/objects"});
+    }
     nodes_[id] = std::make_unique<ServerProcess>(
         ServerProcess::Options{.data_dir = dir_.path() + "/data",
                                .extra_args = args,

@@ -83,6 +83,9 @@ class Load {
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override;
+  // The nodes' WAL backend: "local" (their shared data dir) or "objectstore" (a local object
+  // store in the test's dir, the segment metadata in etcd).
+  virtual std::string WalBackend() const { return "local"; }
 
   // A client of the coordinator's endpoint with a generous append timeout.
   std::unique_ptr<kingfisher::Client> Connect(absl::Duration attempt_timeout = absl::Seconds(10),
@@ -110,6 +113,12 @@ class ClusterTest : public ::testing::Test {
   std::unique_ptr<testing::ServerProcess> coord_;
   std::map<int, std::unique_ptr<testing::ServerProcess>> nodes_;
   std::unique_ptr<kingfisher::Client> client_;
+};
+
+// ClusterTest on the WAL backend the test parameter names.
+class ClusterBackendTest : public ClusterTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  std::string WalBackend() const override { return GetParam(); }
 };
 
 // Every acknowledged append of `ops` is in `log` exactly once, a failed one at most once, and

@@ -21,7 +21,7 @@
 namespace kf::cluster_testing {
 namespace {
 
-TEST_F(ClusterTest, KillNodeUnderLoad) {
+TEST_P(ClusterBackendTest, KillNodeUnderLoad) {
   const auto before = Owners();
   const auto [victim, old_term] = before.at(PChannel(0));
   ASSERT_GT(victim, 0);
@@ -148,6 +148,9 @@ TEST_F(ClusterTest, KillNodeUnderLoad) {
     EXPECT_TRUE(tailed_set.contains(payload)) << "the tailing consumer missed " << payload;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, ClusterBackendTest, ::testing::Values("local", "objectstore"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace kf::cluster_testing

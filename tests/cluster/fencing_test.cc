@@ -115,7 +115,7 @@ bool IsOwnershipRejection(const absl::Status& s) {
          c == StreamingCode::kChannelNotExist;
 }
 
-TEST_F(ClusterTest, FencingWithSigstop) {
+TEST_P(ClusterBackendTest, FencingWithSigstop) {
   const auto [victim, old_term] = Owners().at(PChannel(0));
   ASSERT_GT(victim, 0);
   testing::ServerProcess& old_node = *nodes_.at(victim);
@@ -213,6 +213,9 @@ TEST_F(ClusterTest, FencingWithSigstop) {
   EXPECT_GT(old_term_messages, 0u);
   EXPECT_GT(newer_messages, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, ClusterBackendTest, ::testing::Values("local", "objectstore"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace kf::cluster_testing
