@@ -89,4 +89,24 @@ absl::Status DecodeBlock(std::string_view bytes, uint64_t segment, uint64_t bloc
   return local::ForEachEntry(batch, bytes.substr(local::kBatchHeaderSize), entry);
 }
 
+absl::StatusOr<std::vector<std::string_view>> SplitMerged(std::string_view bytes, uint64_t count,
+                                                          std::string_view what) {
+  std::vector<std::string_view> out;
+  while (!bytes.empty() && out.size() < count) {
+    local::BatchHeader batch;
+    if (bytes.size() < kBlockHeaderSize + local::kBatchHeaderSize ||
+        !local::ParseBatchHeader(bytes.data() + kBlockHeaderSize, &batch) ||
+        bytes.size() < kBlockHeaderSize + batch.total_size()) {
+      return Corrupt(what, absl::StrCat("compacted block ", out.size(), " is cut short"));
+    }
+    const size_t size = kBlockHeaderSize + batch.total_size();
+    out.push_back(bytes.substr(0, size));
+    bytes.remove_prefix(size);
+  }
+  if (out.size() != count || !bytes.empty()) {
+    return Corrupt(what, absl::StrCat("holds ", out.size(), " blocks, expected ", count));
+  }
+  return out;
+}
+
 }  // namespace kf::wal::objectstore

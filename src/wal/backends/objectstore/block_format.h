@@ -13,8 +13,10 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/strong_id.h"
 #include "wal/backends/local/batch_format.h"
 
@@ -58,5 +60,11 @@ std::string EncodeFenceBlock(Term term, uint64_t segment, uint64_t block);
 absl::Status DecodeBlock(std::string_view bytes, uint64_t segment, uint64_t block,
                          std::string_view what, BlockHeader* header,
                          const std::function<void(uint64_t, std::string_view)>& entry);
+
+// Splits a compacted object (the concatenation of `count` data blocks) into its blocks, by
+// their batch lengths; DATA_LOSS naming `what` when the lengths do not add up. Each piece is
+// then verified by DecodeBlock.
+absl::StatusOr<std::vector<std::string_view>> SplitMerged(std::string_view bytes, uint64_t count,
+                                                          std::string_view what);
 
 }  // namespace kf::wal::objectstore

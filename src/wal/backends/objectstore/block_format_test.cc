@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "wal/backends/objectstore/block_fuzz_body.h"
+#include "wal/backends/objectstore/compactor.h"
 #include "wal/backends/objectstore/layout.h"
 
 namespace kf::wal::objectstore {
@@ -61,6 +62,31 @@ TEST(BlockFormatTest, TruncationsAndBitFlipsAreDataLoss) {
     bad[i / 8] ^= static_cast<char>(1 << (i % 8));
     EXPECT_TRUE(absl::IsDataLoss(DecodeBlock(bad, 0, 1, "k", &h, ignore))) << i;
   }
+}
+
+TEST(BlockFormatTest, CompactedObjectsSplitIntoTheirBlocks) {
+  const std::string a = DataBlock(1, 4, {"x"}), b = DataBlock(1, 5, {"yy", "zzz"});
+  const std::string ab = a + b;  // the parts are views into it
+  auto parts = SplitMerged(ab, 2, "m");
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  EXPECT_EQ((*parts)[0], a);
+  EXPECT_EQ((*parts)[1], b);
+  EXPECT_TRUE(absl::IsDataLoss(SplitMerged(ab, 3, "m").status()));
+  EXPECT_TRUE(absl::IsDataLoss(SplitMerged(a + b + "!", 2, "m").status()));
+  EXPECT_TRUE(absl::IsDataLoss(SplitMerged((a + b).substr(0, a.size() + 10), 2, "m").status()));
+}
+
+TEST(BlockFormatTest, CompactionPlansRunsOfAtLeastTwoBlocksUpToTheTarget) {
+  using Runs = std::vector<std::pair<uint64_t, uint64_t>>;
+  auto plan = [](std::vector<uint64_t> sizes, uint64_t target) {
+    Runs out;
+    for (const MergedRun& r : PlanCompaction(sizes, target)) out.emplace_back(r.first, r.end);
+    return out;
+  };
+  EXPECT_EQ(plan({10, 10, 10, 10}, 100), (Runs{{0, 4}}));
+  EXPECT_EQ(plan({10, 10, 10, 10}, 20), (Runs{{0, 2}, {2, 4}}));
+  EXPECT_EQ(plan({10, 50, 10, 10}, 20), (Runs{{2, 4}}));  // a big block stays alone
+  EXPECT_EQ(plan({10}, 100), Runs{});
 }
 
 TEST(BlockFuzz, SeedsAndMutationsKeepTheInvariants) {

@@ -44,6 +44,10 @@ std::string Layout::BlockKey(uint64_t segment, uint64_t block) const {
   return absl::StrCat(SegmentPrefix(segment), Digits(block));
 }
 
+std::string Layout::MergedKey(uint64_t segment, uint64_t first, uint64_t end) const {
+  return absl::StrCat(SegmentPrefix(segment), "m", Digits(first), "-", Digits(end));
+}
+
 std::optional<uint64_t> Layout::BlockOfKey(uint64_t segment, std::string_view key) const {
   const std::string prefix = SegmentPrefix(segment);
   if (!key.starts_with(prefix)) return std::nullopt;

@@ -1,5 +1,6 @@
 // Names and ids of the objectstore WAL backend (docs/objectstore-wal.md):
 //   <root>/<pchannel>/<segment:020>/<block:020>   block objects (data or fence)
+//   <root>/<pchannel>/<segment:020>/m<first:020>-<end:020>   compacted blocks [first, end)
 //   <meta_prefix><pchannel>                       the log's ObjectLogMeta in the metadata store
 //
 // An entry's id is (segment, block << kEntryBits | index in block): the object holding any id
@@ -39,6 +40,8 @@ class Layout {
   const std::string& log_prefix() const { return log_prefix_; }
   std::string SegmentPrefix(uint64_t segment) const;  // ends with '/'
   std::string BlockKey(uint64_t segment, uint64_t block) const;
+  // The compacted object of blocks [first, end): "<segment prefix>m<first:020>-<end:020>".
+  std::string MergedKey(uint64_t segment, uint64_t first, uint64_t end) const;
   // The block index of a key under SegmentPrefix(segment); nullopt for any other key.
   std::optional<uint64_t> BlockOfKey(uint64_t segment, std::string_view key) const;
   // The segment id of a key under log_prefix(); nullopt for any other key.

@@ -19,6 +19,23 @@ LogView::LogView(object::ObjectStore* store, meta::MetaStore* meta, Layout layou
       poll_interval_(poll_interval),
       request_timeout_(request_timeout) {}
 
+const MergedRun* SegmentView::MergedAt(uint64_t block) const {
+  for (const MergedRun& r : merged) {
+    if (block >= r.first && block < r.end) return &r;
+  }
+  return nullptr;
+}
+
+SegmentView ViewOf(const kingfisher::v1::ObjectLogSegment& s) {
+  SegmentView v{.id = s.id(),
+                .sealed = s.sealed(),
+                .blocks = s.blocks(),
+                .end_entry = s.end_entry(),
+                .bytes = s.bytes()};
+  for (const auto& m : s.merged()) v.merged.push_back({m.first_block(), m.end_block()});
+  return v;
+}
+
 size_t LogView::FindSegment(uint64_t id) const {
   auto it = std::lower_bound(segments.begin(), segments.end(), id,
                              [](const SegmentView& s, uint64_t v) { return s.id < v; });
@@ -35,17 +52,15 @@ absl::StatusOr<std::shared_ptr<const std::string>> LogView::FetchBlock(uint64_t 
   const std::string key = layout_.BlockKey(segment, block);
   auto got = RetryUnavailable(deadline,
                               [&] { return store_->Get(key, object::ByteRange::All(), deadline); });
-  if (absl::IsNotFound(got.status())) {
-    absl::MutexLock l(&mu);
-    if (segment < truncated_segments) {
-      return absl::NotFoundError(absl::StrCat("objectstore WAL ", layout_.pchannel(), ": segment ",
-                                              segment, " was truncated"));
-    }
-    return StreamingError(StreamingCode::kDataLoss,
-                          absl::StrCat("objectstore WAL: durable block ", key, " is missing"));
-  }
   if (!got.ok()) return got.status();
   return std::make_shared<const std::string>(*std::move(got));
+}
+
+absl::StatusOr<std::string> LogView::FetchMerged(uint64_t segment, const MergedRun& run,
+                                                 absl::Time deadline) {
+  const std::string key = layout_.MergedKey(segment, run.first, run.end);
+  return RetryUnavailable(deadline,
+                          [&] { return store_->Get(key, object::ByteRange::All(), deadline); });
 }
 
 void LogView::CacheBlock(uint64_t segment, uint64_t block,
@@ -71,11 +86,7 @@ absl::Status LogView::Refresh(absl::Time deadline) {
   {
     absl::MutexLock l(&mu);
     for (const auto& s : loaded->meta.segments()) {
-      SegmentView v{.id = s.id(),
-                    .sealed = s.sealed(),
-                    .blocks = s.blocks(),
-                    .end_entry = s.end_entry(),
-                    .bytes = s.bytes()};
+      SegmentView v = ViewOf(s);
       if (!v.sealed) {  // keep what earlier probes found
         if (size_t i = FindSegment(v.id); i < segments.size() && segments[i].id == v.id) {
           v = segments[i];
@@ -101,7 +112,8 @@ absl::Status LogView::Refresh(absl::Time deadline) {
   }
   absl::MutexLock l(&mu);
   auto same = [](const SegmentView& a, const SegmentView& b) {
-    return a.id == b.id && a.sealed == b.sealed && a.blocks == b.blocks;
+    return a.id == b.id && a.sealed == b.sealed && a.blocks == b.blocks &&
+           a.merged.size() == b.merged.size();
   };
   if (next.size() != segments.size() ||
       !std::equal(next.begin(), next.end(), segments.begin(), same) ||

@@ -21,11 +21,18 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "kingfisher/v1/wal_meta.pb.h"
 #include "storage/meta/meta_store.h"
 #include "storage/object/object_store.h"
 #include "wal/backends/objectstore/layout.h"
 
 namespace kf::wal::objectstore {
+
+// Blocks [first, end) of a sealed segment, stored as one compacted object.
+struct MergedRun {
+  uint64_t first = 0;
+  uint64_t end = 0;
+};
 
 struct SegmentView {
   uint64_t id = 0;
@@ -36,7 +43,14 @@ struct SegmentView {
   // Sizes of the durable blocks when known (recovered or written by this process), else
   // empty: TailStart lists the segment.
   std::vector<uint64_t> block_bytes;
+  std::vector<MergedRun> merged;  // in block order
+
+  // The compacted run holding `block`, or null.
+  const MergedRun* MergedAt(uint64_t block) const;
 };
+
+// The view of a segment as the metadata records it.
+SegmentView ViewOf(const kingfisher::v1::ObjectLogSegment& segment);
 
 class LogView {
  public:
@@ -68,10 +82,12 @@ class LogView {
   }
 
   // The bytes of a durable block: from the cache, else fetched (retrying UNAVAILABLE until
-  // `deadline`). NOT_FOUND when its segment was truncated meanwhile, DATA_LOSS when a block
-  // the log says is durable is missing.
+  // `deadline`). NOT_FOUND when missing: truncated or compacted meanwhile, or lost.
   absl::StatusOr<std::shared_ptr<const std::string>> FetchBlock(uint64_t segment, uint64_t block,
                                                                 absl::Time deadline);
+  // A compacted object, fetched (retrying UNAVAILABLE until `deadline`); NOT_FOUND when missing.
+  absl::StatusOr<std::string> FetchMerged(uint64_t segment, const MergedRun& run,
+                                          absl::Time deadline);
   void CacheBlock(uint64_t segment, uint64_t block, std::shared_ptr<const std::string> bytes);
 
   // Read-only views: re-reads the metadata and probes the open segments for new blocks; bumps

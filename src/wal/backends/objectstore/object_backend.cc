@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
+#include "wal/backends/objectstore/compactor.h"
 #include "wal/backends/objectstore/object_scanner.h"
 
 namespace kf::wal::objectstore {
@@ -33,6 +34,7 @@ ObjectBackend::ObjectBackend(const ObjectOpenerOptions& options, Term term,
     uploaders_.emplace_back([this] { UploadLoop(); });
   }
   completer_ = std::jthread([this] { CompletionLoop(); });
+  compactor_ = std::jthread([this] { CompactorLoop(); });
 }
 
 ObjectBackend::~ObjectBackend() { (void)Close(); }
@@ -214,11 +216,90 @@ absl::Status ObjectBackend::Roll(uint64_t segment) {
     open->set_created_unix_micros(absl::ToUnixMicros(absl::Now()));
     m->set_next_segment(segment + 1);
   }));
-  absl::MutexLock v(&view_->mu);
-  view_->segments.back().sealed = true;
-  view_->segments.push_back(SegmentView{.id = segment});
-  view_->Changed();
+  {
+    absl::MutexLock v(&view_->mu);
+    view_->segments.back().sealed = true;
+    view_->segments.push_back(SegmentView{.id = segment});
+    view_->Changed();
+  }
+  if (options_.compact_below_bytes > 0 && sealed.blocks >= 2 &&
+      sealed.bytes / sealed.blocks < options_.compact_below_bytes) {
+    absl::MutexLock m(&mu_);
+    compact_queue_.push_back(sealed.id);
+  }
   return absl::OkStatus();
+}
+
+void ObjectBackend::CompactorLoop() {
+  for (;;) {
+    uint64_t segment;
+    {
+      absl::MutexLock l(&mu_);
+      auto ready = [this] { return closing_ || !compact_queue_.empty(); };
+      mu_.Await(absl::Condition(&ready));
+      if (closing_) return;
+      segment = compact_queue_.front();
+      compact_queue_.pop_front();
+    }
+    Compact(segment);
+  }
+}
+
+void ObjectBackend::Compact(uint64_t segment) {
+  std::vector<uint64_t> sizes;
+  {
+    absl::MutexLock l(&view_->mu);
+    const size_t i = view_->FindSegment(segment);
+    if (i == view_->segments.size() || view_->segments[i].id != segment) return;  // truncated
+    sizes = view_->segments[i].block_bytes;
+  }
+  const std::vector<MergedRun> runs = PlanCompaction(sizes, options_.merged_object_bytes);
+  if (runs.empty()) return;
+  const absl::Time deadline = absl::Now() + options_.upload_timeout;
+  auto fail = [&](const absl::Status& s) {
+    spdlog::warn("objectstore WAL {}: compaction of segment {} skipped: {}", pchannel(), segment,
+                 s.ToString());
+  };
+  for (const MergedRun& run : runs) {
+    if (absl::Status s = WriteMerged(view_.get(), segment, run, deadline); !s.ok()) {
+      return fail(s);
+    }
+  }
+  bool present = false;
+  {
+    absl::MutexLock l(&meta_mu_);
+    absl::Status s = UpdateMeta([&](kingfisher::v1::ObjectLogMeta* m) {
+      for (auto& seg : *m->mutable_segments()) {
+        if (seg.id() != segment) continue;
+        present = true;
+        seg.clear_merged();
+        for (const MergedRun& r : runs) {
+          auto* merged = seg.add_merged();
+          merged->set_first_block(r.first);
+          merged->set_end_block(r.end);
+        }
+      }
+    });
+    if (!s.ok()) return fail(s);
+  }
+  if (!present) return;  // truncated meanwhile: the truncation deletes the whole prefix
+  {
+    absl::MutexLock l(&view_->mu);
+    const size_t i = view_->FindSegment(segment);
+    if (i < view_->segments.size() && view_->segments[i].id == segment) {
+      view_->segments[i].merged = runs;
+      view_->Changed();
+    }
+  }
+  // Readers that still go for a block find it missing, look again and read the merged object.
+  for (const MergedRun& run : runs) {
+    for (uint64_t b = run.first; b < run.end; ++b) {
+      const std::string key = view_->layout().BlockKey(segment, b);
+      absl::Status s = RetryUnavailable(
+          deadline, [&] { return options_.store->Delete(key, RequestDeadline(deadline)); });
+      if (!s.ok()) return fail(s);
+    }
+  }
 }
 
 absl::Status ObjectBackend::UpdateMeta(
@@ -333,6 +414,7 @@ absl::Status ObjectBackend::Close() {
     }
   }
   completer_ = std::jthread();  // joins: every block completed
+  compactor_ = std::jthread();
   uploaders_.clear();
   absl::MutexLock v(&view_->mu);
   if (!view_->closed) {

@@ -13,6 +13,7 @@
 //
 // Thread-safety: thread-safe. Callbacks run on the completion thread without locks held; they
 // must be cheap and must not call Close().
+// Sealed segments of small blocks are compacted by a background thread (compactor.h).
 // Ownership: owns its threads; scanners share the LogView and may outlive it.
 #pragma once
 
@@ -81,6 +82,9 @@ class ObjectBackend final : public WalBackend {
   // Writes `next` over meta_ by CAS; a conflict is FENCED if another writer opened the log.
   absl::Status UpdateMeta(const std::function<void(kingfisher::v1::ObjectLogMeta*)>& change)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(meta_mu_);
+  void CompactorLoop();
+  // Compacts sealed segment `segment`; failures are logged and leave it as it was.
+  void Compact(uint64_t segment);
   absl::Time RequestDeadline(absl::Time limit) const;
   MessageId NextIdLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -114,9 +118,11 @@ class ObjectBackend final : public WalBackend {
   absl::Status error_ ABSL_GUARDED_BY(mu_);       // sticky upload failure or FENCED
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   mutable absl::Time pinned_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::deque<uint64_t> compact_queue_ ABSL_GUARDED_BY(mu_);  // sealed segments to compact
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 
   absl::Mutex close_mu_;  // serialises Close()
+  std::jthread compactor_;
   std::jthread completer_;
   std::vector<std::jthread> uploaders_;
 };

@@ -274,6 +274,58 @@ TEST(ObjectBackendTest, SegmentsRollAndRecoveryReadsOnlyTheOpenSegment) {
   EXPECT_EQ(e->id, ids[31]);
 }
 
+TEST(ObjectBackendTest, SealedSegmentsOfSmallBlocksAreCompactedAndStayReadable) {
+  Stores stores;
+  auto o = stores.Options();
+  o.segment_bytes = 600;  // ~8 blocks of one entry per segment
+  auto opener = NewObjectOpener(o);
+  auto b = opener->Open(Writer(kPch, 1));
+  ASSERT_TRUE(b.ok()) << b.status();
+  std::vector<MessageId> ids;
+  for (int i = 0; i < 30; ++i) ids.push_back(*AppendSync(b->get(), absl::StrCat("c", i)));
+  const uint64_t first = ids.front().segment();
+  ASSERT_GT(ids.back().segment(), first + 1);
+  // The compactor runs in the background: wait until the metadata lists the first segment's run.
+  const std::string meta_key = "kf/wal/objectstore/kf-dml_0";
+  for (absl::Time give_up = absl::Now() + absl::Seconds(20);;) {
+    auto meta = LoadMeta(stores.meta(), meta_key, absl::InfiniteFuture());
+    ASSERT_TRUE(meta.ok());
+    if (meta->meta.segments(0).merged_size() > 0) break;
+    ASSERT_LT(absl::Now(), give_up) << "segment " << first << " not compacted";
+    absl::SleepFor(absl::Milliseconds(5));  // polling the metadata store
+  }
+  Layout layout("wal", "", kPch);
+  // The small blocks go after the metadata change: wait for the last of them to be deleted.
+  for (absl::Time give_up = absl::Now() + absl::Seconds(20);;) {
+    auto listed = stores.base()->List(layout.SegmentPrefix(first), "", 100, absl::InfiniteFuture());
+    ASSERT_TRUE(listed.ok());
+    bool only_merged = true;
+    for (const auto& obj : listed->objects) {
+      only_merged = only_merged && obj.key.substr(layout.SegmentPrefix(first).size(), 1) == "m";
+    }
+    if (only_merged && !listed->objects.empty()) break;
+    ASSERT_LT(absl::Now(), give_up);
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  auto check = [&](WalBackend* backend) {
+    auto all = ReadAll(backend);
+    ASSERT_TRUE(all.ok()) << all.status();
+    ASSERT_EQ(all->size(), 30u);
+    for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ((*all)[i].id, ids[i]);
+    // From the middle of a compacted run.
+    auto scanner = backend->Read({.start = ReadOptions::Start::kFrom, .id = ids[2]});
+    ASSERT_TRUE(scanner.ok());
+    auto e = (*scanner)->Next(absl::Now() + absl::Seconds(5));
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(e->data, "c2");
+  };
+  check(b->get());
+  ASSERT_TRUE((*b)->Close().ok());
+  auto reopened = opener->Open(Writer(kPch, 2));
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  check(reopened->get());
+}
+
 TEST(ObjectBackendTest, TruncateDeletesWholeSegmentsBelowThePoint) {
   Stores stores;
   auto o = stores.Options();

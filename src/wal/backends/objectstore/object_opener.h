@@ -45,6 +45,11 @@ struct ObjectOpenerOptions {
   absl::Duration upload_timeout = absl::Seconds(60);
   absl::Duration open_timeout = absl::Seconds(30);  // recovery on Open
 
+  // A segment this writer sealed whose blocks average below compact_below_bytes is compacted:
+  // runs of its blocks become objects of up to merged_object_bytes. 0 turns compaction off.
+  uint64_t compact_below_bytes = 1ull << 20;
+  uint64_t merged_object_bytes = 16ull << 20;
+
   uint64_t cache_bytes = 32ull << 20;  // recently written blocks kept for readers
   absl::Duration poll_interval = absl::Milliseconds(20);  // read-only readers at the end
 };

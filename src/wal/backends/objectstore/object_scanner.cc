@@ -1,6 +1,11 @@
 #include "wal/backends/objectstore/object_scanner.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "wal/backends/objectstore/block_format.h"
 
 namespace kf::wal::objectstore {
@@ -33,8 +38,10 @@ absl::Status ObjectScanner::Advance(absl::Time deadline) {
       }
       if (block_ < seg.blocks) {
         const uint64_t block = block_;
+        const MergedRun* run = seg.MergedAt(block);
+        const std::optional<MergedRun> merged = run ? std::optional(*run) : std::nullopt;
         view_->mu.Unlock();
-        absl::Status s = ReadBlock(block, deadline);
+        absl::Status s = merged ? ReadMerged(*merged, deadline) : ReadBlock(block, deadline);
         view_->mu.Lock();
         return s;
       }
@@ -78,23 +85,62 @@ absl::Status ObjectScanner::Advance(absl::Time deadline) {
 
 absl::Status ObjectScanner::ReadBlock(uint64_t block, absl::Time deadline) {
   auto bytes = view_->FetchBlock(segment_, block, view_->RequestDeadline(deadline));
-  if (!bytes.ok()) return bytes.status();
-  BlockHeader header;
-  const uint64_t segment = segment_;
-  absl::Status s = DecodeBlock(**bytes, segment, block, view_->layout().BlockKey(segment, block),
-                               &header, [&](uint64_t entry, std::string_view data) {
-                                 if (entry >= skip_below_) {
-                                   ready_.push_back(Entry{IdOf(segment, entry), std::string(data)});
-                                 }
-                               });
-  if (!s.ok()) return s;
-  if (header.kind != BlockKind::kData) {
-    return absl::DataLossError(absl::StrCat("objectstore WAL: durable block ",
-                                            view_->layout().BlockKey(segment, block),
-                                            " is a fence block"));
+  if (absl::IsNotFound(bytes.status())) {
+    return Missing(block, view_->layout().BlockKey(segment_, block), deadline);
   }
+  if (!bytes.ok()) return bytes.status();
+  RETURN_IF_ERROR(Decode(**bytes, block));
   block_ = block + 1;
   return absl::OkStatus();
+}
+
+absl::Status ObjectScanner::ReadMerged(const MergedRun& run, absl::Time deadline) {
+  const std::string key = view_->layout().MergedKey(segment_, run.first, run.end);
+  auto bytes = view_->FetchMerged(segment_, run, view_->RequestDeadline(deadline));
+  if (absl::IsNotFound(bytes.status())) return Missing(run.first, key, deadline);
+  if (!bytes.ok()) return bytes.status();
+  ASSIGN_OR_RETURN(auto blocks, SplitMerged(*bytes, run.end - run.first, key));
+  for (uint64_t b = std::max(block_, run.first); b < run.end; ++b) {
+    RETURN_IF_ERROR(Decode(blocks[b - run.first], b));
+  }
+  block_ = run.end;
+  return absl::OkStatus();
+}
+
+absl::Status ObjectScanner::Decode(std::string_view bytes, uint64_t block) {
+  BlockHeader header;
+  const uint64_t segment = segment_;
+  const std::string key = view_->layout().BlockKey(segment, block);
+  RETURN_IF_ERROR(
+      DecodeBlock(bytes, segment, block, key, &header, [&](uint64_t entry, std::string_view data) {
+        if (entry >= skip_below_) {
+          ready_.push_back(Entry{IdOf(segment, entry), std::string(data)});
+        }
+      }));
+  if (header.kind != BlockKind::kData) {
+    return StreamingError(StreamingCode::kDataLoss,
+                          absl::StrCat("objectstore WAL: durable block ", key, " is a fence"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ObjectScanner::Missing(uint64_t block, const std::string& key, absl::Time deadline) {
+  if (view_->read_only()) RETURN_IF_ERROR(view_->Refresh(view_->RequestDeadline(deadline)));
+  absl::MutexLock l(&view_->mu);
+  if (segment_ < view_->truncated_segments) {
+    return absl::NotFoundError(absl::StrCat("objectstore WAL ", view_->layout().pchannel(),
+                                            ": segment ", segment_, " was truncated"));
+  }
+  const size_t i = view_->FindSegment(segment_);
+  if (i < view_->segments.size() && view_->segments[i].id == segment_) {
+    const MergedRun* run = view_->segments[i].MergedAt(block);
+    // Compacted after we looked: read the compacted object instead (unless that is missing).
+    if (run != nullptr && key != view_->layout().MergedKey(segment_, run->first, run->end)) {
+      return absl::OkStatus();
+    }
+  }
+  return StreamingError(StreamingCode::kDataLoss,
+                        absl::StrCat("objectstore WAL: durable object ", key, " is missing"));
 }
 
 }  // namespace kf::wal::objectstore

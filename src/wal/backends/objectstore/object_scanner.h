@@ -31,6 +31,12 @@ class ObjectScanner final : public BackendScanner {
   // was made (ready_ may still be empty, e.g. after a segment change).
   absl::Status Advance(absl::Time deadline);
   absl::Status ReadBlock(uint64_t block, absl::Time deadline);
+  absl::Status ReadMerged(const MergedRun& run, absl::Time deadline);
+  // Queues the entries of the verified block `bytes` at `block` of segment_.
+  absl::Status Decode(std::string_view bytes, uint64_t block);
+  // After a durable object came back NOT_FOUND: OK when it was compacted meanwhile (the caller
+  // reads again), NOT_FOUND when truncated, else DATA_LOSS.
+  absl::Status Missing(uint64_t block, const std::string& key, absl::Time deadline);
 
   std::shared_ptr<LogView> view_;
   uint64_t segment_;

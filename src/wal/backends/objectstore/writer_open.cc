@@ -117,11 +117,7 @@ absl::StatusOr<RecoveredLog> OpenForWrite(object::ObjectStore* store, meta::Meta
   kingfisher::v1::ObjectLogMeta next = claimed.meta;
   for (auto& seg : *next.mutable_segments()) {
     if (seg.sealed()) {
-      out.segments.push_back(SegmentView{.id = seg.id(),
-                                         .sealed = true,
-                                         .blocks = seg.blocks(),
-                                         .end_entry = seg.end_entry(),
-                                         .bytes = seg.bytes()});
+      out.segments.push_back(ViewOf(seg));
       continue;
     }
     ASSIGN_OR_RETURN(SegmentView view,
