@@ -230,7 +230,46 @@ absl::Status ObjectBackend::Roll(uint64_t segment) {
   return absl::OkStatus();
 }
 
+absl::Status ObjectBackend::DeleteSegmentObjects(uint64_t segment, absl::Time deadline) {
+  const std::string prefix = view_->layout().SegmentPrefix(segment);
+  for (;;) {
+    auto page = RetryUnavailable(deadline, [&] {
+      return options_.store->List(prefix, "", 1000, RequestDeadline(deadline));
+    });
+    if (!page.ok()) return page.status();
+    for (const auto& o : page->objects) {
+      RETURN_IF_ERROR(RetryUnavailable(
+          deadline, [&] { return options_.store->Delete(o.key, RequestDeadline(deadline)); }));
+    }
+    if (!page->truncated) return absl::OkStatus();
+  }
+}
+
+void ObjectBackend::CollectGarbage() {
+  uint64_t below;
+  {
+    absl::MutexLock l(&view_->mu);
+    below = view_->truncated_segments;
+  }
+  const absl::Time deadline = absl::Now() + options_.upload_timeout;
+  for (;;) {
+    auto first =
+        options_.store->List(view_->layout().log_prefix(), "", 1, RequestDeadline(deadline));
+    if (!first.ok() || first->objects.empty()) return;
+    const auto segment = view_->layout().SegmentOfKey(first->objects[0].key);
+    if (!segment || *segment >= below) return;
+    if (absl::Status s = DeleteSegmentObjects(*segment, deadline); !s.ok()) {
+      spdlog::warn("objectstore WAL {}: deleting truncated segment {} failed: {}", pchannel(),
+                   *segment, s.ToString());
+      return;
+    }
+    spdlog::info("objectstore WAL {}: deleted the objects of truncated segment {}", pchannel(),
+                 *segment);
+  }
+}
+
 void ObjectBackend::CompactorLoop() {
+  CollectGarbage();
   for (;;) {
     uint64_t segment;
     {
@@ -529,22 +568,10 @@ absl::Status ObjectBackend::Truncate(const MessageId& id) {
                           view_->segments.begin() + view_->FindSegment(removed.back() + 1));
     view_->Changed();
   }
-  // The objects go last: a crash before this leaves garbage, never a listed segment without data.
+  // The objects go last: a crash before this leaves garbage (CollectGarbage removes it on the
+  // next open), never a listed segment without data.
   const absl::Time deadline = absl::Now() + options_.upload_timeout;
-  for (uint64_t segment : removed) {
-    const std::string prefix = view_->layout().SegmentPrefix(segment);
-    for (;;) {
-      auto page = RetryUnavailable(deadline, [&] {
-        return options_.store->List(prefix, "", 1000, RequestDeadline(deadline));
-      });
-      if (!page.ok()) return page.status();
-      for (const auto& o : page->objects) {
-        RETURN_IF_ERROR(RetryUnavailable(
-            deadline, [&] { return options_.store->Delete(o.key, RequestDeadline(deadline)); }));
-      }
-      if (!page->truncated) break;
-    }
-  }
+  for (uint64_t segment : removed) RETURN_IF_ERROR(DeleteSegmentObjects(segment, deadline));
   return absl::OkStatus();
 }
 

@@ -13,7 +13,8 @@
 //
 // Thread-safety: thread-safe. Callbacks run on the completion thread without locks held; they
 // must be cheap and must not call Close().
-// Sealed segments of small blocks are compacted by a background thread (compactor.h).
+// Sealed segments of small blocks are compacted by a background thread (compactor.h), which
+// first deletes what a truncation left behind.
 // Ownership: owns its threads; scanners share the LogView and may outlive it.
 #pragma once
 
@@ -83,6 +84,11 @@ class ObjectBackend final : public WalBackend {
   absl::Status UpdateMeta(const std::function<void(kingfisher::v1::ObjectLogMeta*)>& change)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(meta_mu_);
   void CompactorLoop();
+  // Deletes the objects of segments below the truncation point that a crash (or a failed
+  // delete) left behind: one LIST when there are none.
+  void CollectGarbage();
+  // Deletes every object of `segment`.
+  absl::Status DeleteSegmentObjects(uint64_t segment, absl::Time deadline);
   // Compacts sealed segment `segment`; failures are logged and leave it as it was.
   void Compact(uint64_t segment);
   absl::Time RequestDeadline(absl::Time limit) const;

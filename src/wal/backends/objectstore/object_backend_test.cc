@@ -239,7 +239,7 @@ TEST(ObjectBackendTest, AStoreDownLongerThanTheUploadTimeoutFailsTheLogClearly) 
   EXPECT_EQ((*all)[0].data, "kept");
 }
 
-TEST(ObjectBackendTest, SegmentsRollAndRecoveryReadsOnlyTheOpenSegment) {
+TEST(ObjectBackendTest, SegmentsRollBySizeAndRecoveryReadsOnlyTheOpenSegment) {
   Stores stores;
   auto o = stores.Options();
   o.segment_bytes = 300;  // a few blocks per segment
@@ -326,6 +326,22 @@ TEST(ObjectBackendTest, SealedSegmentsOfSmallBlocksAreCompactedAndStayReadable) 
   check(reopened->get());
 }
 
+TEST(ObjectBackendTest, SegmentsRollByAge) {
+  Stores stores;
+  auto o = stores.Options();
+  o.segment_age = absl::ZeroDuration();  // every block closes its segment
+  auto b = NewObjectOpener(o)->Open(Writer(kPch, 1));
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto first = AppendSync(b->get(), "one");
+  auto second = AppendSync(b->get(), "two");
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_LT(first->segment(), second->segment());
+  auto all = ReadAll(b->get());
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[1].data, "two");
+}
+
 TEST(ObjectBackendTest, TruncateDeletesWholeSegmentsBelowThePoint) {
   Stores stores;
   auto o = stores.Options();
@@ -350,6 +366,39 @@ TEST(ObjectBackendTest, TruncateDeletesWholeSegmentsBelowThePoint) {
   auto scanner = (*b)->Read({.start = ReadOptions::Start::kFrom, .id = ids[0]});
   ASSERT_TRUE(scanner.ok());
   EXPECT_TRUE(absl::IsNotFound((*scanner)->Next(absl::Now() + absl::Seconds(1)).status()));
+}
+
+TEST(ObjectBackendTest, ObjectsATruncationLeftBehindAreDeletedByTheNextOwner) {
+  Stores stores;
+  auto o = stores.Options();
+  o.segment_bytes = 300;
+  auto b = NewObjectOpener(o)->Open(Writer(kPch, 1));
+  ASSERT_TRUE(b.ok()) << b.status();
+  std::vector<MessageId> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back(*AppendSync(b->get(), std::string(50, 'g')));
+  // The metadata drops the segments, then deleting their objects fails (as a crash would).
+  stores.fault()->FailNext(object::FaultObjectStore::Op::kDelete,
+                           absl::PermissionDeniedError("injected"), 1000);
+  EXPECT_FALSE((*b)->Truncate(ids[10]).ok());
+  stores.fault()->FailNext(object::FaultObjectStore::Op::kDelete, absl::OkStatus(), 0);
+  ASSERT_TRUE((*b)->Close().ok());
+  Layout layout("wal", "", kPch);
+  auto leftover = [&] {
+    auto l =
+        stores.base()->List(layout.SegmentPrefix(ids[0].segment()), "", 10, absl::InfiniteFuture());
+    EXPECT_TRUE(l.ok());
+    return l.ok() && !l->objects.empty();
+  };
+  ASSERT_TRUE(leftover());
+  auto next = NewObjectOpener(stores.Options(stores.base()))->Open(Writer(kPch, 2));
+  ASSERT_TRUE(next.ok()) << next.status();
+  for (absl::Time give_up = absl::Now() + absl::Seconds(20); leftover();) {
+    ASSERT_LT(absl::Now(), give_up) << "truncated objects not collected";
+    absl::SleepFor(absl::Milliseconds(5));  // polling the store for the background deletes
+  }
+  auto all = ReadAll(next->get());
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->back().id, ids.back());
 }
 
 TEST(ObjectBackendTest, ReadOnlyBackendTailsAWriterElsewhere) {
