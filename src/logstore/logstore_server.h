@@ -29,9 +29,9 @@ class LogStoreService;
 struct LogStoreServerOptions {
   std::string listen = "127.0.0.1:0";  // port 0: any free port
   std::string data_dir;
-  fs::FileSystem* fs = nullptr;                  // null = POSIX
-  object::ObjectStore* object_store = nullptr;   // null = no upload
-  std::string object_prefix = "kf/wal/quorum";   // objects: SegmentObjectKey(prefix, ...)
+  fs::FileSystem* fs = nullptr;                 // null = POSIX
+  object::ObjectStore* object_store = nullptr;  // null = no upload
+  std::string object_prefix = "kf/wal/quorum";  // objects: SegmentObjectKey(prefix, ...)
   absl::Duration upload_interval = absl::Seconds(1);
   size_t max_message_bytes = 96u << 20;
 };

@@ -13,8 +13,8 @@ grpc::Status LogStoreService::AddEntries(grpc::ServerContext*,
                                          const kingfisher::v1::AddEntriesRequest* req,
                                          kingfisher::v1::AddEntriesResponse* resp) {
   std::vector<std::string_view> entries(req->entries().begin(), req->entries().end());
-  auto end = store_->AddEntries(req->log(), req->segment(), req->epoch(), req->first_entry(),
-                                entries);
+  auto end =
+      store_->AddEntries(req->log(), req->segment(), req->epoch(), req->first_entry(), entries);
   if (!end.ok()) return ToGrpcStatus(end.status());
   resp->set_durable_end(*end);
   return grpc::Status::OK;

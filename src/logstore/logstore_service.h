@@ -19,8 +19,7 @@ class LogStoreService final : public kingfisher::v1::LogStore::Service {
                           kingfisher::v1::AddEntriesResponse* resp) override;
   grpc::Status Fence(grpc::ServerContext* ctx, const kingfisher::v1::FenceRequest* req,
                      kingfisher::v1::FenceResponse* resp) override;
-  grpc::Status ReadEntries(grpc::ServerContext* ctx,
-                           const kingfisher::v1::ReadEntriesRequest* req,
+  grpc::Status ReadEntries(grpc::ServerContext* ctx, const kingfisher::v1::ReadEntriesRequest* req,
                            kingfisher::v1::ReadEntriesResponse* resp) override;
   grpc::Status Seal(grpc::ServerContext* ctx, const kingfisher::v1::SealRequest* req,
                     kingfisher::v1::SealResponse* resp) override;

@@ -10,7 +10,8 @@
 namespace kf::logstore {
 
 std::string SegmentObjectKey(std::string_view prefix, std::string_view log, uint64_t segment) {
-  return absl::StrCat(ToAbsl(prefix), "/", ToAbsl(log), "/", absl::StrFormat("%020d", segment), ".seg");
+  return absl::StrCat(ToAbsl(prefix), "/", ToAbsl(log), "/", absl::StrFormat("%020d", segment),
+                      ".seg");
 }
 
 std::string BeginSegmentObject(uint64_t end) {
@@ -34,7 +35,8 @@ absl::StatusOr<std::vector<std::string>> ParseSegmentObject(std::string_view obj
   auto bad = [](std::string_view why) {
     return StreamingError(StreamingCode::kDataLoss, absl::StrCat("segment object: ", ToAbsl(why)));
   };
-  if (object.size() < kSegmentObjectHeaderSize || DecodeFixed32(object.data()) != kSegmentObjectMagic ||
+  if (object.size() < kSegmentObjectHeaderSize ||
+      DecodeFixed32(object.data()) != kSegmentObjectMagic ||
       static_cast<uint8_t>(object[4]) != kSegmentObjectVersion) {
     return bad("bad header");
   }
@@ -49,9 +51,9 @@ absl::StatusOr<std::vector<std::string>> ParseSegmentObject(std::string_view obj
       return bad("corrupt batch");
     }
     if (h.base_offset != out.size()) return bad("batches are not contiguous");
-    absl::Status s = wal::local::ForEachEntry(
-        h, rest.substr(wal::local::kBatchHeaderSize, h.payload_len),
-        [&](uint64_t, std::string_view data) { out.emplace_back(data); });
+    absl::Status s =
+        wal::local::ForEachEntry(h, rest.substr(wal::local::kBatchHeaderSize, h.payload_len),
+                                 [&](uint64_t, std::string_view data) { out.emplace_back(data); });
     if (!s.ok()) return s;
     rest.remove_prefix(h.total_size());
   }

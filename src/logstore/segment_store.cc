@@ -60,8 +60,7 @@ absl::Status ValidateLogName(std::string_view log) {
                           absl::StrCat("bad log name '", ToAbsl(log), "'"));
   }
   for (char c : log) {
-    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
-          c == '.')) {
+    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) {
       return StreamingError(StreamingCode::kInvalidArgument,
                             absl::StrCat("bad log name '", ToAbsl(log), "'"));
     }
@@ -114,8 +113,7 @@ absl::Status SegmentStore::Recover() {
   return absl::OkStatus();
 }
 
-absl::Status SegmentStore::RecoverSegment(const std::string& log, uint64_t segment,
-                                          Segment* seg) {
+absl::Status SegmentStore::RecoverSegment(const std::string& log, uint64_t segment, Segment* seg) {
   absl::MutexLock l(&seg->mu);
   ASSIGN_OR_RETURN(auto fence, ReadNumberFile(fs_, seg->path + std::string(kFenceExt)));
   seg->fence_epoch = fence.value_or(0);
@@ -146,6 +144,7 @@ absl::Status SegmentStore::RecoverSegment(const std::string& log, uint64_t segme
     RETURN_IF_ERROR(w->Close());
   }
   seg->file_size = pos;
+  seg->reader = std::move(file);
   (void)log;
   (void)segment;
   return absl::OkStatus();
@@ -182,7 +181,8 @@ absl::Status SegmentStore::CheckEpoch(std::string_view log, uint64_t segment, co
                                     seg.fence_epoch, " (writer epoch ", epoch, ")"));
   }
   if (seg.deleted) {
-    return absl::NotFoundError(absl::StrCat("logstore: segment ", ToAbsl(log), "/", segment, " deleted"));
+    return absl::NotFoundError(
+        absl::StrCat("logstore: segment ", ToAbsl(log), "/", segment, " deleted"));
   }
   return absl::OkStatus();
 }
@@ -211,13 +211,12 @@ absl::StatusOr<uint64_t> SegmentStore::AddEntries(std::string_view log, uint64_t
   RETURN_IF_ERROR(CheckEpoch(log, segment, *seg, epoch));
   if (seg->sealed_end.has_value()) {
     if (first + entries.size() <= *seg->sealed_end) return seg->end;  // a late resend
-    return FencedError(absl::StrCat("logstore: ", ToAbsl(log), "/", segment, " is sealed at ",
-                                    *seg->sealed_end));
+    return FencedError(
+        absl::StrCat("logstore: ", ToAbsl(log), "/", segment, " is sealed at ", *seg->sealed_end));
   }
   if (!seg->error.ok()) {
-    return absl::InternalError(
-        absl::StrCat("logstore: ", ToAbsl(log), "/", segment, ": earlier write error: ",
-                     seg->error.message()));
+    return absl::InternalError(absl::StrCat("logstore: ", ToAbsl(log), "/", segment,
+                                            ": earlier write error: ", seg->error.message()));
   }
   if (first > seg->end) {
     return absl::OutOfRangeError(absl::StrCat("logstore: ", ToAbsl(log), "/", segment,
@@ -261,21 +260,21 @@ absl::StatusOr<uint64_t> SegmentStore::AddEntries(std::string_view log, uint64_t
 }
 
 absl::StatusOr<SegmentStore::FenceResult> SegmentStore::Fence(std::string_view log,
-                                                             uint64_t segment, uint64_t epoch) {
+                                                              uint64_t segment, uint64_t epoch) {
   ASSIGN_OR_RETURN(auto seg, Find(log, segment, /*create=*/true));
   absl::MutexLock l(&seg->mu);
   RETURN_IF_ERROR(CheckEpoch(log, segment, *seg, epoch));
   if (epoch > seg->fence_epoch) {
-    RETURN_IF_ERROR(fs::WriteFileAtomically(fs_, seg->path + std::string(kFenceExt),
-                                            absl::StrCat(epoch)));
+    RETURN_IF_ERROR(
+        fs::WriteFileAtomically(fs_, seg->path + std::string(kFenceExt), absl::StrCat(epoch)));
     seg->fence_epoch = epoch;
   }
   return FenceResult{seg->end, seg->file_size};
 }
 
-absl::StatusOr<SegmentStore::ReadResult> SegmentStore::Read(std::string_view log,
-                                                            uint64_t segment, uint64_t from,
-                                                            uint64_t to, uint64_t max_bytes) {
+absl::StatusOr<SegmentStore::ReadResult> SegmentStore::Read(std::string_view log, uint64_t segment,
+                                                            uint64_t from, uint64_t to,
+                                                            uint64_t max_bytes) {
   ASSIGN_OR_RETURN(auto seg, Find(log, segment, /*create=*/false));
   std::shared_ptr<fs::RandomAccessFile> reader;
   std::vector<BatchPos> batches;
@@ -284,7 +283,8 @@ absl::StatusOr<SegmentStore::ReadResult> SegmentStore::Read(std::string_view log
   {
     absl::MutexLock l(&seg->mu);
     if (seg->deleted) {
-      return absl::NotFoundError(absl::StrCat("logstore: segment ", ToAbsl(log), "/", segment, " deleted"));
+      return absl::NotFoundError(
+          absl::StrCat("logstore: segment ", ToAbsl(log), "/", segment, " deleted"));
     }
     end = seg->end;
     if (seg->sealed_end.has_value()) end = std::min(end, *seg->sealed_end);
@@ -308,21 +308,21 @@ absl::StatusOr<SegmentStore::ReadResult> SegmentStore::Read(std::string_view log
   for (const BatchPos& b : batches) {
     ASSIGN_OR_RETURN(bool ok, ReadBatch(*reader, b.pos, limit_bytes, &header, &buf));
     if (!ok || header.base_offset != b.base) {
-      return StreamingError(StreamingCode::kDataLoss,
-                            absl::StrCat("logstore: ", ToAbsl(log), "/", segment,
-                                         ": corrupt batch at byte ", b.pos));
+      return StreamingError(
+          StreamingCode::kDataLoss,
+          absl::StrCat("logstore: ", ToAbsl(log), "/", segment, ": corrupt batch at byte ", b.pos));
     }
-    absl::Status s = wal::local::ForEachEntry(
-        header, std::string_view(buf).substr(kBatchHeaderSize),
-        [&](uint64_t id, std::string_view data) {
-          if (full || id < from || id >= to) return;
-          if (!out.entries.empty() && bytes + data.size() > max_bytes) {
-            full = true;
-            return;
-          }
-          bytes += data.size();
-          out.entries.emplace_back(data);
-        });
+    absl::Status s =
+        wal::local::ForEachEntry(header, std::string_view(buf).substr(kBatchHeaderSize),
+                                 [&](uint64_t id, std::string_view data) {
+                                   if (full || id < from || id >= to) return;
+                                   if (!out.entries.empty() && bytes + data.size() > max_bytes) {
+                                     full = true;
+                                     return;
+                                   }
+                                   bytes += data.size();
+                                   out.entries.emplace_back(data);
+                                 });
     RETURN_IF_ERROR(s);
     if (full || bytes >= max_bytes) break;
   }

@@ -24,8 +24,8 @@ absl::StatusOr<std::vector<std::string>> ChooseEnsemble(const QuorumOpenerOption
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   if (candidates.size() < kEnsembleSize) {
-    return absl::UnavailableError(absl::StrCat("quorum WAL: needs ", kEnsembleSize,
-                                               " logstores, ", candidates.size(), " known"));
+    return absl::UnavailableError(absl::StrCat("quorum WAL: needs ", kEnsembleSize, " logstores, ",
+                                               candidates.size(), " known"));
   }
   std::rotate(candidates.begin(),
               candidates.begin() + static_cast<ptrdiff_t>(segment % candidates.size()),

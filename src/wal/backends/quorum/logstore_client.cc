@@ -39,17 +39,15 @@ absl::StatusOr<Resp> LogStoreClient::Invoke(absl::Time deadline, Call call) {
                        st.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED;
   healthy_.store(reached, std::memory_order_relaxed);
   if (!st.ok()) {
-    absl::Status s = rpc::FromGrpcStatus(st);
-    return absl::Status(s.code(), absl::StrCat("logstore ", address_, ": ", s.message()));
+    return WithContext(rpc::FromGrpcStatus(st), "logstore " + address_);
   }
   return resp;
 }
 
 absl::StatusOr<kingfisher::v1::AddEntriesResponse> LogStoreClient::AddEntries(
     const kingfisher::v1::AddEntriesRequest& req, absl::Time deadline) {
-  return Invoke<kingfisher::v1::AddEntriesResponse>(deadline, [&](auto* ctx, auto* resp) {
-    return stub_->stub->AddEntries(ctx, req, resp);
-  });
+  return Invoke<kingfisher::v1::AddEntriesResponse>(
+      deadline, [&](auto* ctx, auto* resp) { return stub_->stub->AddEntries(ctx, req, resp); });
 }
 
 absl::StatusOr<kingfisher::v1::FenceResponse> LogStoreClient::Fence(
@@ -60,9 +58,8 @@ absl::StatusOr<kingfisher::v1::FenceResponse> LogStoreClient::Fence(
 
 absl::StatusOr<kingfisher::v1::ReadEntriesResponse> LogStoreClient::ReadEntries(
     const kingfisher::v1::ReadEntriesRequest& req, absl::Time deadline) {
-  return Invoke<kingfisher::v1::ReadEntriesResponse>(deadline, [&](auto* ctx, auto* resp) {
-    return stub_->stub->ReadEntries(ctx, req, resp);
-  });
+  return Invoke<kingfisher::v1::ReadEntriesResponse>(
+      deadline, [&](auto* ctx, auto* resp) { return stub_->stub->ReadEntries(ctx, req, resp); });
 }
 
 absl::Status LogStoreClient::Seal(const kingfisher::v1::SealRequest& req, absl::Time deadline) {
@@ -73,9 +70,9 @@ absl::Status LogStoreClient::Seal(const kingfisher::v1::SealRequest& req, absl::
 
 absl::Status LogStoreClient::DeleteSegment(const kingfisher::v1::DeleteSegmentRequest& req,
                                            absl::Time deadline) {
-  return Invoke<kingfisher::v1::DeleteSegmentResponse>(deadline, [&](auto* ctx, auto* resp) {
-           return stub_->stub->DeleteSegment(ctx, req, resp);
-         })
+  return Invoke<kingfisher::v1::DeleteSegmentResponse>(
+             deadline,
+             [&](auto* ctx, auto* resp) { return stub_->stub->DeleteSegment(ctx, req, resp); })
       .status();
 }
 

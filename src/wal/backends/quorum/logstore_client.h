@@ -40,8 +40,7 @@ class LogStoreClient {
   absl::StatusOr<kingfisher::v1::ReadEntriesResponse> ReadEntries(
       const kingfisher::v1::ReadEntriesRequest& req, absl::Time deadline);
   absl::Status Seal(const kingfisher::v1::SealRequest& req, absl::Time deadline);
-  absl::Status DeleteSegment(const kingfisher::v1::DeleteSegmentRequest& req,
-                             absl::Time deadline);
+  absl::Status DeleteSegment(const kingfisher::v1::DeleteSegmentRequest& req, absl::Time deadline);
 
  private:
   struct Stub;

@@ -110,8 +110,8 @@ absl::StatusOr<MessageId> QuorumBackend::Append(std::string data, AppendCallback
                                        options_.max_entry_bytes));
   }
   if (queued_bytes_ > 0 && queued_bytes_ + data.size() > options_.max_queue_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "quorum WAL ", pchannel_, ": append queue full (", queued_bytes_, " bytes)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("quorum WAL ", pchannel_, ": append queue full (", queued_bytes_, " bytes)"));
   }
   Segment* seg = segments_.back().get();
   const absl::Time now = absl::Now();
@@ -152,7 +152,8 @@ void QuorumBackend::SenderLoop(Segment* seg, size_t member) {
         work_cv_.Wait(&mu_);
       }
       if (stopping_ || !error_.ok()) break;
-      if (seg->sealed && give_up == absl::InfiniteFuture()) give_up = absl::Now() + options_.ack_timeout;
+      if (seg->sealed && give_up == absl::InfiniteFuture())
+        give_up = absl::Now() + options_.ack_timeout;
       const uint64_t from = seg->replica_end[member];
       if (seg->sealed && (from >= seg->appended || absl::Now() >= give_up)) {
         seal = true;
@@ -212,7 +213,8 @@ void QuorumBackend::SenderLoop(Segment* seg, size_t member) {
       continue;
     }
     if (IsFenced(r.status())) {
-      Fail(WithContext(r.status(), absl::StrCat("quorum WAL ", pchannel_, " term ", term_.value())));
+      Fail(
+          WithContext(r.status(), absl::StrCat("quorum WAL ", pchannel_, " term ", term_.value())));
       break;
     }
     seg->replica_error[member] = std::string(r.status().message());
@@ -269,11 +271,10 @@ void QuorumBackend::AckerLoop() {
         if (error_.ok() && oldest + options_.ack_timeout <= absl::Now()) {
           std::vector<std::string> members;
           for (size_t i = 0; i < front->replica_end.size(); ++i) {
-            members.push_back(absl::StrCat(front->record.meta.ensemble(static_cast<int>(i)),
-                                           " durable end ", front->replica_end[i],
-                                           front->replica_error[i].empty() ? "" : " (",
-                                           front->replica_error[i],
-                                           front->replica_error[i].empty() ? "" : ")"));
+            members.push_back(
+                absl::StrCat(front->record.meta.ensemble(static_cast<int>(i)), " durable end ",
+                             front->replica_end[i], front->replica_error[i].empty() ? "" : " (",
+                             front->replica_error[i], front->replica_error[i].empty() ? "" : ")"));
           }
           Fail(absl::UnavailableError(absl::StrCat(
               "quorum WAL ", pchannel_, ": entry ", front->id, ".", front->acked,
@@ -333,9 +334,8 @@ absl::Status QuorumBackend::Roll(Segment* front, Segment* next) {
   }
   for (auto& a : ensemble) created.meta.add_ensemble(std::move(a));
   created.meta.set_epoch(epoch_);
-  ASSIGN_OR_RETURN(int64_t rev,
-                   meta_->Update({{front->id, sealed}, {next->id, created}}, {},
-                                 absl::Now() + options_.rpc_timeout));
+  ASSIGN_OR_RETURN(int64_t rev, meta_->Update({{front->id, sealed}, {next->id, created}}, {},
+                                              absl::Now() + options_.rpc_timeout));
   sealed.mod_revision = rev;
   created.mod_revision = rev;
   absl::MutexLock l(&mu_);
@@ -361,7 +361,8 @@ void QuorumBackend::ReapRetired(bool all) {
 }
 
 absl::StatusOr<std::unique_ptr<BackendScanner>> QuorumBackend::Read(const ReadOptions& options) {
-  if (read_only_) RETURN_IF_ERROR(RefreshView(meta_.get(), pool_, options_.rpc_timeout, view_.get()));
+  if (read_only_)
+    RETURN_IF_ERROR(RefreshView(meta_.get(), pool_, options_.rpc_timeout, view_.get()));
   uint64_t segment = 0;
   uint64_t entry = 0;
   switch (options.start) {
@@ -404,7 +405,8 @@ MessageId QuorumBackend::NextId() const {
 }
 
 absl::StatusOr<MessageId> QuorumBackend::TailStart(uint64_t bytes) {
-  if (read_only_) RETURN_IF_ERROR(RefreshView(meta_.get(), pool_, options_.rpc_timeout, view_.get()));
+  if (read_only_)
+    RETURN_IF_ERROR(RefreshView(meta_.get(), pool_, options_.rpc_timeout, view_.get()));
   // Segment granularity: the start of the newest segment from which the rest holds `bytes`.
   absl::MutexLock l(&view_->mu);
   if (view_->segments.empty()) return MessageId(WalKind::kQuorum, 0, 0);

@@ -26,7 +26,8 @@ absl::StatusOr<uint64_t> QuorumMeta::Claim(Term term, absl::Time deadline) {
     std::vector<meta::Compare> cmp;
     if (got.ok()) {
       if (!owner.ParseFromString(got->kv.value)) {
-        return StreamingError(StreamingCode::kDataLoss, "quorum WAL: bad owner record " + owner_key_);
+        return StreamingError(StreamingCode::kDataLoss,
+                              "quorum WAL: bad owner record " + owner_key_);
       }
       if (owner.term() > term.value()) {
         return FencedError(absl::StrCat("quorum WAL ", log_, ": term ", term.value(),
@@ -40,8 +41,9 @@ absl::StatusOr<uint64_t> QuorumMeta::Claim(Term term, absl::Time deadline) {
     }
     owner.set_term(term.value());
     owner.set_epoch(owner.epoch() + 1);
-    ASSIGN_OR_RETURN(auto txn, store_->Txn(cmp, {meta::Op::Put(owner_key_, owner.SerializeAsString())},
-                                           {}, deadline));
+    ASSIGN_OR_RETURN(
+        auto txn,
+        store_->Txn(cmp, {meta::Op::Put(owner_key_, owner.SerializeAsString())}, {}, deadline));
     if (!txn.succeeded) continue;  // another opener raced us: look again
     owner_revision_ = txn.revision;
     term_ = term;
@@ -66,7 +68,8 @@ absl::StatusOr<std::map<uint64_t, SegmentRecord>> QuorumMeta::List(absl::Time de
 }
 
 absl::StatusOr<int64_t> QuorumMeta::Update(const std::map<uint64_t, SegmentRecord>& put,
-                                const std::vector<uint64_t>& remove, absl::Time deadline) {
+                                           const std::vector<uint64_t>& remove,
+                                           absl::Time deadline) {
   std::vector<meta::Compare> cmp = {meta::Compare::ModRevisionIs(owner_key_, owner_revision_)};
   std::vector<meta::Op> ops;
   for (const auto& [id, rec] : put) {

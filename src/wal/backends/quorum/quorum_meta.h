@@ -42,7 +42,7 @@ class QuorumMeta {
   // and deletes `remove` ones. FENCED if another writer claimed the log since; ABORTED when a
   // segment changed under us. Returns the revision the written segments now have.
   absl::StatusOr<int64_t> Update(const std::map<uint64_t, SegmentRecord>& put,
-                      const std::vector<uint64_t>& remove, absl::Time deadline);
+                                 const std::vector<uint64_t>& remove, absl::Time deadline);
 
   const std::string& log() const { return log_; }
 

@@ -32,8 +32,8 @@ class QuorumOpener final : public WalOpener {
       {
         absl::MutexLock l(&view->mu);
         if (view->segments.empty()) {
-          return absl::NotFoundError(absl::StrCat("quorum WAL: ", open.pchannel,
-                                                  " was never written"));
+          return absl::NotFoundError(
+              absl::StrCat("quorum WAL: ", open.pchannel, " was never written"));
         }
       }
       return std::unique_ptr<WalBackend>(std::make_unique<QuorumBackend>(
@@ -49,9 +49,8 @@ class QuorumOpener final : public WalOpener {
       auto& [last_id, last] = *segments.rbegin();
       next = last_id + 1;
       if (!last.meta.sealed()) {
-        ASSIGN_OR_RETURN(SegmentRecord sealed,
-                         RecoverSegment(&pool_, open.pchannel, last_id, last, epoch,
-                                        options_.rpc_timeout));
+        ASSIGN_OR_RETURN(SegmentRecord sealed, RecoverSegment(&pool_, open.pchannel, last_id, last,
+                                                              epoch, options_.rpc_timeout));
         put.emplace(last_id, sealed);
         last = std::move(sealed);
       }
@@ -77,9 +76,9 @@ class QuorumOpener final : public WalOpener {
     }
     if (put.size() > 1) SealReplicas(open.pchannel, put.begin()->first, put.begin()->second, epoch);
     QuorumBackend::WriterInit init{epoch, next, std::move(created)};
-    return std::unique_ptr<WalBackend>(std::make_unique<QuorumBackend>(
-        options_, &pool_, open.pchannel, open.term, std::move(meta), std::move(view),
-        std::move(init)));
+    return std::unique_ptr<WalBackend>(
+        std::make_unique<QuorumBackend>(options_, &pool_, open.pchannel, open.term, std::move(meta),
+                                        std::move(view), std::move(init)));
   }
 
  private:

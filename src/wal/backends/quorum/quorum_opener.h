@@ -32,11 +32,11 @@ struct QuorumOpenerOptions {
   // Reads fall back to the segment objects logstores uploaded here when no replica answers.
   object::ObjectStore* object_store = nullptr;
   std::string object_prefix = "kf/wal/quorum";
-  uint64_t segment_bytes = 32ull << 20;    // roll to a new segment (and ensemble) past this size
+  uint64_t segment_bytes = 32ull << 20;  // roll to a new segment (and ensemble) past this size
   absl::Duration segment_age = absl::Minutes(10);  // ... or past this age
-  uint64_t max_batch_bytes = 4ull << 20;   // one AddEntries carries at most this much
-  uint64_t max_queue_bytes = 256ull << 20;  // not yet acknowledged bytes: RESOURCE_EXHAUSTED
-  uint64_t max_entry_bytes = 80ull << 20;   // larger entries: INVALID_ARGUMENT
+  uint64_t max_batch_bytes = 4ull << 20;           // one AddEntries carries at most this much
+  uint64_t max_queue_bytes = 256ull << 20;         // not yet acknowledged bytes: RESOURCE_EXHAUSTED
+  uint64_t max_entry_bytes = 80ull << 20;          // larger entries: INVALID_ARGUMENT
   absl::Duration rpc_timeout = absl::Seconds(5);
   // An entry not durable on 2 logstores this long after its Append fails the writer: its
   // callback and every later one get UNAVAILABLE, and so do later Appends (reopen to resume).

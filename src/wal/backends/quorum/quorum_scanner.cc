@@ -68,7 +68,8 @@ absl::StatusOr<Entry> QuorumScanner::Next(absl::Time deadline) {
     const bool progress = it != view_->segments.end() &&
                           (it->first > segment_ || entry_ < it->second.end || it->second.sealed);
     if (!progress) {
-      view_->cv.WaitWithDeadline(&view_->mu, std::min(deadline, absl::Now() + absl::Milliseconds(20)));
+      view_->cv.WaitWithDeadline(&view_->mu,
+                                 std::min(deadline, absl::Now() + absl::Milliseconds(20)));
     }
   }
 }
@@ -102,8 +103,8 @@ absl::Status QuorumScanner::Fetch(uint64_t segment, const ViewSegment& seg, uint
   }
   if (options_.object_store != nullptr && seg.sealed) {
     auto object = options_.object_store->Get(
-        logstore::SegmentObjectKey(options_.object_prefix, log_, segment),
-        object::ByteRange::All(), absl::Now() + options_.rpc_timeout);
+        logstore::SegmentObjectKey(options_.object_prefix, log_, segment), object::ByteRange::All(),
+        absl::Now() + options_.rpc_timeout);
     if (object.ok()) {
       auto entries = logstore::ParseSegmentObject(*object);
       if (!entries.ok()) return entries.status();

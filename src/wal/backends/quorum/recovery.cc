@@ -45,8 +45,8 @@ absl::Status Copy(LogStoreClient* src, LogStoreClient* dst, const std::string& l
 }  // namespace
 
 absl::StatusOr<SegmentRecord> RecoverSegment(LogStorePool* pool, const std::string& log,
-                                             uint64_t segment, SegmentRecord record,
-                                             uint64_t epoch, absl::Duration rpc_timeout) {
+                                             uint64_t segment, SegmentRecord record, uint64_t epoch,
+                                             absl::Duration rpc_timeout) {
   const auto& ensemble = record.meta.ensemble();
   std::vector<std::future<absl::StatusOr<kingfisher::v1::FenceResponse>>> fences;
   for (const std::string& address : ensemble) {
@@ -94,8 +94,8 @@ absl::StatusOr<SegmentRecord> RecoverSegment(LogStorePool* pool, const std::stri
       ++holders;
       continue;
     }
-    absl::Status s = Copy(best->client.get(), a.client.get(), log, segment, a.end, best->end,
-                          epoch, rpc_timeout);
+    absl::Status s = Copy(best->client.get(), a.client.get(), log, segment, a.end, best->end, epoch,
+                          rpc_timeout);
     if (s.ok()) {
       ++holders;
     } else if (IsFenced(s)) {

@@ -19,7 +19,7 @@ namespace kf::wal::quorum {
 class LogStorePool;
 
 absl::StatusOr<SegmentRecord> RecoverSegment(LogStorePool* pool, const std::string& log,
-                                             uint64_t segment, SegmentRecord record,
-                                             uint64_t epoch, absl::Duration rpc_timeout);
+                                             uint64_t segment, SegmentRecord record, uint64_t epoch,
+                                             absl::Duration rpc_timeout);
 
 }  // namespace kf::wal::quorum
