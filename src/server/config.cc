@@ -67,12 +67,12 @@ const std::vector<SettingInfo>& AllSettings() {
       {"data_dir", "directory holding the WAL and node state"},
       {"cluster", "cluster name; pchannels are <cluster>-dml_<i>"},
       {"pchannels", "number of pchannels, fixed when the data dir is initialised"},
-      {"wal_backend", "WAL backend: local (objectstore, quorum: not available yet)"},
+      {"wal_backend", "WAL backend: local or quorum (objectstore: not available yet)"},
       {"max_payload_bytes", "largest accepted message payload in bytes"},
       {"log_level", "trace, debug, info, warn, error, critical or off"},
       {"etcd", "etcd endpoints URL[,URL...] (distributed roles: required by coord)"},
       {"object_store", "file:///DIR or s3://ACCESS:SECRET@HOST:PORT/BUCKET (not available yet)"},
-      {"logstores", "HOST:PORT,... of the quorum backend (not available yet)"},
+      {"logstores", "HOST:PORT,... of the quorum backend (default: those registered in etcd)"},
       {"shutdown_grace_seconds", "how long a graceful shutdown waits for in-flight appends"},
       {"balance_interval", "coord: seconds between balancing rounds and rebalancing moves"},
       {"lease_ttl",
@@ -157,10 +157,12 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
     }
   }
   if (Source src = str("wal_backend", &c.wal_backend); src.value) {
-    if (c.wal_backend == "objectstore" || c.wal_backend == "quorum") {
+    if (c.wal_backend == "objectstore") {
       return Bad(src, "WAL backend '" + c.wal_backend + "' is not available yet (use local)");
     }
-    if (c.wal_backend != "local") return Bad(src, "unknown WAL backend (use local)");
+    if (c.wal_backend != "local" && c.wal_backend != "quorum") {
+      return Bad(src, "unknown WAL backend (use local or quorum)");
+    }
   }
   if (Source src = Pick("max_payload_bytes", flags, env, file); src.value) {
     if (!absl::SimpleAtoi(ToAbsl(*src.value), &c.max_payload_bytes) || c.max_payload_bytes < 1 ||
@@ -179,6 +181,10 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
   str("etcd", &c.etcd);
   str("object_store", &c.object_store);
   str("logstores", &c.logstores);
+  if (c.wal_backend == "quorum" && c.logstores.empty() && c.etcd.empty()) {
+    return absl::InvalidArgumentError(
+        "wal_backend quorum needs logstores (HOST:PORT,...) or etcd (registered logstores)");
+  }
   if (Source src = Pick("shutdown_grace_seconds", flags, env, file); src.value) {
     if (!absl::SimpleAtoi(ToAbsl(*src.value), &c.shutdown_grace_seconds) ||
         c.shutdown_grace_seconds < 0 || c.shutdown_grace_seconds > 3600) {

@@ -84,7 +84,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   n->tso = std::make_unique<streaming::BatchedTimestampSource>(
       n->tso_fetcher.get(), streaming::BatchedTimestampSource::Options{});
 
-  n->opener = NewWalOpener(config, n->data_dir->wal_dir());
+  n->opener = NewWalOpener(config, n->data_dir->wal_dir(), n->store.get());
   n->registry = std::make_unique<rpc::DynamicWalRegistry>(config.PChannelNames());
   // This node's own view (what it serves right now), so an operator sees on each node's
   // /metrics when it stopped serving a pchannel it lost.

@@ -159,7 +159,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalo
   if (!coordinator.ok()) return coordinator.status();
   s->coordinator = *std::move(coordinator);
 
-  s->opener = NewWalOpener(config, s->data_dir->wal_dir());
+  s->opener = NewWalOpener(config, s->data_dir->wal_dir(), s->store.get());
   s->registry = std::make_unique<rpc::DynamicWalRegistry>(config.PChannelNames());
 
   rpc::RpcServerOptions rpc_options;
