@@ -474,11 +474,16 @@ absl::Status QuorumBackend::Close() {
     if (closed_) return absl::OkStatus();
     closing_ = true;
     if (!read_only_) {
-      // Every queued append completes first (acknowledged, or failed by the ack timeout).
+      // Every queued append completes first (acknowledged, or failed by the ack timeout), and
+      // sealed segments' senders finish their replica and send Seal (so it gets uploaded);
+      // both are bounded by the ack timeout.
       mu_.Await(absl::Condition(
           +[](QuorumBackend* b) ABSL_NO_THREAD_SAFETY_ANALYSIS {
             for (const auto& s : b->segments_) {
               if (!s->waiters.empty()) return false;
+            }
+            for (const auto& s : b->retired_) {
+              if (s->senders_running > 0) return false;
             }
             return true;
           },
