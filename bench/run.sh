@@ -25,6 +25,8 @@ run meta_store_bench --dir "$BUILD_DIR"
 run object_store_bench --dir "$BUILD_DIR"
 # Issue 6: the objectstore WAL backend on the local store and on a real Ceph RGW.
 run objectstore_wal_bench --dir "$BUILD_DIR"
+# Issue 6 part 3: quorum ack latency over 3 logstore processes vs a raw fdatasync.
+run quorum_bench --dir "$BUILD_DIR"
 # Issue 4: in-process fast path vs etcd + coord + 3 nodes over gRPC, then 10 kill -9 failovers
 # (lease TTL 2 s); everything under the build dir.
 run cluster_bench --dir "$BUILD_DIR"

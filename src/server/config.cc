@@ -67,12 +67,12 @@ const std::vector<SettingInfo>& AllSettings() {
       {"data_dir", "directory holding the WAL and node state"},
       {"cluster", "cluster name; pchannels are <cluster>-dml_<i>"},
       {"pchannels", "number of pchannels, fixed when the data dir is initialised"},
-      {"wal_backend", "WAL backend: local or objectstore (needs object_store; quorum: not yet)"},
+      {"wal_backend", "WAL backend: local, objectstore (needs object_store) or quorum"},
       {"max_payload_bytes", "largest accepted message payload in bytes"},
       {"log_level", "trace, debug, info, warn, error, critical or off"},
       {"etcd", "etcd endpoints URL[,URL...] (distributed roles: required by coord)"},
       {"object_store", "file:///DIR or s3://[ACCESS:SECRET@]HOST:PORT/BUCKET (objectstore WAL)"},
-      {"logstores", "HOST:PORT,... of the quorum backend (not available yet)"},
+      {"logstores", "HOST:PORT,... of the quorum backend (default: those registered in etcd)"},
       {"shutdown_grace_seconds", "how long a graceful shutdown waits for in-flight appends"},
       {"balance_interval", "coord: seconds between balancing rounds and rebalancing moves"},
       {"lease_ttl",
@@ -157,11 +157,8 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
     }
   }
   if (Source src = str("wal_backend", &c.wal_backend); src.value) {
-    if (c.wal_backend == "quorum") {
-      return Bad(src, "WAL backend 'quorum' is not available yet (use local or objectstore)");
-    }
-    if (c.wal_backend != "local" && c.wal_backend != "objectstore") {
-      return Bad(src, "unknown WAL backend (use local or objectstore)");
+    if (c.wal_backend != "local" && c.wal_backend != "objectstore" && c.wal_backend != "quorum") {
+      return Bad(src, "unknown WAL backend (use local, objectstore or quorum)");
     }
   }
   if (Source src = Pick("max_payload_bytes", flags, env, file); src.value) {
@@ -185,6 +182,10 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
         "wal_backend objectstore needs object_store (file:///DIR or s3://HOST:PORT/BUCKET)");
   }
   str("logstores", &c.logstores);
+  if (c.wal_backend == "quorum" && c.logstores.empty() && c.etcd.empty()) {
+    return absl::InvalidArgumentError(
+        "wal_backend quorum needs logstores (HOST:PORT,...) or etcd (registered logstores)");
+  }
   if (Source src = Pick("shutdown_grace_seconds", flags, env, file); src.value) {
     if (!absl::SimpleAtoi(ToAbsl(*src.value), &c.shutdown_grace_seconds) ||
         c.shutdown_grace_seconds < 0 || c.shutdown_grace_seconds > 3600) {

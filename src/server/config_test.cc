@@ -60,7 +60,9 @@ TEST(ConfigTest, BadValuesNameTheirSource) {
   EXPECT_NE(c.status().message().find("KINGFISHER_PCHANNELS"), std::string::npos) << c.status();
   c = ResolveConfig({{"wal_backend", "quorum"}}, {}, {});
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("not available yet"), std::string::npos) << c.status();
+  EXPECT_NE(c.status().message().find("needs logstores"), std::string::npos) << c.status();
+  EXPECT_TRUE(
+      ResolveConfig({{"wal_backend", "quorum"}, {"logstores", "a:1,b:2,c:3"}}, {}, {}).ok());
   c = ResolveConfig({{"wal_backend", "objectstore"}}, {}, {});
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("needs object_store"), std::string::npos) << c.status();

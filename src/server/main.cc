@@ -12,6 +12,7 @@
 #include "common/metrics/registry.h"
 #include "server/config.h"
 #include "server/coord.h"
+#include "server/logstore.h"
 #include "server/node.h"
 #include "server/process_metrics.h"
 #include "server/signals.h"
@@ -84,9 +85,9 @@ int RunRole(const std::string& role, CLI::App* app, const Flags& flags) {
     std::cerr << "kingfisher: " << config.status().message() << "\n";
     return kUsageError;
   }
-  if (role != "standalone" && role != "coord" && role != "node") {
+  if (role != "standalone" && role != "coord" && role != "node" && role != "logstore") {
     std::cerr << "kingfisher: role '" << role
-              << "' is not available yet (use standalone, coord or node)\n";
+              << "' is not available yet (use standalone, coord, node or logstore)\n";
     return kUsageError;
   }
   if ((role == "coord" || role == "node") && config->etcd.empty()) {
@@ -103,6 +104,7 @@ int RunRole(const std::string& role, CLI::App* app, const Flags& flags) {
   signals.Start();
   if (role == "coord") return RunCoord(*config, &signals);
   if (role == "node") return RunNode(*config, &signals);
+  if (role == "logstore") return RunLogStore(*config, &signals);
   return RunStandalone(*config, &signals);
 }
 
@@ -125,7 +127,9 @@ int Main(int argc, char** argv) {
       {"coord", "Coordinator: timestamp oracle and pchannel assignment over etcd (--etcd)"},
       {"node",
        "Streaming node: serves the pchannels the coordinator assigns it (--node-id, --etcd)"},
-      {"logstore", "Quorum log store (not available yet)"},
+      {"logstore",
+       "Quorum WAL log store: replicas of the quorum backend (--data-dir, --object-store, "
+       "--etcd)"},
   };
   std::map<std::string, CLI::App*> role_apps;
   for (const RoleInfo& r : roles) {

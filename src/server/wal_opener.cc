@@ -2,11 +2,14 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "storage/object/object_store_url.h"
 #include "streaming/cluster_meta.h"
 #include "wal/backends/local/local_opener.h"
 #include "wal/backends/objectstore/object_opener.h"
+#include "wal/backends/quorum/quorum_opener.h"
 
 namespace kf::server {
 
@@ -25,6 +28,24 @@ absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std:
     options.meta_prefix = streaming::ClusterKeys(config.cluster).root() + "wal/objectstore/";
     options.max_entry_bytes = std::max(options.max_entry_bytes, max_entry);
     out.opener = wal::objectstore::NewObjectOpener(options);
+    return out;
+  }
+  if (config.wal_backend == "quorum") {
+    if (!config.object_store.empty()) {  // where logstores upload sealed segments: a read fallback
+      auto objects =
+          object::OpenObjectStoreUrl(config.object_store, absl::Now() + absl::Seconds(30));
+      if (!objects.ok()) return objects.status();
+      out.objects = *std::move(objects);
+    }
+    wal::quorum::QuorumOpenerOptions options;
+    options.meta = meta;
+    options.meta_prefix = absl::StrCat("kf/", config.cluster, "/wal/quorum");
+    options.registry_prefix = absl::StrCat("kf/", config.cluster, "/logstores/");
+    options.logstores = absl::StrSplit(config.logstores, ',', absl::SkipEmpty());
+    options.object_store = out.objects.get();
+    options.object_prefix = absl::StrCat(config.cluster, "/wal/quorum");
+    options.max_entry_bytes = std::max(options.max_entry_bytes, max_entry);
+    out.opener = wal::quorum::NewQuorumOpener(std::move(options));
     return out;
   }
   wal::local::LocalOpenerOptions options;

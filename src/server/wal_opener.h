@@ -17,12 +17,15 @@
 namespace kf::server {
 
 struct WalStorage {
-  std::unique_ptr<object::ObjectStore> objects;  // the objectstore backend's store, else null
+  // The objectstore backend's store, or the quorum backend's upload store (a read fallback).
+  std::unique_ptr<object::ObjectStore> objects;
   std::unique_ptr<wal::WalOpener> opener;        // declared last: goes first
 };
 
 // local: rooted at `wal_dir`. objectstore: the store at config.object_store, blocks under
-// `<cluster>/wal/`, segment metadata in `meta` under `kf/<cluster>/wal/objectstore/`. Entry
+// `<cluster>/wal/`, segment metadata in `meta` under `kf/<cluster>/wal/objectstore/`. quorum:
+// over config.logstores (or those registered under kf/<cluster>/logstores/), metadata in `meta`
+// under kf/<cluster>/wal/quorum (docs/quorum-wal.md). Entry
 // limits are raised to fit the largest message the configuration accepts (payload plus
 // properties: kMessageHeadroomBytes). Errors: the object store's (unreachable, bad URL).
 absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std::string& wal_dir,

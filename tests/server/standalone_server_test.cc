@@ -448,7 +448,7 @@ TEST(KingfisherCliTest, UnavailableBackendIsAClearError) {
                                   {{"KINGFISHER_WAL_BACKEND", "quorum"}});
   ASSERT_TRUE(r.exited);
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("not available yet"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("needs logstores"), std::string::npos) << r.output;
 }
 
 TEST(KingfisherCliTest, RefusesADataDirThatIsNotOurs) {
