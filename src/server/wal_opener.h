@@ -19,7 +19,7 @@ namespace kf::server {
 struct WalStorage {
   // The objectstore backend's store, or the quorum backend's upload store (a read fallback).
   std::unique_ptr<object::ObjectStore> objects;
-  std::unique_ptr<wal::WalOpener> opener;        // declared last: goes first
+  std::unique_ptr<wal::WalOpener> opener;  // declared last: goes first
 };
 
 // local: rooted at `wal_dir`. objectstore: the store at config.object_store, blocks under

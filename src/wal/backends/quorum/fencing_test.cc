@@ -135,6 +135,60 @@ void RunRace(size_t held_count) {
 
 TEST(QuorumFencingTest, PausedOldWriterSentNothing) { RunRace(3); }
 
+// The old writer's entries reached every replica, but it is paused before acknowledging them
+// (the answers arrive late): the new writer recovers them, and the old one must not
+// acknowledge them anymore — it finds the owner record changed.
+TEST(QuorumFencingTest, AnswersDeliveredAfterTheNewOpenAreNotAcknowledged) {
+  QuorumEnv env(3, "quorum_late");
+  absl::Mutex mu;
+  bool hold = false;
+  bool held = false;
+  auto old_options = env.Options();
+  old_options.ack_timeout = absl::Seconds(30);
+  old_options.before_ack = [&] {
+    absl::MutexLock l(&mu);
+    held = hold;
+    auto released = [&] { return !hold; };
+    mu.Await(absl::Condition(&released));
+  };
+  auto old_opener = NewQuorumOpener(old_options);  // outlives its backends
+  auto old_writer = old_opener->Open(Writer("ch", 1));
+  ASSERT_TRUE(old_writer.ok()) << old_writer.status();
+  ASSERT_TRUE(AppendSync(old_writer->get(), "old-0").ok());
+  {
+    absl::MutexLock l(&mu);
+    hold = true;
+  }
+  Outcomes out;
+  std::promise<void> late_done;
+  AppendTracked(old_writer->get(), &out, "old-1", &late_done);
+  {
+    absl::MutexLock l(&mu);
+    auto waiting = [&] { return held; };
+    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&waiting), absl::Seconds(10)));
+  }
+  auto new_opener = NewQuorumOpener(env.Options());
+  auto new_writer = new_opener->Open(Writer("ch", 2));
+  ASSERT_TRUE(new_writer.ok()) << new_writer.status();
+  out.new_writer_open = true;
+  {
+    absl::MutexLock l(&mu);
+    hold = false;
+  }
+  late_done.get_future().wait();
+  {
+    absl::MutexLock l(&out.mu);
+    EXPECT_EQ(out.acked_after_open, 0);
+    EXPECT_TRUE(IsFenced(out.by_payload["old-1"])) << out.by_payload["old-1"];
+  }
+  auto all = ReadN(new_writer->get(), {}, 2);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ((*all)[0].data, "old-0");
+  EXPECT_EQ((*all)[1].data, "old-1");  // durable on the replicas: recovered, exactly once
+  (void)(*old_writer)->Close();
+  ASSERT_TRUE((*new_writer)->Close().ok());
+}
+
 TEST(QuorumFencingTest, PausedOldWriterReachedOneReplica) { RunRace(2); }
 
 // No pause: the new writer opens while the old one appends as fast as it can. Every entry the

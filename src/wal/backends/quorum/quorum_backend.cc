@@ -228,6 +228,17 @@ void QuorumBackend::SenderLoop(Segment* seg, size_t member) {
   --seg->senders_running;
 }
 
+absl::Status QuorumBackend::CheckOwner(absl::Time give_up) {
+  Backoff backoff(absl::Milliseconds(10), absl::Seconds(1));
+  for (;;) {
+    absl::Status s = meta_->CheckOwner(std::min(give_up, absl::Now() + options_.rpc_timeout));
+    if (s.ok() || IsFenced(s)) return s;
+    const absl::Duration wait = backoff.Next();
+    if (absl::Now() + wait >= give_up) return s;
+    absl::SleepFor(wait);
+  }
+}
+
 void QuorumBackend::AckerLoop() {
   for (;;) {
     std::deque<Waiter> ready;
@@ -292,6 +303,17 @@ void QuorumBackend::AckerLoop() {
       }
     }
     if (!ready.empty()) {
+      // The replicas' answers may be old (this process was paused): acknowledge only while no
+      // newer writer opened the log. Its recovery kept these entries, so failing is safe.
+      if (status.ok() && options_.before_ack) options_.before_ack();
+      if (status.ok()) {
+        const absl::Time give_up = absl::Now() + options_.ack_timeout;
+        status = CheckOwner(give_up);
+        if (!status.ok()) {
+          absl::MutexLock l(&mu_);
+          Fail(status);
+        }
+      }
       for (auto& w : ready) {
         if (w.done) std::move(w.done)(status);
       }

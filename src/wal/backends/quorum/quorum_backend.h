@@ -94,6 +94,9 @@ class QuorumBackend final : public WalBackend {
   // Seals `front` and creates `next` in one metadata Txn (acker thread, no lock held).
   absl::Status Roll(Segment* front, Segment* next);
   void Fail(absl::Status s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK while this writer still owns the log; FENCED once another opened it; the metadata
+  // store's error if it stays unreachable until `give_up`.
+  absl::Status CheckOwner(absl::Time give_up);
   void PublishLocked(const Segment& seg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Joins the senders of retired segments that finished.
   void ReapRetired(bool all);

@@ -19,6 +19,14 @@ std::string QuorumMeta::SegmentKey(uint64_t segment) const {
   return absl::StrCat(segment_prefix_, absl::StrFormat("%020d", segment));
 }
 
+absl::Status QuorumMeta::CheckOwner(absl::Time deadline) const {
+  auto got = store_->Get(owner_key_, deadline);
+  if (!got.ok()) return got.status();
+  if (got->kv.mod_revision == owner_revision_) return absl::OkStatus();
+  return FencedError(absl::StrCat("quorum WAL ", log_,
+                                  ": another writer opened the log after term ", term_.value()));
+}
+
 absl::StatusOr<uint64_t> QuorumMeta::Claim(Term term, absl::Time deadline) {
   for (;;) {
     auto got = store_->Get(owner_key_, deadline);

@@ -35,6 +35,9 @@ class QuorumMeta {
   // new epoch (one above every earlier writer's, also at the same term).
   absl::StatusOr<uint64_t> Claim(Term term, absl::Time deadline);
 
+  // FENCED unless the owner record is still the one our Claim wrote (no writer opened since).
+  absl::Status CheckOwner(absl::Time deadline) const;
+
   // Every segment, by id.
   absl::StatusOr<std::map<uint64_t, SegmentRecord>> List(absl::Time deadline) const;
 

@@ -6,7 +6,8 @@
 // docs/quorum-wal.md.
 //
 // Thread-safety: the opener and its backends are thread-safe. Ownership: `meta` and
-// `object_store` are borrowed and must outlive the opener and every backend it returned.
+// `object_store` are borrowed and must outlive the opener; the opener (its options and logstore
+// connections) must outlive every backend and scanner it returned.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,8 @@ struct QuorumOpenerOptions {
   absl::Duration ack_timeout = absl::Seconds(10);
   // Test hook: runs on a replica's sender thread before each AddEntries to `address`.
   std::function<void(const std::string& address)> before_send;
+  // Test hook: runs on the acker thread before it acknowledges a group of entries.
+  std::function<void()> before_ack;
 };
 
 // Open() errors: FENCED (a higher term owns the log, or a newer writer fenced this one during
