@@ -289,7 +289,7 @@ TEST(WalCollectionsDedupeTest, ARetryOfAnInFlightBroadcastWaitsForTheOriginal) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, WalCollectionsTest,
                          ::testing::Values(BackendKind::kMemory, BackendKind::kLocal,
-                                           BackendKind::kObjectStore),
+                                           BackendKind::kObjectStore, BackendKind::kQuorum),
                          [](const auto& info) { return testing::BackendName(info.param); });
 
 }  // namespace

@@ -1460,7 +1460,7 @@ TEST_P(WalModelTest, ResumingFromAnyLcmidYieldsEveryLaterCommittedDelivery) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, WalModelTest,
                          ::testing::Values(BackendKind::kMemory, BackendKind::kLocal,
-                                           BackendKind::kObjectStore),
+                                           BackendKind::kObjectStore, BackendKind::kQuorum),
                          [](const ::testing::TestParamInfo<BackendKind>& info) {
                            return BackendName(info.param);
                          });

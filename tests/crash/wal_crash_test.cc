@@ -205,7 +205,8 @@ TEST_P(WalCrashTest, EveryAcknowledgedAppendSurvivesSigkillExactlyOnce) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, WalCrashTest,
-                         ::testing::Values(BackendKind::kLocal, BackendKind::kObjectStore),
+                         ::testing::Values(BackendKind::kLocal, BackendKind::kObjectStore,
+                                           BackendKind::kQuorum),
                          [](const auto& info) { return wal::testing::BackendName(info.param); });
 
 }  // namespace

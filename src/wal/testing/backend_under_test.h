@@ -1,6 +1,9 @@
 // BackendUnderTest: one pchannel log on a chosen backend that survives reopening at a higher
 // term, for the WAL suites parameterised by backend (the memory fake, the local disk backend,
-// the objectstore backend over a local object store and an embedded metadata store).
+// the objectstore backend over a local object store and an embedded metadata store, the quorum
+// backend over 3 in-process logstores on loopback and an embedded metadata store). The
+// logstores' ports are kept in `dir`, so another instance over the same dir (a restarted
+// process) serves them on the same addresses the segment metadata names.
 //
 // Thread-safety: Open may be called from one thread at a time. Ownership: owns the stores;
 // backends it opened must be closed before it is destroyed.
@@ -9,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "storage/meta/meta_store.h"
@@ -16,9 +20,13 @@
 #include "wal/backend.h"
 #include "wal/testing/memory_backend.h"
 
+namespace kf::logstore {
+class LogStoreServer;
+}
+
 namespace kf::wal::testing {
 
-enum class BackendKind { kMemory, kLocal, kObjectStore };
+enum class BackendKind { kMemory, kLocal, kObjectStore, kQuorum };
 
 std::string BackendName(BackendKind kind);
 
@@ -38,6 +46,7 @@ class BackendUnderTest {
   std::unique_ptr<MemoryWalBackend> memory_;
   std::unique_ptr<object::ObjectStore> objects_;
   std::unique_ptr<meta::MetaStore> meta_;
+  std::vector<std::unique_ptr<logstore::LogStoreServer>> logstores_;
   std::unique_ptr<WalOpener> opener_;
 };
 

@@ -115,22 +115,21 @@ absl::StatusOr<MessageId> QuorumBackend::Append(std::string data, AppendCallback
   }
   Segment* seg = segments_.back().get();
   const absl::Time now = absl::Now();
-  if (seg->appended > 0 &&
-      (seg->bytes >= options_.segment_bytes || now - seg->opened >= options_.segment_age)) {
-    seg->rolled = true;
-    auto next = std::make_unique<Segment>();
-    next->id = seg->id + 1;
-    next->opened = now;
-    seg = next.get();
-    segments_.push_back(std::move(next));
-    ack_cv_.Signal();
-  }
   const MessageId id(WalKind::kQuorum, seg->id, seg->appended++);
   const uint64_t bytes = data.size();
   seg->bytes += bytes;
   queued_bytes_ += bytes;
   seg->data.push_back(std::make_shared<const std::string>(std::move(data)));
   seg->waiters.push_back(Waiter{std::move(done), now, bytes});
+  // The roll comes after the entry, never before it: so NextId() tells the id Append gives.
+  if (seg->bytes >= options_.segment_bytes || now - seg->opened >= options_.segment_age) {
+    seg->rolled = true;
+    auto next = std::make_unique<Segment>();
+    next->id = seg->id + 1;
+    next->opened = now;
+    segments_.push_back(std::move(next));
+    ack_cv_.Signal();
+  }
   work_cv_.SignalAll();
   return id;
 }
