@@ -132,12 +132,23 @@ void ClusterTest::SetUp() {
   coord_ = std::make_unique<ServerProcess>(ServerProcess::Options{
       .data_dir = dir_.path() + "/coord", .extra_args = coord_args, .role = "coord"});
   ASSERT_TRUE(coord_->Start()) << coord_->Output();
+  if (WalBackend() == "quorum") {
+    for (int i = 1; i <= 3; ++i) {
+      logstores_.push_back(std::make_unique<ServerProcess>(
+          ServerProcess::Options{.data_dir = absl::StrCat(dir_.path(), "/logstore", i),
+                                 .extra_args = {"--etcd", etcd_.endpoint(), "--cluster", kCluster},
+                                 .role = "logstore"}));
+      ASSERT_TRUE(logstores_.back()->Start()) << logstores_.back()->Output();
+    }
+  }
   for (int id = 1; id <= kNodes; ++id) {
     std::vector<std::string> args = common;
     args.insert(args.end(), {"--node-id", std::to_string(id), "--drain-timeout", "10"});
-    if (WalBackend() != "local") {
+    if (WalBackend() == "objectstore") {
       args.insert(args.end(), {"--wal-backend", WalBackend(), "--object-store",
                                "file://" + dir_.path() + "/objects"});
+    } else if (WalBackend() == "quorum") {
+      args.insert(args.end(), {"--wal-backend", WalBackend()});
     }
     nodes_[id] = std::make_unique<ServerProcess>(
         ServerProcess::Options{.data_dir = dir_.path() + "/data",

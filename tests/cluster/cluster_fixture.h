@@ -83,8 +83,9 @@ class Load {
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override;
-  // The nodes' WAL backend: "local" (their shared data dir) or "objectstore" (a local object
-  // store in the test's dir, the segment metadata in etcd).
+  // The nodes' WAL backend: "local" (their shared data dir), "objectstore" (a local object
+  // store in the test's dir, the segment metadata in etcd) or "quorum" (3 `kingfisher run
+  // logstore` processes found through their etcd registrations).
   virtual std::string WalBackend() const { return "local"; }
 
   // A client of the coordinator's endpoint with a generous append timeout.
@@ -112,6 +113,7 @@ class ClusterTest : public ::testing::Test {
   testing::TempDir dir_;
   std::unique_ptr<testing::ServerProcess> coord_;
   std::map<int, std::unique_ptr<testing::ServerProcess>> nodes_;
+  std::vector<std::unique_ptr<testing::ServerProcess>> logstores_;  // quorum only
   std::unique_ptr<kingfisher::Client> client_;
 };
 

@@ -149,7 +149,8 @@ TEST_P(ClusterBackendTest, KillNodeUnderLoad) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ClusterBackendTest, ::testing::Values("local", "objectstore"),
+INSTANTIATE_TEST_SUITE_P(Backends, ClusterBackendTest,
+                         ::testing::Values("local", "objectstore", "quorum"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -214,7 +214,8 @@ TEST_P(ClusterBackendTest, FencingWithSigstop) {
   EXPECT_GT(newer_messages, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ClusterBackendTest, ::testing::Values("local", "objectstore"),
+INSTANTIATE_TEST_SUITE_P(Backends, ClusterBackendTest,
+                         ::testing::Values("local", "objectstore", "quorum"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
