@@ -14,11 +14,12 @@
 #include "storage/object/local_object_store.h"
 #include "wal/backends/local/test_util.h"
 #include "wal/backends/objectstore/object_opener.h"
+#include "wal/testing/backend_test_util.h"
 
 namespace kf::wal::objectstore::testing {
 
-using local::testing::AppendSync;
-using local::testing::Writer;
+using wal::testing::AppendSync;
+using wal::testing::Writer;
 
 class Stores {
  public:
@@ -53,18 +54,9 @@ class Stores {
   std::unique_ptr<meta::EmbeddedMetaStore> meta_;
 };
 
-// Reads from the earliest entry until `wait` passes without a new one.
 inline absl::StatusOr<std::vector<Entry>> ReadAll(WalBackend* b,
-                                                  absl::Duration wait = absl::Milliseconds(200)) {
-  auto scanner = b->Read(ReadOptions{});
-  if (!scanner.ok()) return scanner.status();
-  std::vector<Entry> out;
-  for (;;) {
-    auto e = (*scanner)->Next(absl::Now() + wait);
-    if (absl::IsDeadlineExceeded(e.status())) return out;
-    if (!e.ok()) return e.status();
-    out.push_back(std::move(*e));
-  }
+                                                  absl::Duration quiet = absl::Milliseconds(300)) {
+  return wal::testing::ReadUntilQuiet(b, quiet);
 }
 
 }  // namespace kf::wal::objectstore::testing
