@@ -143,6 +143,10 @@ class Wal {
   // Scanners currently open (the write-ahead buffer retains messages only while there are).
   virtual int readers() const = 0;
 
+  // OK, or the sticky error that broke the WAL: a durable-path failure (the backend's store
+  // gone for too long) or FENCED. A broken WAL refuses appends until its owner reopens it.
+  virtual absl::Status Health() const { return absl::OkStatus(); }
+
   // The backend's WalBackend::StoredBytes (metrics); nullopt when it cannot tell.
   virtual std::optional<uint64_t> StoredBytes() const { return std::nullopt; }
 

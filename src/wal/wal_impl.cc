@@ -377,6 +377,11 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
   }
 }
 
+absl::Status WalImpl::Health() const {
+  absl::MutexLock lock(&state_mu_);
+  return broken_;
+}
+
 void WalImpl::OnDurable(const std::shared_ptr<Pending>& p, absl::Status status) {
   if (p->impl_span) {
     if (!status.ok()) p->impl_span->RecordError(status);

@@ -35,6 +35,7 @@ class WalImpl final : public Wal {
   absl::StatusOr<std::unique_ptr<Scanner>> Read(const ScanOptions& options) override;
   TimeTick LastTimeTick() const override;
   int readers() const override { return readers_.load(std::memory_order_relaxed); }
+  absl::Status Health() const override;
   std::optional<uint64_t> StoredBytes() const override { return backend_->StoredBytes(); }
   void Close() override;
 

@@ -97,10 +97,16 @@ void StreamingNode::ReconcileLoop(std::stop_token stop) {
 
 void StreamingNode::Reconcile(const AssignmentSnapshot& snapshot) {
   std::map<std::string, Term> open_terms;
+  std::map<std::string, absl::Status> broken;
   {
     absl::MutexLock l(&mu_);
     if (stopping_) return;
-    for (const auto& [name, w] : open_) open_terms[name] = w->term();
+    for (const auto& [name, w] : open_) {
+      open_terms[name] = w->term();
+      // A WAL its backend broke (e.g. its store was unreachable for too long) is reopened at
+      // the same term: appends resume once the store is back. A fenced one waits for the move.
+      if (absl::Status h = w->Health(); !h.ok() && !IsFenced(h)) broken[name] = h;
+    }
   }
   for (const auto& [name, p] : snapshot.pchannels) {
     const auto& a = p.assignment;
@@ -113,7 +119,13 @@ void StreamingNode::Reconcile(const AssignmentSnapshot& snapshot) {
       }
       continue;
     }
-    if (open == open_terms.end() || open->second < Term(a.term())) {
+    const bool reopen =
+        open != open_terms.end() && open->second == Term(a.term()) && broken.contains(name);
+    if (reopen) {
+      spdlog::warn("node {}: reopening {} at term {}: {}", options_.node_id, name, a.term(),
+                   broken[name].ToString());
+    }
+    if (open == open_terms.end() || open->second < Term(a.term()) || reopen) {
       if (!session_->registered()) continue;  // reopened after registering again
       if (absl::Status s = Open(name, Term(a.term())); !s.ok()) {
         spdlog::error("node {}: {} (retrying)", options_.node_id, s.ToString());

@@ -1,5 +1,6 @@
 #include "streaming/node/streaming_node.h"
 
+#include <atomic>
 #include <filesystem>
 
 #include "common/errors.h"
@@ -25,6 +26,51 @@ MutableMessage Raw(std::string payload) {
   return m;
 }
 
+// Wraps an opener; while `broken` is set, every append's durability callback fails (as a backend
+// whose store is unreachable for too long), which breaks the WAL above it.
+class BreakableOpener final : public wal::WalOpener {
+ public:
+  explicit BreakableOpener(std::unique_ptr<wal::WalOpener> base) : base_(std::move(base)) {}
+  absl::StatusOr<std::unique_ptr<wal::WalBackend>> Open(const wal::OpenOptions& o) override {
+    auto b = base_->Open(o);
+    if (!b.ok()) return b.status();
+    ++opens;
+    return std::unique_ptr<wal::WalBackend>(std::make_unique<Backend>(*std::move(b), &broken));
+  }
+  WalKind kind() const override { return base_->kind(); }
+
+  std::atomic<bool> broken{false};
+  std::atomic<int> opens{0};
+
+ private:
+  class Backend final : public wal::WalBackend {
+   public:
+    Backend(std::unique_ptr<wal::WalBackend> base, std::atomic<bool>* broken)
+        : base_(std::move(base)), broken_(broken) {}
+    std::string_view pchannel() const override { return base_->pchannel(); }
+    Term term() const override { return base_->term(); }
+    absl::StatusOr<MessageId> Append(std::string data, wal::AppendCallback done) override {
+      return base_->Append(std::move(data), [this, done = std::move(done)](absl::Status s) mutable {
+        if (s.ok() && broken_->load()) s = absl::UnavailableError("injected: store unreachable");
+        std::move(done)(s);
+      });
+    }
+    absl::StatusOr<std::unique_ptr<wal::BackendScanner>> Read(
+        const wal::ReadOptions& options) override {
+      return base_->Read(options);
+    }
+    MessageId NextId() const override { return base_->NextId(); }
+    absl::StatusOr<MessageId> TailStart(uint64_t bytes) override { return base_->TailStart(bytes); }
+    absl::Status Truncate(const MessageId& id) override { return base_->Truncate(id); }
+    absl::Status Close() override { return base_->Close(); }
+
+   private:
+    std::unique_ptr<wal::WalBackend> base_;
+    std::atomic<bool>* broken_;
+  };
+  std::unique_ptr<wal::WalOpener> base_;
+};
+
 // Two nodes in one process over one metadata store and one shared WAL directory, each with its
 // own opener (as separate processes would have); the test plays the coordinator.
 class StreamingNodeTest : public ::testing::Test {
@@ -42,6 +88,9 @@ class StreamingNodeTest : public ::testing::Test {
     ASSERT_TRUE(tso.ok()) << tso.status();
     tso_ = *std::move(tso);
     for (auto& o : openers_) o = wal::local::NewLocalOpener({.root = (root_ / "wal").string()});
+    auto breakable = std::make_unique<BreakableOpener>(std::move(openers_[0]));
+    breakable_ = breakable.get();
+    openers_[0] = std::move(breakable);
   }
   void TearDown() override {
     for (auto& n : nodes_) n.reset();
@@ -111,10 +160,35 @@ class StreamingNodeTest : public ::testing::Test {
   std::unique_ptr<meta::EmbeddedMetaStore> store_;
   std::unique_ptr<TimestampAllocator> tso_;
   std::unique_ptr<wal::WalOpener> openers_[2];
+  BreakableOpener* breakable_ = nullptr;  // node 1's opener
   std::unique_ptr<AssignmentView> views_[2];
   std::unique_ptr<rpc::DynamicWalRegistry> registries_[2];
   std::unique_ptr<StreamingNode> nodes_[2];
 };
+
+TEST_F(StreamingNodeTest, ABrokenWalIsReopenedAtTheSameTermAndAppendsResume) {
+  StartNode(1);
+  Assign(kP0, 1, 3);
+  ASSERT_TRUE(Eventually([&] { return Serves(1, kP0, 3); }));
+  auto wal = registries_[0]->Get(kP0);
+  ASSERT_TRUE(wal.ok());
+  ASSERT_TRUE((*wal)->AppendSync(trace::Context(), Raw("before")).ok());
+  const int opens = breakable_->opens.load();
+  breakable_->broken = true;  // the store goes away: the append fails and breaks the WAL
+  auto failed = (*wal)->AppendSync(trace::Context(), Raw("lost"));
+  EXPECT_TRUE(absl::IsUnavailable(failed.status())) << failed.status();
+  EXPECT_FALSE((*wal)->Health().ok());
+  breakable_->broken = false;  // ... and comes back: the node reopens the WAL at term 3
+  ASSERT_TRUE(Eventually([&] {
+    auto w = registries_[0]->Get(kP0);
+    return breakable_->opens.load() > opens && w.ok() && (*w)->Health().ok();
+  }));
+  auto reopened = registries_[0]->Get(kP0);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ((*reopened)->term(), Term(3));
+  auto after = (*reopened)->AppendSync(trace::Context(), Raw("after"));
+  EXPECT_TRUE(after.ok()) << after.status();
+}
 
 TEST_F(StreamingNodeTest, OpensWhatIsAssignedAndConfirmsIt) {
   StreamingNode* n1 = StartNode(1);
