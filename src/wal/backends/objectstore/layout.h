@@ -21,7 +21,6 @@ namespace kf::wal::objectstore {
 
 inline constexpr int kEntryBits = 20;
 inline constexpr uint64_t kMaxEntriesPerBlock = uint64_t{1} << kEntryBits;
-inline constexpr uint64_t kMaxBlocksPerSegment = uint64_t{1} << (64 - kEntryBits);
 
 constexpr uint64_t EntryOf(uint64_t block, uint64_t index) { return block << kEntryBits | index; }
 constexpr uint64_t BlockOf(uint64_t entry) { return entry >> kEntryBits; }
