@@ -45,6 +45,7 @@ absl::Time ObjectBackend::RequestDeadline(absl::Time limit) const {
 
 absl::StatusOr<MessageId> ObjectBackend::Append(std::string data, AppendCallback done) {
   absl::MutexLock l(&mu_);
+  pinned_until_ = absl::InfinitePast();  // whatever the outcome: NextId()'s pin ends here
   if (read_only_) return absl::FailedPreconditionError("objectstore WAL: read-only backend");
   if (closing_) return absl::CancelledError("objectstore WAL: backend closed");
   if (!error_.ok()) {
@@ -80,7 +81,6 @@ absl::StatusOr<MessageId> ObjectBackend::Append(std::string data, AppendCallback
       open_->builder.count() >= kMaxEntriesPerBlock) {
     CloseOpenBlock();
   }
-  pinned_until_ = absl::InfinitePast();
   return IdOf(segment, entry);
 }
 
@@ -500,7 +500,8 @@ MessageId ObjectBackend::NextId() const {
   if (!read_only_) {
     absl::MutexLock l(&mu_);
     // The adaptor calls Append right after: until then the open block stays open, so the id
-    // told here is the one Append assigns (the pin lapses by itself if no Append follows).
+    // told here is the one Append assigns. The pin ends with the next Append; the lapse only
+    // bounds the delay a caller that never appends would cause.
     pinned_until_ = absl::Now() + kNextIdPin;
     return NextIdLocked();
   }

@@ -1,8 +1,8 @@
 // ObjectBackend: one open pchannel log in an object store (the WalBackend of NewObjectOpener).
 //
 // Writing: Append assigns the id under a lock and adds the entry to the open block (closing it
-// once full; NextId() keeps it open for a moment, so it tells the id Append gives). Uploader
-// threads (max_parallel_uploads) close the open block by the adaptive policy of
+// once full; NextId() keeps it open until the next Append, so it tells the id Append gives).
+// Uploader threads (max_parallel_uploads) close the open block by the adaptive policy of
 // ObjectOpenerOptions and PUT it with a conditional create; a PUT that keeps failing is
 // retried with backoff until upload_timeout. A completion thread takes finished blocks in
 // order, checks the log's generation in the metadata store (fenced: fail instead), publishes
@@ -94,8 +94,9 @@ class ObjectBackend final : public WalBackend {
   absl::Time RequestDeadline(absl::Time limit) const;
   MessageId NextIdLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // How long NextId() keeps the open block from being flushed while the caller appends.
-  static constexpr absl::Duration kNextIdPin = absl::Milliseconds(5);
+  // NextId() keeps the open block from being flushed until the next Append, or at most this
+  // long (far beyond any sequencer's NextId-to-Append gap, even under a sanitizer).
+  static constexpr absl::Duration kNextIdPin = absl::Seconds(10);
 
   const ObjectOpenerOptions options_;
   const Term term_;
