@@ -24,3 +24,16 @@ function(kf_fuzz name)
   target_link_libraries(${name} PRIVATE ${F_DEPS})
   add_dependencies(fuzz ${name})
 endfunction()
+
+# kf_use_tcmalloc(TARGET): links tcmalloc into an executable. Every append allocates on one
+# thread (gRPC, the WAL sequencer) and frees on another (the WAL writer, a consumer): glibc's
+# arenas then contend and trim (futex waits, mprotect and page faults per message); tcmalloc's
+# per-thread caches do not (local_wal_bench (a), wal adaptor: 215k -> 330k+ appends/s).
+function(kf_use_tcmalloc name)
+  if(KF_TCMALLOC_LIB)
+    # No symbol of it is referenced: keep it even where the linker defaults to --as-needed.
+    # One item, so that CMake's deduplication of link flags cannot split the push/pop pair.
+    target_link_libraries(${name} PRIVATE
+      "-Wl,--push-state,--no-as-needed,${KF_TCMALLOC_LIB},--pop-state")
+  endif()
+endfunction()

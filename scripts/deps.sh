@@ -7,7 +7,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libcurl4-openssl-dev libssl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libcpp-httplib-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs npm
-  python3 etcd-server etcd-client golang-etcd-server-dev
+  libgoogle-perftools-dev python3 etcd-server etcd-client golang-etcd-server-dev
   ceph-mon ceph-osd radosgw ceph-common
 )
 missing=()

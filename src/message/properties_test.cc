@@ -1,0 +1,66 @@
+#include "message/properties.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace kf {
+namespace {
+
+std::vector<std::string> Keys(const Properties& p) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : p) keys.push_back(k);
+  return keys;
+}
+
+TEST(PropertiesTest, KeepsKeysSortedWhateverTheInsertionOrder) {
+  Properties p;
+  p.insert_or_assign("_vc", "a");
+  p.insert_or_assign("_t", "1");
+  p.Assign("_tt", "x");
+  p["_ik"] = "p:1";
+  p.emplace("z", "");
+  p.emplace("", "empty key");
+  EXPECT_EQ(Keys(p), (std::vector<std::string>{"", "_ik", "_t", "_tt", "_vc", "z"}));
+}
+
+TEST(PropertiesTest, EmplaceNeverOverwritesAndInsertOrAssignDoes) {
+  Properties p;
+  EXPECT_TRUE(p.emplace("k", "first"));
+  EXPECT_FALSE(p.emplace("k", "second"));
+  EXPECT_EQ(p.at("k"), "first");
+  p.insert_or_assign("k", "third");
+  EXPECT_EQ(p.at("k"), "third");
+  p.Assign("k", "fourth");
+  EXPECT_EQ(p.at("k"), "fourth");
+  EXPECT_EQ(p.size(), 1u);
+}
+
+TEST(PropertiesTest, FindEraseAndAt) {
+  Properties p{{"b", "2"}, {"a", "1"}, {"b", "ignored"}};  // as std::map: the first b wins
+  EXPECT_EQ(p.size(), 2u);
+  EXPECT_EQ(p.at("b"), "2");
+  EXPECT_TRUE(p.contains("a"));
+  EXPECT_EQ(p.find("c"), p.end());
+  EXPECT_THROW((void)p.at("c"), std::out_of_range);
+  EXPECT_EQ(p.erase("c"), 0u);
+  EXPECT_EQ(p.erase("a"), 1u);
+  EXPECT_FALSE(p.contains("a"));
+  EXPECT_EQ(p["new"], "");  // operator[] inserts an empty value
+  EXPECT_EQ(Keys(p), (std::vector<std::string>{"b", "new"}));
+}
+
+TEST(PropertiesTest, EqualityComparesEntries) {
+  Properties a{{"x", "1"}, {"y", "2"}};
+  Properties b;
+  b["y"] = "2";
+  b["x"] = "1";
+  EXPECT_EQ(a, b);
+  b["x"] = "other";
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace kf
