@@ -10,7 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "absl/synchronization/notification.h"
 
 namespace kf::bench {
 
@@ -43,6 +46,26 @@ std::string StartRun(const std::string& program, const BenchDirs& dirs);
 // fdatasync, until `seconds` pass or `max_ops` ops ran. Returns per-op latencies in seconds.
 std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
                                  size_t max_ops = SIZE_MAX);
+
+// One ack an appender thread blocks on. Not std::promise: its set_value makes two futex calls
+// (glibc's call_once wakes unconditionally) besides the one that wakes the waiter, and on a
+// VM a futex call costs microseconds, which the 64-appender figure would charge to the WAL.
+template <typename T>
+class Ack {
+ public:
+  void Set(T value) {
+    value_ = std::move(value);
+    done_.Notify();
+  }
+  T Wait() {
+    done_.WaitForNotification();
+    return std::move(value_);
+  }
+
+ private:
+  T value_{};
+  absl::Notification done_;  // safe to destroy once WaitForNotification returned
+};
 
 // Sum of `v` divided by its count (0 for empty).
 double Mean(const std::vector<double>& v);

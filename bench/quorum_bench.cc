@@ -6,7 +6,6 @@
 // --in-flight appends outstanding and reports throughput.
 // Usage: quorum_bench [--dir DIR] [--bin-dir DIR] [--ops N] [--bytes B] [--in-flight N]
 #include <cstdio>
-#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -79,11 +78,11 @@ int main(int argc, char** argv) {
   std::vector<double> lat;
   lat.reserve(static_cast<size_t>(ops));
   for (int i = 0; i < ops; ++i) {
-    std::promise<absl::Status> done;
+    kf::bench::Ack<absl::Status> done;
     const auto t0 = Clock::now();
-    auto id = (*wal)->Append(payload, [&done](absl::Status s) { done.set_value(s); });
+    auto id = (*wal)->Append(payload, [&done](absl::Status s) { done.Set(std::move(s)); });
     if (!id.ok()) Die(id.status().ToString());
-    absl::Status s = done.get_future().get();
+    absl::Status s = done.Wait();
     lat.push_back(Seconds(Clock::now() - t0));
     if (!s.ok()) Die(s.ToString());
   }

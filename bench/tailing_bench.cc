@@ -28,7 +28,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -305,13 +304,13 @@ PhaseResult RunSequential(const Flags& f, kingfisher::Producer& producer, Receiv
   const auto start = Clock::now();
   double next_progress = 1;
   while (Seconds(Clock::now() - start) < f.seconds) {
-    std::promise<absl::Status> done;
+    kf::bench::Ack<absl::Status> done;
     kingfisher::Message m = NewMessage(f, kPhase, r.sent);
     const auto t0 = Stamp(&m);
     producer.AppendAsync(std::move(m), [&done](absl::StatusOr<kingfisher::AppendResult> res) {
-      done.set_value(res.status());
+      done.Set(res.status());
     });
-    absl::Status s = done.get_future().get();
+    absl::Status s = done.Wait();
     if (!s.ok()) Die("append: " + s.ToString());
     r.ack.push_back(Seconds(Clock::now() - t0));
     ++r.sent;
