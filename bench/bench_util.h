@@ -23,7 +23,8 @@ inline double Seconds(Clock::duration d) { return std::chrono::duration<double>(
 
 // Prints "<prog>: <what>" to stderr and exits with status 1.
 [[noreturn]] void Die(const std::string& what);
-// The program name Die() prefixes (default "bench").
+// The program name Die() prefixes (default "bench"). Also turns off absl's per-lock deadlock
+// detection, as the server does: every bench calls it first.
 void SetProgramName(std::string name);
 
 // A fresh directory `<dir>/<prefix>_XXXXXX` (creating `dir`) for one run's data.

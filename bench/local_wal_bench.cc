@@ -357,8 +357,6 @@ void BenchLatency(const std::string& root, double seconds, Layer layer) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // As in the server binary: no per-lock deadlock detection on the measured paths.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   kf::bench::SetProgramName("local_wal_bench");
   std::string dir;
   double seconds = 4;

@@ -9,6 +9,10 @@
 // Thread-safety: every method is thread-safe. Ownership: Producers and Consumers share the
 // channel, so they may outlive the Client that created them.
 //
+// Performance: Debian's absl checks lock order on every Mutex acquisition (deadlock detection
+// is on in its build). Production programs should turn it off at startup, as kingfisher and
+// kfctl do: absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore).
+//
 // Errors (every method, exhaustively):
 //   Connect        INVALID_ARGUMENT  empty endpoint, non-positive timeouts, bad retry policy.
 //   CreateProducer never fails today (StatusOr so that routing discovery can fail later).

@@ -1,6 +1,7 @@
 #include "client/retry.h"
 
 #include <algorithm>
+#include <random>
 
 #include "common/absl_compat.h"
 #include "common/errors.h"
@@ -37,8 +38,18 @@ bool IsRoutingError(const absl::Status& s) {
 
 bool IsRetryableConsumeError(const absl::Status& s) { return IsRetryableAppendError(s); }
 
-Backoff::Backoff(const kingfisher::RetryPolicy& p)
-    : policy_(p), current_(p.initial_backoff), rng_(std::random_device{}()) {}
+namespace {
+
+// The jitter source, one per thread and seeded once: every append makes a Backoff, and a
+// std::random_device plus a fresh engine per Backoff cost the producer microseconds per append.
+std::minstd_rand& JitterRng() {
+  thread_local std::minstd_rand rng(std::random_device{}());
+  return rng;
+}
+
+}  // namespace
+
+Backoff::Backoff(const kingfisher::RetryPolicy& p) : policy_(p), current_(p.initial_backoff) {}
 
 absl::Duration Backoff::Next() {
   absl::Duration cap = std::min(current_, policy_.max_backoff);
@@ -46,7 +57,7 @@ absl::Duration Backoff::Next() {
   int64_t us = absl::ToInt64Microseconds(cap);
   if (us <= 0) return absl::ZeroDuration();
   std::uniform_int_distribution<int64_t> dist(us / 2, us);
-  return absl::Microseconds(dist(rng_));
+  return absl::Microseconds(dist(JitterRng()));
 }
 
 }  // namespace kf::client

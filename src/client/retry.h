@@ -2,7 +2,6 @@
 // Pure functions and a small value type: thread-compatible, no errors.
 #pragma once
 
-#include <random>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -36,7 +35,6 @@ class Backoff {
  private:
   kingfisher::RetryPolicy policy_;
   absl::Duration current_;
-  std::mt19937_64 rng_;
 };
 
 }  // namespace kf::client
