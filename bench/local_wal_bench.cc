@@ -2,10 +2,11 @@
 // on the same directory (SPEC §9 quality bars):
 //  (a) 1 KiB appends with >= 1024 in flight vs sequential 1 MiB write + fdatasync bandwidth;
 //  (b) 64 appender threads (each waits for its ack) vs a raw loop writing the WAL's own
-//      average batch size + fdatasync each, in alternating rounds;
+//      average batch size + fdatasync each;
 //  (c) one appender's p50/p99 latency vs one 1 KiB write + fdatasync;
 //  (d) catch-up read of 64 MiB of 1 KiB entries from a cold page cache vs reading the same
 //      segment files sequentially with 1 MiB reads (both after POSIX_FADV_DONTNEED).
+// (a)-(c) alternate the WAL and its baseline in rounds (see kRounds).
 // Each WAL figure is measured twice: on the backend alone, and through the full Wal adaptor
 // (timetick stamping, message encoding, `_ik` deduplication, no-op spans) with 1 KiB payloads.
 // Usage: local_wal_bench [--dir DIR] [--seconds S] [--layer backend|wal|both] [--figures abcd]
@@ -127,66 +128,72 @@ struct Wal {
   }
 };
 
-// (a) ---------------------------------------------------------------------------------------
-double SeqBandwidthMiBs(const std::string& root, double seconds) {
-  auto seq = RawWriteSync(root + "/seq.raw", 1 << 20, seconds);
-  double seq_total = 0;
-  for (double l : seq) seq_total += l;
-  return static_cast<double>(seq.size()) / seq_total;
-}
+// The disk of a VM drifts by 2x within seconds, so each figure alternates the WAL and its raw
+// baseline in short rounds (kRounds of each) and sums each side's rounds: both see the same disk.
+constexpr int kRounds = 4;
 
-void BenchInFlight(const std::string& root, double seconds, Layer layer, double seq_mibs) {
+// (a) ---------------------------------------------------------------------------------------
+void BenchInFlight(const std::string& root, double seconds, Layer layer) {
   Wal wal(root, "inflight", layer);
   constexpr int kWindow = 4096;  // >= 1024 in flight; ~2 MiB per group over the pipeline
   const std::string entry(1024, 'e');
+  const double round_seconds = seconds / kRounds;
   absl::Mutex mu;
   int in_flight = 0;
   uint64_t acked = 0;
-  const auto start = Clock::now();
-  const double thread_cpu0 = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
-  const double process_cpu0 = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
-  uint64_t sent = 0;
-  while (Seconds(Clock::now() - start) < seconds) {
+  double wal_seconds = 0, seq_seconds = 0, thread_cpu = 0, process_cpu = 0;
+  uint64_t seq_writes = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const auto start = Clock::now();
+    const double thread_cpu0 = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
+    const double process_cpu0 = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
+    while (Seconds(Clock::now() - start) < round_seconds) {
+      {
+        absl::MutexLock l(&mu);
+        mu.Await(absl::Condition(
+            +[](int* n) { return *n < kWindow; }, &in_flight));
+        ++in_flight;
+      }
+      wal.Append(entry, [&](absl::Status s) {
+        if (!s.ok()) Die(s.ToString());
+        absl::MutexLock l(&mu);
+        --in_flight;
+        ++acked;
+      });
+    }
     {
       absl::MutexLock l(&mu);
       mu.Await(absl::Condition(
-          +[](int* n) { return *n < kWindow; }, &in_flight));
-      ++in_flight;
+          +[](int* n) { return *n == 0; }, &in_flight));
     }
-    wal.Append(entry, [&](absl::Status s) {
-      if (!s.ok()) Die(s.ToString());
-      absl::MutexLock l(&mu);
-      --in_flight;
-      ++acked;
-    });
-    ++sent;
+    wal_seconds += Seconds(Clock::now() - start);
+    thread_cpu += CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - thread_cpu0;
+    process_cpu += CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu0;
+    for (double l : RawWriteSync(root + "/seq.raw", 1 << 20, round_seconds)) {
+      seq_seconds += l;
+      ++seq_writes;
+    }
   }
-  {
-    absl::MutexLock l(&mu);
-    mu.Await(absl::Condition(
-        +[](int* n) { return *n == 0; }, &in_flight));
-  }
-  const double elapsed = Seconds(Clock::now() - start);
   // The appending thread's CPU per append: what bounds this figure when it is CPU-bound.
-  const double thread_us = (CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - thread_cpu0) * 1e6 /
-                           static_cast<double>(std::max<uint64_t>(acked, 1));
-  const double process_us = (CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu0) * 1e6 /
-                            static_cast<double>(std::max<uint64_t>(acked, 1));
-  const double wal_mibs = static_cast<double>(acked) * 1024 / elapsed / (1 << 20);
+  const double per_append = 1e6 / static_cast<double>(std::max<uint64_t>(acked, 1));
+  const double thread_us = thread_cpu * per_append;
+  const double process_us = process_cpu * per_append;
+  const double wal_mibs = static_cast<double>(acked) * 1024 / wal_seconds / (1 << 20);
+  const double seq_mibs = static_cast<double>(seq_writes) / seq_seconds;
   const uint64_t syncs = wal.counting.sync_count();
   std::printf(
       "(a) %s, 1KiB with 4096 in flight: %.1f MiB/s (%.0f appends/s, %.0f fdatasync/s, %.0f "
-      "KiB/batch)"
-      " | seq 1MiB write+fdatasync %.1f MiB/s | ratio %.2f (bar >= 0.85)\n",
-      LayerName(layer), wal_mibs, static_cast<double>(acked) / elapsed,
-      static_cast<double>(syncs) / elapsed,
+      "KiB/batch) | seq 1MiB write+fdatasync (alternating rounds) %.1f MiB/s | ratio %.2f (bar >= "
+      "0.85)\n",
+      LayerName(layer), wal_mibs, static_cast<double>(acked) / wal_seconds,
+      static_cast<double>(syncs) / wal_seconds,
       static_cast<double>(wal.FileBytes()) / std::max<uint64_t>(syncs, 1) / 1024, seq_mibs,
       wal_mibs / seq_mibs);
   std::printf(
       "    %llu appends; CPU per append: appending thread %.2f us (%.0f%% busy), whole process "
       "%.2f us\n",
-      static_cast<unsigned long long>(acked), thread_us,
-      thread_us * static_cast<double>(acked) / elapsed / 1e4, process_us);
+      static_cast<unsigned long long>(acked), thread_us, thread_cpu / wal_seconds * 100,
+      process_us);
 }
 
 // (d) ---------------------------------------------------------------------------------------
@@ -273,11 +280,8 @@ void BenchCatchup(const std::string& root, Layer layer) {
 }
 
 // (b) ---------------------------------------------------------------------------------------
-// The disk of a VM drifts by 2x within seconds, so the WAL and its raw baseline alternate in
-// short rounds and each side sums its rounds: both see the same disk.
 void BenchAppenders(const std::string& root, double seconds, Layer layer) {
   constexpr int kThreads = 64;
-  constexpr int kRounds = 4;
   const double round_seconds = seconds / kRounds;
   double wal_seconds = 0, raw_seconds = 0, raw_bytes = 0;
   uint64_t wal_bytes = 0, syncs = 0, appends = 0, raw_syncs = 0;
@@ -331,26 +335,29 @@ void BenchAppenders(const std::string& root, double seconds, Layer layer) {
 
 // (c) ---------------------------------------------------------------------------------------
 void BenchLatency(const std::string& root, double seconds, Layer layer) {
-  constexpr size_t kMaxOps = 5000;
-  std::vector<double> wal_lat;
-  {
-    Wal wal(root, "latency", layer);
-    const std::string entry(1024, 'l');
+  constexpr size_t kMaxOpsPerRound = 1250;
+  const double round_seconds = seconds / kRounds;
+  std::vector<double> wal_lat, raw;
+  Wal wal(root, "latency", layer);
+  const std::string entry(1024, 'l');
+  for (int round = 0; round < kRounds; ++round) {
     const auto start = Clock::now();
-    while (Seconds(Clock::now() - start) < seconds && wal_lat.size() < kMaxOps) {
+    for (size_t i = 0; i < kMaxOpsPerRound && Seconds(Clock::now() - start) < round_seconds; ++i) {
       const auto t0 = Clock::now();
       kf::bench::Ack<absl::Status> done;
       wal.Append(entry, [&](absl::Status s) { done.Set(std::move(s)); });
       if (!done.Wait().ok()) Die("append failed");
       wal_lat.push_back(Seconds(Clock::now() - t0));
     }
+    for (double l : RawWriteSync(root + "/lat.raw", 1024, round_seconds, kMaxOpsPerRound)) {
+      raw.push_back(l);
+    }
   }
-  auto raw = RawWriteSync(root + "/lat.raw", 1024, seconds, kMaxOps);
   const double wp50 = Percentile(wal_lat, 0.5) * 1e3, wp99 = Percentile(wal_lat, 0.99) * 1e3;
   const double rp50 = Percentile(raw, 0.5) * 1e3, rp99 = Percentile(raw, 0.99) * 1e3;
   std::printf(
-      "(c) %s, 1 appender 1KiB: p50 %.3f ms p99 %.3f ms | raw write+fdatasync p50 %.3f ms"
-      " p99 %.3f ms | p50 ratio %.2f (bar <= 1.5)\n",
+      "(c) %s, 1 appender 1KiB: p50 %.3f ms p99 %.3f ms | raw write+fdatasync (alternating "
+      "rounds) p50 %.3f ms p99 %.3f ms | p50 ratio %.2f (bar <= 1.5)\n",
       LayerName(layer), wp50, wp99, rp50, rp99, wp50 / rp50);
 }
 
@@ -382,10 +389,8 @@ int main(int argc, char** argv) {
   const std::string root = dir + "/local_wal_bench";
   stdfs::create_directories(root);
   std::printf("local_wal_bench: dir %s, %.1f s per measurement\n", root.c_str(), seconds);
-  const bool a = figures.find('a') != std::string::npos;
-  const double seq_mibs = a ? SeqBandwidthMiBs(root, seconds) : 0;
   for (Layer layer : layers) {
-    if (a) BenchInFlight(root, seconds, layer, seq_mibs);
+    if (figures.find('a') != std::string::npos) BenchInFlight(root, seconds, layer);
     if (figures.find('b') != std::string::npos) BenchAppenders(root, seconds, layer);
     if (figures.find('c') != std::string::npos) BenchLatency(root, seconds, layer);
     if (figures.find('d') != std::string::npos) BenchCatchup(root, layer);
