@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
@@ -19,12 +20,6 @@
 #include "storage/meta/meta_store.h"
 
 namespace kf::wal::objectstore {
-
-inline const absl::Status& StatusOf(const absl::Status& s) { return s; }
-template <typename T>
-const absl::Status& StatusOf(const absl::StatusOr<T>& s) {
-  return s.status();
-}
 
 struct VersionedMeta {
   kingfisher::v1::ObjectLogMeta meta;
@@ -47,14 +42,8 @@ absl::StatusOr<std::optional<VersionedMeta>> CasMeta(meta::MetaStore* store, std
 // until `deadline`.
 template <typename Fn>
 auto RetryUnavailable(absl::Time deadline, Fn fn) -> decltype(fn()) {
-  Backoff backoff(absl::Milliseconds(10), absl::Seconds(1));
-  for (;;) {
-    auto result = fn();
-    if (result.ok() || !absl::IsUnavailable(StatusOf(result))) return result;
-    const absl::Duration wait = backoff.Next();
-    if (absl::Now() + wait >= deadline) return result;
-    absl::SleepFor(wait);
-  }
+  return RetryWithBackoff(
+      deadline, [](const absl::Status& s) { return absl::IsUnavailable(s); }, std::move(fn));
 }
 
 }  // namespace kf::wal::objectstore

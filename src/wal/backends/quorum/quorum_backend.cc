@@ -228,14 +228,9 @@ void QuorumBackend::SenderLoop(Segment* seg, size_t member) {
 }
 
 absl::Status QuorumBackend::CheckOwner(absl::Time give_up) {
-  Backoff backoff(absl::Milliseconds(10), absl::Seconds(1));
-  for (;;) {
-    absl::Status s = meta_->CheckOwner(std::min(give_up, absl::Now() + options_.rpc_timeout));
-    if (s.ok() || IsFenced(s)) return s;
-    const absl::Duration wait = backoff.Next();
-    if (absl::Now() + wait >= give_up) return s;
-    absl::SleepFor(wait);
-  }
+  return RetryWithBackoff(
+      give_up, [](const absl::Status& s) { return !IsFenced(s); },
+      [&] { return meta_->CheckOwner(std::min(give_up, absl::Now() + options_.rpc_timeout)); });
 }
 
 void QuorumBackend::AckerLoop() {
