@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "cluster_fixture.h"
+#include "common/testing/wait_until.h"
 
 namespace kf::cluster_testing {
 namespace {
@@ -72,9 +73,8 @@ TEST_P(ClusterBackendTest, KillNodeUnderLoad) {
   }
   // Kill the owner of pchannel 0 once a third of the load is acknowledged.
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (total_acked.load() < kPChannels * kPerPChannel / 3 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(5));  // polling a counter the producers advance
-  }
+  kf::testing::WaitUntil([&] { return total_acked.load() >= kPChannels * kPerPChannel / 3; },
+                         deadline - absl::Now());
   nodes_[victim]->Kill();
   const absl::Time killed_at = absl::Now();
   const int acked_at_kill = total_acked.load();

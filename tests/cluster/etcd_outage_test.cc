@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cluster_fixture.h"
+#include "common/testing/wait_until.h"
 
 namespace kf::cluster_testing {
 namespace {
@@ -36,12 +37,7 @@ bool HasLine(const std::string& log, const std::vector<std::string>& parts) {
 
 // Polls `cond` (e.g. a process's log) until it holds; false after 30 s.
 bool PollUntil(const std::function<bool()>& cond) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (!cond()) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(50));  // polling an observable state, bounded
-  }
-  return true;
+  return kf::testing::WaitUntil(cond, absl::Seconds(30), absl::Milliseconds(50));
 }
 
 size_t Count(const std::string& log, const std::string& text) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/testing/wait_until.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/meta/embedded_meta_store.h"
@@ -75,12 +76,9 @@ class MetaStoreContractTest : public ::testing::TestWithParam<std::string> {
 
   // Polls Get until the key is gone (lease expiry is asynchronous in both stores).
   bool WaitUntilAbsent(const std::string& key, absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      if (absl::IsNotFound(store_->Get(key, Deadline()).status())) return true;
-      absl::SleepFor(absl::Milliseconds(20));  // pacing of a condition poll
-    }
-    return false;
+    return kf::testing::WaitUntil(
+        [&] { return absl::IsNotFound(store_->Get(key, Deadline()).status()); }, timeout,
+        absl::Milliseconds(20));
   }
 
   std::string prefix_;

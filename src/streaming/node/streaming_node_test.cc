@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/errors.h"
+#include "common/testing/wait_until.h"
 #include "gtest/gtest.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "storage/tso/timestamp_allocator.h"
@@ -142,12 +143,7 @@ class StreamingNodeTest : public ::testing::Test {
   // Polls `done` (a cheap check of state the node publishes) until it holds or 10 s pass.
   template <typename F>
   bool Eventually(F done) {
-    const absl::Time deadline = Deadline();
-    while (!done()) {
-      if (absl::Now() > deadline) return false;
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    return true;
+    return kf::testing::WaitUntil(done, absl::Seconds(10));
   }
 
   bool Serves(int id, const std::string& pchannel, int64_t term) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/errors.h"
+#include "common/testing/wait_until.h"
 #include "gtest/gtest.h"
 #include "wal/backends/objectstore/layout.h"
 #include "wal/backends/objectstore/log_meta.h"
@@ -178,11 +179,9 @@ TEST(ObjectBackendTest, StoredButUnacknowledgedBlocksOfAFencedWriterFailAndAreKe
   Layout layout("wal", "", kPch);
   const std::string key =
       layout.BlockKey(paused.ids.back().segment(), BlockOf(paused.ids.back().entry()));
-  for (absl::Time give_up = absl::Now() + absl::Seconds(10);
-       !stores.base()->Head(key, absl::InfiniteFuture()).ok();) {
-    ASSERT_LT(absl::Now(), give_up);
-    absl::SleepFor(absl::Milliseconds(1));  // polling the store for the stored object
-  }
+  ASSERT_TRUE(
+      kf::testing::WaitUntil([&] { return stores.base()->Head(key, absl::InfiniteFuture()).ok(); },
+                             absl::Seconds(10), absl::Milliseconds(1)));
   auto fresh = NewObjectOpener(stores.Options(stores.base()))->Open(Writer(kPch, 2));
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   paused.WaitAll();

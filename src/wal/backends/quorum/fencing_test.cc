@@ -9,6 +9,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/errors.h"
+#include "common/testing/wait_until.h"
 #include "gtest/gtest.h"
 #include "wal/backends/quorum/test_util.h"
 
@@ -91,10 +92,9 @@ void RunRace(size_t held_count) {
   if (held_count < 3) {
     // The unheld replica gets the later entries; wait (bounded) until it has them durable.
     const int free_index = static_cast<int>(held_count);
-    for (int i = 0; i < 2000; ++i) {
-      if (env.server(free_index)->store()->DurableEnd("ch", 0).value_or(0) >= 40) break;
-      absl::SleepFor(absl::Milliseconds(5));
-    }
+    kf::testing::WaitUntil(
+        [&] { return env.server(free_index)->store()->DurableEnd("ch", 0).value_or(0) >= 40; },
+        absl::Seconds(10));
     ASSERT_EQ(env.server(free_index)->store()->DurableEnd("ch", 0), 40u);
   }
 

@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/errors.h"
+#include "common/testing/wait_until.h"
 #include "gtest/gtest.h"
 #include "logstore/segment_object.h"
 #include "wal/backends/quorum/quorum_meta.h"
@@ -154,9 +155,8 @@ TEST(QuorumBackendTest, RecoveryReplicatesATailOnOneReplica) {
   auto* server = env.server(env.IndexOf(first_address));
   ASSERT_NE(server, nullptr);
   // Wait (bounded) until the first replica has made entry 10 durable.
-  for (int i = 0; i < 1000 && server->store()->DurableEnd("ch", 0).value_or(0) < 11; ++i) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  kf::testing::WaitUntil([&] { return server->store()->DurableEnd("ch", 0).value_or(0) >= 11; },
+                         absl::Seconds(5));
   ASSERT_EQ(server->store()->DurableEnd("ch", 0), 11u);
   auto opener2 = NewQuorumOpener(options);
   auto b2 = opener2->Open(Writer("ch", 2));
@@ -189,9 +189,9 @@ TEST(QuorumBackendTest, OneLogStoreDownWritesGoOn) {
   // Back again: it catches up on the entries it missed.
   ASSERT_TRUE(env.StartLogStore(1));
   AppendMany(b->get(), 30, 1);
-  for (int i = 0; i < 1000 && env.server(1)->store()->DurableEnd("ch", 0).value_or(0) < 31; ++i) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  kf::testing::WaitUntil(
+      [&] { return env.server(1)->store()->DurableEnd("ch", 0).value_or(0) >= 31; },
+      absl::Seconds(5));
   EXPECT_EQ(env.server(1)->store()->DurableEnd("ch", 0), 31u);
   ASSERT_TRUE((*b)->Close().ok());
 }
