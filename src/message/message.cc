@@ -3,6 +3,7 @@
 #include <cassert>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/absl_compat.h"
@@ -81,7 +82,7 @@ absl::Status GetLenField(std::string_view* in, std::string_view what, std::strin
   return absl::OkStatus();
 }
 
-absl::Status DecodeEntry(std::string_view entry, Properties* props) {
+absl::Status DecodeEntry(std::string_view entry, std::vector<Properties::value_type>* props) {
   std::optional<std::string_view> key, value;
   while (!entry.empty()) {
     const char tag = entry.front();
@@ -105,9 +106,7 @@ absl::Status DecodeEntry(std::string_view entry, Properties* props) {
   if (!IsValidUtf8(v)) {
     return Malformed(absl::StrCat("value of property '", ToAbsl(k), "' is not UTF-8"));
   }
-  if (!props->emplace(std::string(k), std::string(v))) {
-    return Malformed(absl::StrCat("duplicate property key '", ToAbsl(k), "'"));
-  }
+  props->emplace_back(std::string(k), std::string(v));
   return absl::OkStatus();
 }
 
@@ -305,7 +304,8 @@ void MutableMessage::EncodeTo(std::string* dst) const {
 
 absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string_view bytes) {
   MutableMessage m;
-  m.properties_.reserve(8);  // what a stamped message carries: one allocation
+  std::vector<Properties::value_type> properties;
+  properties.reserve(8);  // what a stamped message carries: one allocation
   bool seen_payload = false;
   while (!bytes.empty()) {
     const char tag = bytes.front();
@@ -318,11 +318,14 @@ absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string_view bytes) {
       m.payload_.assign(field);
     } else if (tag == kPropertiesTag) {
       RETURN_IF_ERROR(GetLenField(&bytes, "property entry", &field));
-      RETURN_IF_ERROR(DecodeEntry(field, &m.properties_));
+      RETURN_IF_ERROR(DecodeEntry(field, &properties));
     } else {
       return Malformed(absl::StrCat("unknown field number or wire type (tag byte 0x",
                                     absl::Hex(static_cast<unsigned char>(tag)), ")"));
     }
+  }
+  if (auto dup = m.properties_.Adopt(std::move(properties))) {
+    return Malformed(absl::StrCat("duplicate property key '", *dup, "'"));
   }
   return m;
 }

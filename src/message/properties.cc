@@ -77,4 +77,17 @@ size_t Properties::erase(std::string_view key) {
   return 1;
 }
 
+std::optional<std::string> Properties::Adopt(std::vector<value_type> entries) {
+  const auto key_less = [](const value_type& a, const value_type& b) { return a.first < b.first; };
+  if (!std::is_sorted(entries.begin(), entries.end(), key_less)) {
+    std::sort(entries.begin(), entries.end(), key_less);
+  }
+  auto dup = std::adjacent_find(
+      entries.begin(), entries.end(),
+      [](const value_type& a, const value_type& b) { return a.first == b.first; });
+  if (dup != entries.end()) return dup->first;
+  entries_ = std::move(entries);
+  return std::nullopt;
+}
+
 }  // namespace kf

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -73,6 +74,11 @@ class Properties {
   std::string& operator[](std::string_view key);
   // Number of entries removed (0 or 1).
   size_t erase(std::string_view key);
+
+  // Replaces the contents with `entries` in any order (a decoder's: the wire may list them in
+  // any order, and inserting each in place would be quadratic). A repeated key is returned and
+  // leaves the properties unchanged.
+  std::optional<std::string> Adopt(std::vector<value_type> entries);
 
   friend bool operator==(const Properties&, const Properties&) = default;
 

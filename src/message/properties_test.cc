@@ -62,5 +62,13 @@ TEST(PropertiesTest, EqualityComparesEntries) {
   EXPECT_NE(a, b);
 }
 
+TEST(PropertiesTest, AdoptSortsAnyOrderAndRefusesRepeatedKeys) {
+  Properties p{{"keep", "me"}};
+  EXPECT_EQ(p.Adopt({{"b", "2"}, {"c", "3"}, {"a", "1"}}), std::nullopt);
+  EXPECT_EQ(Keys(p), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(p.Adopt({{"x", "1"}, {"y", "2"}, {"x", "3"}}), "x");
+  EXPECT_EQ(Keys(p), (std::vector<std::string>{"a", "b", "c"}));  // unchanged
+}
+
 }  // namespace
 }  // namespace kf
