@@ -215,6 +215,9 @@ mon_allow_pool_size_one = true
 mon_warn_on_pool_no_redundancy = false
 osd_crush_chooseleaf_type = 0
 mon_max_pg_per_osd = 1000
+# ceph-mon refuses to start on a filesystem with under 5 percent free (large, full CI disks).
+mon_data_avail_crit = 0
+mon_data_avail_warn = 0
 run_dir = %s/run
 admin_socket = %s/run/$cluster-$name.asok
 log_file = %s/log/$cluster-$name.log
