@@ -19,8 +19,8 @@ using kingfisher::v1::ConsumeResponse;
 
 grpc::ServerBidiReactor<ConsumeRequest, ConsumeResponse>* ConsumeStream::Start(
     const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
-    RpcMetrics* metrics) {
-  auto* stream = new ConsumeStream(registry, options, tracker, metrics);
+    RpcMetrics* metrics, TaskThreads* pumps) {
+  auto* stream = new ConsumeStream(registry, options, tracker, metrics, pumps);
   if (!tracker->Register(stream, stream->hook_)) {
     stream->End(StreamingError(StreamingCode::kOnShutdown, "server is shutting down"),
                 /*send_error=*/false);
@@ -31,14 +31,14 @@ grpc::ServerBidiReactor<ConsumeRequest, ConsumeResponse>* ConsumeStream::Start(
 }
 
 ConsumeStream::ConsumeStream(const WalRegistry* registry, const StreamingNodeOptions* options,
-                             StreamTracker* tracker, RpcMetrics* metrics)
+                             StreamTracker* tracker, RpcMetrics* metrics, TaskThreads* pumps)
     : registry_(registry),
       options_(options),
       tracker_(tracker),
       metrics_(metrics),
-      hook_(std::make_shared<ShutdownHook>(this)) {}
+      hook_(std::make_shared<Hook>(this, pumps)) {}
 
-void ConsumeStream::ShutdownHook::OnServerShutdown() {
+void ConsumeStream::Hook::OnServerShutdown() {
   absl::MutexLock lock(&mu_);
   if (stream_ != nullptr) {
     stream_->End(StreamingError(StreamingCode::kOnShutdown, "server is shutting down"),
@@ -46,9 +46,41 @@ void ConsumeStream::ShutdownHook::OnServerShutdown() {
   }
 }
 
-void ConsumeStream::ShutdownHook::Detach() {
+void ConsumeStream::Hook::Wake() {
+  if (wakes_.fetch_add(1, std::memory_order_acq_rel) != 0) return;  // the pump runs again
+  // Posted under mu_: once Detach returned no post happens, so a detached stream's wake-up
+  // never reaches TaskThreads, which may be gone by then.
+  absl::MutexLock lock(&mu_);
+  if (stream_ == nullptr) return;
+  pumps_->Post(shard_, [self = shared_from_this()] { self->RunPumps(); });
+}
+
+void ConsumeStream::Hook::RunPumps() {
+  for (int seen = wakes_.load(std::memory_order_acquire);;) {
+    ConsumeStream* stream;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stream_ == nullptr) return;
+      stream = stream_;
+      ++pumping_;
+    }
+    stream->Pump();
+    {
+      absl::MutexLock lock(&mu_);
+      --pumping_;
+    }
+    // Wakes that came during the pump need one more; the last pump resets the count to 0.
+    const int before = wakes_.fetch_sub(seen, std::memory_order_acq_rel);
+    if (before == seen) return;
+    seen = before - seen;
+  }
+}
+
+void ConsumeStream::Hook::Detach() {
   absl::MutexLock lock(&mu_);
   stream_ = nullptr;
+  mu_.Await(absl::Condition(
+      +[](int* pumping) { return *pumping == 0; }, &pumping_));
 }
 
 absl::Status ConsumeStream::Create(const ConsumeRequest::Create& create) {
@@ -112,16 +144,27 @@ namespace {
 size_t QueuedSize(const ImmutableMessage& m) { return m.message().EncodedSize(); }
 }  // namespace
 
+bool ConsumeStream::HasRoomLocked() const {
+  return queue_.empty() || (queue_.size() < options_->consume_queue_messages &&
+                            queued_bytes_ < options_->consume_queue_bytes);
+}
+
 void ConsumeStream::ScanLoop(std::stop_token stop) {
   const trace::Context ctx;
-  auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return ending_ || queue_.empty() ||
-           (queue_.size() < kMaxQueuedMessages && queued_bytes_ < kMaxQueuedBytes);
-  };
+  auto mine = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ending_ || !dispatched_; };
   while (!stop.stop_requested()) {
+    bool dispatch;
     {
       absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(&mine));  // while dispatched, a pump owns the scanner
       if (ending_) return;
+      dispatch = dispatched_ = scanner_->tailing();
+    }
+    if (dispatch) {
+      // The scanner is the pumps' now (one may already run): the first pump, after which the
+      // buffer's wake-ups drive the stream.
+      hook_->Wake();
+      continue;
     }
     absl::StatusOr<ImmutableMessagePtr> next =
         scanner_->Next(ctx, absl::Now() + options_->scan_poll_interval);
@@ -130,23 +173,57 @@ void ConsumeStream::ScanLoop(std::stop_token stop) {
       End(next.status(), /*send_error=*/true);
       return;
     }
-    if (*next == nullptr) continue;
-    bool start = false;
+    if (*next != nullptr && !Enqueue(*std::move(next))) return;
+  }
+}
+
+void ConsumeStream::Pump() {
+  const trace::Context ctx;
+  for (;;) {
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(&room));
-      if (ending_) return;
-      queued_bytes_ += QueuedSize(**next);
-      queue_.push_back(*std::move(next));
-      start = !write_in_flight_;
-      write_in_flight_ = true;
+      if (ending_ || !dispatched_) return;
+      if (!HasRoomLocked()) {
+        wake_on_room_ = true;  // WriteQueued wakes the pump once the client took some
+        return;
+      }
+      if (!scanner_->tailing()) {
+        dispatched_ = false;  // reading the backend blocks: back to the scan thread
+        return;
+      }
     }
-    if (start) WriteQueued();
+    absl::StatusOr<ImmutableMessagePtr> next = scanner_->Next(ctx, absl::InfinitePast());
+    if (!next.ok()) {
+      if (!absl::IsDeadlineExceeded(next.status())) {
+        End(next.status(), /*send_error=*/true);
+        return;
+      }
+      if (scanner_->NotifyWhenReadable([hook = hook_] { hook->Wake(); })) return;
+      continue;  // appended meanwhile, or no longer tailing
+    }
+    if (*next != nullptr && !Enqueue(*std::move(next))) return;
   }
+}
+
+bool ConsumeStream::Enqueue(ImmutableMessagePtr m) {
+  const size_t bytes = QueuedSize(*m);
+  {
+    absl::MutexLock lock(&mu_);
+    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ending_ || HasRoomLocked(); };
+    mu_.Await(absl::Condition(&room));  // a pump checked for room first: no wait there
+    if (ending_) return false;
+    queued_bytes_ += bytes;
+    queue_.push_back(std::move(m));
+    if (write_in_flight_) return true;
+    write_in_flight_ = true;
+  }
+  WriteQueued();
+  return true;
 }
 
 void ConsumeStream::WriteQueued() {
   std::vector<ImmutableMessagePtr> batch;
+  bool wake = false;
   {
     absl::MutexLock lock(&mu_);
     size_t bytes = 0;
@@ -158,7 +235,10 @@ void ConsumeStream::WriteQueued() {
     }
     queued_bytes_ -= bytes;
     metrics_->Consumed(batch.size(), bytes);
+    wake = wake_on_room_;
+    wake_on_room_ = false;
   }
+  if (wake) hook_->Wake();
   out_.Clear();
   for (const ImmutableMessagePtr& m : batch)
     ConsumedToProto(*m, out_.mutable_batch()->add_messages());

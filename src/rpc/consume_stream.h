@@ -1,20 +1,28 @@
 // ConsumeStream: the server side of one StreamingNode.Consume bidi stream (gRPC callback API).
 //
 // The first request must be `create` (else INVALID_ARGUMENT); it opens a Wal Scanner (policy,
-// vchannel and deliver filters) and answers `created`. A scanner thread then queues what the
-// scanner yields (Txn messages with their inner messages) and the stream writes them, one write
-// at a time: a write carries every queued message (one ConsumedBatch), and the next write is
-// started by the completion of the previous one, so the scanner thread is woken only by the WAL
-// and a burst costs one write. The queue is bounded (kMaxQueuedMessages / kMaxQueuedBytes): a
-// full queue stops the scanner, so back-pressure follows the client's flow control. A later `close`
-// request, a half-close, cancellation or server shutdown ends the stream. A scan error is sent as a
-// terminal `error` response and as the stream's status.
+// vchannel and deliver filters) and answers `created`. The stream then queues what the scanner
+// yields (Txn messages with their inner messages) and writes them, one write at a time: a write
+// carries every queued message (one ConsumedBatch), and the next write is started by the
+// completion of the previous one, so a burst costs one write. The queue is bounded
+// (StreamingNodeOptions::consume_queue_*): a full queue stops the scanning, so back-pressure
+// follows the client's flow control. A later `close` request, a half-close, cancellation or
+// server shutdown ends the stream. A scan error is sent as a terminal `error` response and as
+// the stream's status.
 //
-// Thread-safety: gRPC reactions, the scanner thread and shutdown run concurrently; state is
-// guarded by mu_. Ownership: owned by gRPC until OnDone, which stops and joins the scanner
-// thread (its scanner and Wal reference die with the stream) and deletes the stream.
+// Who reads the scanner: the stream's own scan thread while it reads the backend (catch-up,
+// blocking I/O); once the scanner tails the write-ahead buffer, the pumps the buffer's wake-up
+// posts to a TaskThreads shard (Pump), so an append wakes one thread for all tailing consumers
+// instead of each consumer's thread. A pump that finds the scanner back in catch-up returns it
+// to the scan thread. `dispatched_` says which of the two owns the scanner.
+//
+// Thread-safety: gRPC reactions, the scan thread, pumps and shutdown run concurrently; state is
+// guarded by mu_. Ownership: owned by gRPC until OnDone, which detaches the hook (waiting for a
+// running pump), stops and joins the scan thread (its scanner and Wal reference die with the
+// stream) and deletes the stream.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -27,6 +35,7 @@
 #include "rpc/node_options.h"
 #include "rpc/rpc_metrics.h"
 #include "rpc/stream_tracker.h"
+#include "rpc/task_threads.h"
 #include "rpc/wal_registry.h"
 
 namespace kf::rpc {
@@ -37,7 +46,7 @@ class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::Consu
   // Creates the stream and starts reading. Pointers are borrowed from the service.
   static grpc::ServerBidiReactor<kingfisher::v1::ConsumeRequest, kingfisher::v1::ConsumeResponse>*
   Start(const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
-        RpcMetrics* metrics);
+        RpcMetrics* metrics, TaskThreads* pumps);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -45,24 +54,42 @@ class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::Consu
   void OnDone() override;
 
  private:
-  // Forwards shutdown to the stream while it is alive (the stream itself is not shared_ptr
-  // owned; this small object is, so the tracker can hold a weak reference).
-  class ShutdownHook final : public ShutdownAware {
+  // Reaches the stream while it is alive, for shutdown and for wake-ups (the stream itself is
+  // not shared_ptr owned; this small object is, so the tracker and the buffer's wake-ups can
+  // hold it).
+  class Hook final : public ShutdownAware, public std::enable_shared_from_this<Hook> {
    public:
-    explicit ShutdownHook(ConsumeStream* s) : stream_(s) {}
+    Hook(ConsumeStream* s, TaskThreads* pumps) : stream_(s), pumps_(pumps) {}
     void OnServerShutdown() override;
+    // Runs the stream's Pump on its shard: at least once after every call, never two at once.
+    void Wake();
+    // Afterwards nothing reaches the stream; waits for a running pump.
     void Detach();
 
    private:
+    void RunPumps();
+
     absl::Mutex mu_;
     ConsumeStream* stream_ ABSL_GUARDED_BY(mu_);
+    int pumping_ ABSL_GUARDED_BY(mu_) = 0;
+    TaskThreads* const pumps_;
+    const size_t shard_ = pumps_->PickShard();
+    std::atomic<int> wakes_{0};  // since the last pump started; > 0: a pump is posted or running
   };
 
   ConsumeStream(const WalRegistry* registry, const StreamingNodeOptions* options,
-                StreamTracker* tracker, RpcMetrics* metrics);
+                StreamTracker* tracker, RpcMetrics* metrics, TaskThreads* pumps);
 
   absl::Status Create(const kingfisher::v1::ConsumeRequest::Create& create);
+  // The scan thread: reads the scanner while it is not tailing.
   void ScanLoop(std::stop_token stop);
+  // On a TaskThreads shard: reads the tailing scanner without waiting, until it has nothing
+  // (then registers a wake-up with the buffer), the queue is full (the write completion wakes
+  // it), or it reads the backend again (the scan thread takes over).
+  void Pump();
+  // Queues `m`, waiting for room, and starts a write if none is in flight. False: ending.
+  bool Enqueue(ImmutableMessagePtr m);
+  bool HasRoomLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Ends the stream with `status`; with `send_error` an `error` response precedes it. The first
   // call wins; safe from any thread.
   void End(const absl::Status& status, bool send_error);
@@ -75,20 +102,19 @@ class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::Consu
   // out_ the caller's until OnWriteDone; mu_ not held.
   void WriteQueued();
 
-  static constexpr size_t kMaxQueuedMessages = 256;
-  static constexpr size_t kMaxQueuedBytes = 8 << 20;
   static constexpr size_t kMaxBatchBytes = 4 << 20;
 
   const WalRegistry* const registry_;
   const StreamingNodeOptions* const options_;
   StreamTracker* const tracker_;
   RpcMetrics* const metrics_;
-  std::shared_ptr<ShutdownHook> hook_;
+  std::shared_ptr<Hook> hook_;
 
   kingfisher::v1::ConsumeRequest request_;  // read path only
   bool created_ = false;                    // read path only
 
-  // Set by Create before the scanner thread starts; used only by that thread afterwards.
+  // Set by Create before the scan thread starts; then used by the scan thread, or by pumps
+  // while dispatched_.
   std::shared_ptr<wal::Wal> wal_;
   std::unique_ptr<wal::Scanner> scanner_;
 
@@ -103,6 +129,8 @@ class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::Consu
   bool finish_issued_ ABSL_GUARDED_BY(mu_) = false;  // Finish or StartWriteAndFinish called
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);
   bool end_send_error_ ABSL_GUARDED_BY(mu_) = false;
+  bool dispatched_ ABSL_GUARDED_BY(mu_) = false;    // pumps own the scanner, not the thread
+  bool wake_on_room_ ABSL_GUARDED_BY(mu_) = false;  // a pump stopped at a full queue
 
   std::jthread scan_thread_;
 };

@@ -22,6 +22,13 @@ struct StreamingNodeOptions {
   // How long a consumer's scanner waits for the next message before re-checking for
   // cancellation and shutdown.
   absl::Duration scan_poll_interval = absl::Milliseconds(100);
+  // Threads that serve every tailing consumer of the node (ConsumeStream's pumps); 0: one per
+  // hardware thread.
+  int tail_pump_threads = 0;
+  // A consumer's messages read but not yet written to gRPC; when full, the stream stops
+  // reading until the client takes some (back-pressure, bounded memory).
+  size_t consume_queue_messages = 256;
+  size_t consume_queue_bytes = 8 << 20;
   // TEST ONLY (the idempotency acceptance test's crash hook): called on the append's completion
   // thread after an append became durable and before its ack is queued to the client. The
   // server binary sets it from KINGFISHER_TEST_CRASH_AFTER_DURABLE; production leaves it empty.

@@ -1,5 +1,7 @@
 #include "rpc/streaming_node_service.h"
 
+#include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "rpc/consume_stream.h"
@@ -11,7 +13,11 @@ StreamingNodeService::StreamingNodeService(const WalRegistry* registry,
                                            StreamingNodeOptions options)
     : registry_(registry),
       options_(std::move(options)),
-      metrics_(options_.metrics != nullptr ? *options_.metrics : metrics::DefaultRegistry()) {}
+      metrics_(options_.metrics != nullptr ? *options_.metrics : metrics::DefaultRegistry()),
+      pumps_(options_.tail_pump_threads > 0
+                 ? options_.tail_pump_threads
+                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+             "kf-tail") {}
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamingNodeService::Produce(
     grpc::CallbackServerContext* /*context*/) {
@@ -20,7 +26,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamingNodeServic
 
 grpc::ServerBidiReactor<kingfisher::v1::ConsumeRequest, kingfisher::v1::ConsumeResponse>*
 StreamingNodeService::Consume(grpc::CallbackServerContext* /*context*/) {
-  return ConsumeStream::Start(registry_, &options_, &tracker_, &metrics_);
+  return ConsumeStream::Start(registry_, &options_, &tracker_, &metrics_, &pumps_);
 }
 
 void StreamingNodeService::BeginShutdown() { tracker_.BeginShutdown(); }

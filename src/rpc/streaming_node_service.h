@@ -1,8 +1,9 @@
 // StreamingNodeService: the StreamingNode gRPC service (Produce / Consume bidi streams) over a
 // WalRegistry, shared by the standalone server and the distributed streaming node.
 //
-// Callback API throughout: a waiting ack holds no thread (ProduceStream); a consumer holds one
-// scanner thread (ConsumeStream). Produce is registered as a raw (ByteBuffer) method so an
+// Callback API throughout: a waiting ack holds no thread (ProduceStream); a consumer reads the
+// backend on a thread of its own and tails the write-ahead buffer on a shared pump thread
+// (ConsumeStream). Produce is registered as a raw (ByteBuffer) method so an
 // undecodable request gets an INVALID_ARGUMENT response instead of killing the stream; the
 // wire protocol is unchanged.
 //
@@ -15,6 +16,7 @@
 #include "rpc/node_options.h"
 #include "rpc/rpc_metrics.h"
 #include "rpc/stream_tracker.h"
+#include "rpc/task_threads.h"
 #include "rpc/wal_registry.h"
 
 namespace kf::rpc {
@@ -46,6 +48,9 @@ class StreamingNodeService final
   const StreamingNodeOptions options_;
   RpcMetrics metrics_;
   StreamTracker tracker_;
+  // Tailing consumers' pumps (ConsumeStream). Destroyed before tracker_: by then every
+  // stream is done (the grpc::Server outlives no service it serves).
+  TaskThreads pumps_;
 };
 
 }  // namespace kf::rpc

@@ -21,6 +21,10 @@ class DeliveringScanner final : public Scanner {
   DeliveringScanner(std::unique_ptr<Scanner> raw, DeliverFilter filter, TxnBufferOptions txn);
 
   absl::StatusOr<ImmutableMessagePtr> Next(const trace::Context& ctx, absl::Time deadline) override;
+  bool tailing() const override { return raw_->tailing(); }
+  bool NotifyWhenReadable(absl::AnyInvocable<void() &&> wake) override {
+    return ready_.empty() && raw_->NotifyWhenReadable(std::move(wake));
+  }
 
  private:
   std::unique_ptr<Scanner> raw_;

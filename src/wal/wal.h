@@ -117,6 +117,16 @@ class Scanner {
   // its `_tc`; tailing reads return the buffer's shared message untouched.
   virtual absl::StatusOr<ImmutableMessagePtr> Next(const trace::Context& ctx,
                                                    absl::Time deadline) = 0;
+
+  // Event-driven reading, for serving many tailing readers from one thread.
+  // True while Next is served from memory (the write-ahead buffer): with a passed deadline it
+  // returns at once, without I/O. A reader of the backend is not tailing.
+  virtual bool tailing() const { return false; }
+  // While tailing and nothing is ready: registers `wake` (replacing an earlier one) and returns
+  // true; the WAL calls it once, on its appending thread with no lock held (so it must only
+  // schedule work), when Next may have something. False: Next has something now, or the
+  // scanner is not tailing.
+  virtual bool NotifyWhenReadable(absl::AnyInvocable<void() &&> /*wake*/) { return false; }
 };
 
 class Wal {

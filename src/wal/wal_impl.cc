@@ -536,6 +536,10 @@ class CountedScanner final : public Scanner {
     }
     return m;
   }
+  bool tailing() const override { return inner_->tailing(); }
+  bool NotifyWhenReadable(absl::AnyInvocable<void() &&> wake) override {
+    return inner_->NotifyWhenReadable(std::move(wake));
+  }
 
  private:
   std::unique_ptr<Scanner> inner_;

@@ -58,6 +58,10 @@ absl::StatusOr<ImmutableMessagePtr> SwitchableScanner::Next(const trace::Context
   }
 }
 
+bool SwitchableScanner::NotifyWhenReadable(absl::AnyInvocable<void() &&> wake) {
+  return tailing_ != nullptr && tailing_->NotifyWhenReadable(std::move(wake));
+}
+
 bool SwitchableScanner::TrySwitchToTailing() {
   auto reader = resume_after_ ? options_.buffer->ReadAfter(resume_id_)
                               : options_.buffer->ReadFrom(resume_id_);

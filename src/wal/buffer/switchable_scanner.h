@@ -54,6 +54,8 @@ class SwitchableScanner final : public Scanner {
   explicit SwitchableScanner(SwitchableScannerOptions options);
 
   absl::StatusOr<ImmutableMessagePtr> Next(const trace::Context& ctx, absl::Time deadline) override;
+  bool tailing() const override { return tailing_ != nullptr; }
+  bool NotifyWhenReadable(absl::AnyInvocable<void() &&> wake) override;
 
   // The mode the next Next starts in (kCatchup until the first successful switch).
   ScanMode mode() const { return tailing_ != nullptr ? ScanMode::kTailing : ScanMode::kCatchup; }

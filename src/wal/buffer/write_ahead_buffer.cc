@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/absl_compat.h"
 #include "common/errors.h"
+#include "common/status_macros.h"
 
 namespace kf::wal {
 namespace {
@@ -44,7 +45,18 @@ absl::Status WriteAheadBuffer::Append(ImmutableMessagePtr msg) {
   // Sized outside the lock: EncodedSize walks the properties.
   const size_t bytes = msg->message().EncodedSize();
   const absl::Time now = Now();
-  absl::MutexLock lock(&mu_);
+  std::vector<absl::AnyInvocable<void() &&>> wakes;
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(AppendLocked(std::move(msg), np, bytes, now));
+    wakes = TakeWakesLocked();
+  }
+  RunWakes(std::move(wakes));
+  return absl::OkStatus();
+}
+
+absl::Status WriteAheadBuffer::AppendLocked(ImmutableMessagePtr msg, bool np, size_t bytes,
+                                            absl::Time now) {
   if (closed_) return ShutdownError();
   if (last_id_.has_value()) {
     const bool in_order =
@@ -67,6 +79,21 @@ absl::Status WriteAheadBuffer::Append(ImmutableMessagePtr msg) {
   return absl::OkStatus();
 }
 
+std::vector<absl::AnyInvocable<void() &&>> WriteAheadBuffer::TakeWakesLocked() {
+  std::vector<absl::AnyInvocable<void() &&>> wakes;
+  wakes.reserve(waiting_.size());
+  for (TailingReader* r : waiting_) {
+    wakes.push_back(std::move(r->wake_));
+    r->wake_ = nullptr;  // a moved-from AnyInvocable is not guaranteed empty
+  }
+  waiting_.clear();
+  return wakes;
+}
+
+void WriteAheadBuffer::RunWakes(std::vector<absl::AnyInvocable<void() &&>> wakes) {
+  for (auto& wake : wakes) std::move(wake)();
+}
+
 void WriteAheadBuffer::EvictExpired() {
   const absl::Time now = Now();
   absl::MutexLock lock(&mu_);
@@ -74,14 +101,20 @@ void WriteAheadBuffer::EvictExpired() {
 }
 
 void WriteAheadBuffer::Skip(const MessageId& id, TimeTick tt) {
-  absl::MutexLock lock(&mu_);
-  while (!entries_.empty()) PopFrontLocked();
-  // A phantom evicted entry: a reader waiting at the end would otherwise resume after the gap.
-  ++head_seq_;
-  horizon_ = id;
-  last_id_ = id;
-  last_timetick_ = std::max(last_timetick_, tt);
-  appended_.SignalAll();
+  std::vector<absl::AnyInvocable<void() &&>> wakes;
+  {
+    absl::MutexLock lock(&mu_);
+    while (!entries_.empty()) PopFrontLocked();
+    // A phantom evicted entry: a reader waiting at the end would otherwise resume after the
+    // gap.
+    ++head_seq_;
+    horizon_ = id;
+    last_id_ = id;
+    last_timetick_ = std::max(last_timetick_, tt);
+    appended_.SignalAll();
+    wakes = TakeWakesLocked();
+  }
+  RunWakes(std::move(wakes));
 }
 
 void WriteAheadBuffer::EvictLocked(absl::Time now) {
@@ -139,8 +172,26 @@ absl::StatusOr<std::unique_ptr<TailingReader>> WriteAheadBuffer::OpenReader(cons
   return std::unique_ptr<TailingReader>(new TailingReader(shared_from_this(), seq, id, start_np));
 }
 
+TailingReader::~TailingReader() {
+  absl::MutexLock lock(&buffer_->mu_);
+  if (wake_ == nullptr) return;
+  std::erase(buffer_->waiting_, this);
+}
+
 absl::StatusOr<ImmutableMessagePtr> TailingReader::Next(absl::Time deadline) {
   return buffer_->NextFor(this, deadline);
+}
+
+bool TailingReader::NotifyWhenReadable(absl::AnyInvocable<void() &&> wake) {
+  absl::MutexLock lock(&buffer_->mu_);
+  if (buffer_->ReadableLocked(*this)) return false;
+  if (wake_ == nullptr) buffer_->waiting_.push_back(this);
+  wake_ = std::move(wake);
+  return true;
+}
+
+bool WriteAheadBuffer::ReadableLocked(const TailingReader& reader) const {
+  return closed_ || reader.seq_ < head_seq_ || reader.seq_ < head_seq_ + entries_.size();
 }
 
 absl::StatusOr<ImmutableMessagePtr> WriteAheadBuffer::NextFor(TailingReader* reader,
@@ -163,8 +214,10 @@ absl::StatusOr<ImmutableMessagePtr> WriteAheadBuffer::NextFor(TailingReader* rea
       return e.msg;
     }
     if (closed_) return ShutdownError();
-    // One more pass after a timeout so an Append racing the deadline is not lost.
-    if (timed_out) {
+    // One more pass after a timeout so an Append racing the deadline is not lost. A deadline
+    // already passed (a pump polling) must not reach the CondVar: it would still make a futex
+    // call, which costs a VM more than everything else here.
+    if (timed_out || deadline <= absl::Now()) {
       return absl::DeadlineExceededError("write-ahead buffer: no message before the deadline");
     }
     timed_out = appended_.WaitWithDeadline(&mu_, deadline);
@@ -172,9 +225,14 @@ absl::StatusOr<ImmutableMessagePtr> WriteAheadBuffer::NextFor(TailingReader* rea
 }
 
 void WriteAheadBuffer::Close() {
-  absl::MutexLock lock(&mu_);
-  closed_ = true;
-  appended_.SignalAll();
+  std::vector<absl::AnyInvocable<void() &&>> wakes;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    appended_.SignalAll();
+    wakes = TakeWakesLocked();
+  }
+  RunWakes(std::move(wakes));
 }
 
 size_t WriteAheadBuffer::size_bytes() const {

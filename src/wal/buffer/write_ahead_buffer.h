@@ -16,6 +16,11 @@
 // first entry), plus the run starting at its first retained persisted message. A position
 // outside that is NOT_FOUND.
 //
+// Event-driven readers: instead of a thread blocked in Next, a reader that has caught up may
+// register a wake-up (TailingReader::NotifyWhenReadable); the next Append, Skip or Close calls
+// it once on the appending thread after unlocking, so one appending thread wakes one dispatcher
+// rather than every reader's thread.
+//
 // Thread-safety: all methods are thread-safe; a TailingReader is used by one thread at a time.
 // Ownership: create with Create(); readers hold a shared_ptr to the buffer, so the buffer lives
 // until its last reader is gone.
@@ -32,8 +37,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -71,9 +78,16 @@ class TailingReader {
  public:
   TailingReader(const TailingReader&) = delete;
   TailingReader& operator=(const TailingReader&) = delete;
+  ~TailingReader();
 
   // The next entry in WAL order, waiting for an Append until `deadline`. Errors: see above.
   absl::StatusOr<ImmutableMessagePtr> Next(absl::Time deadline);
+
+  // If Next would wait now, registers `wake` (replacing one registered before) and returns
+  // true: the next Append, Skip or Close calls it once, on its own thread with no lock held, so
+  // `wake` must only schedule work. False if Next has something to return (an entry, an
+  // eviction, a close) without waiting; `wake` is then dropped.
+  bool NotifyWhenReadable(absl::AnyInvocable<void() &&> wake);
 
  private:
   friend class WriteAheadBuffer;
@@ -87,6 +101,8 @@ class TailingReader {
   uint64_t seq_;  // sequence number of the next entry to return
   MessageId start_id_;
   bool start_np_;
+  // Guarded by buffer_->mu_; registered <=> this reader is in buffer_->waiting_.
+  absl::AnyInvocable<void() &&> wake_;
 };
 
 class WriteAheadBuffer : public std::enable_shared_from_this<WriteAheadBuffer> {
@@ -142,6 +158,8 @@ class WriteAheadBuffer : public std::enable_shared_from_this<WriteAheadBuffer> {
 
   explicit WriteAheadBuffer(WriteAheadBufferOptions options);
   absl::Time Now() const;
+  absl::Status AppendLocked(ImmutableMessagePtr msg, bool np, size_t bytes, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvictLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PopFrontLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True if every persisted message with id >= `id` (inclusive) or > `id` is retained or
@@ -149,6 +167,11 @@ class WriteAheadBuffer : public std::enable_shared_from_this<WriteAheadBuffer> {
   bool CoversLocked(const MessageId& id, bool inclusive) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::unique_ptr<TailingReader>> OpenReader(const MessageId& id, bool inclusive);
   absl::StatusOr<ImmutableMessagePtr> NextFor(TailingReader* reader, absl::Time deadline);
+  // Whether `reader`'s Next would return without waiting.
+  bool ReadableLocked(const TailingReader& reader) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Takes every registered wake-up, to be run after unlocking.
+  std::vector<absl::AnyInvocable<void() &&>> TakeWakesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void RunWakes(std::vector<absl::AnyInvocable<void() &&>> wakes);
 
   const WriteAheadBufferOptions options_;
   mutable absl::Mutex mu_;
@@ -162,6 +185,7 @@ class WriteAheadBuffer : public std::enable_shared_from_this<WriteAheadBuffer> {
   std::optional<MessageId> last_id_ ABSL_GUARDED_BY(mu_);
   TimeTick last_timetick_ ABSL_GUARDED_BY(mu_){0};
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<TailingReader*> waiting_ ABSL_GUARDED_BY(mu_);  // with a wake-up registered
 };
 
 }  // namespace kf::wal

@@ -285,5 +285,58 @@ TEST(WriteAheadBufferTest, ReaderKeepsTheBufferAlive) {
   EXPECT_EQ((*m)->id(), Id(1));
 }
 
+TEST(WriteAheadBufferTest, WakeIsRegisteredOnlyWhenNextWouldWaitAndRunsOnceOnAppend) {
+  auto buffer = WriteAheadBuffer::Create();
+  ASSERT_TRUE(buffer->Append(Msg(1, 10)).ok());
+  auto reader = buffer->ReadFrom(Id(1));
+  ASSERT_TRUE(reader.ok());
+  int wakes = 0;
+  // An entry is readable: nothing registered.
+  EXPECT_FALSE((*reader)->NotifyWhenReadable([&wakes] { ++wakes; }));
+  EXPECT_THAT(DrainOffsets(**reader), ::testing::ElementsAre(1));
+  ASSERT_TRUE((*reader)->NotifyWhenReadable([&wakes] { ++wakes; }));
+  // Registering again replaces the first wake-up: one Append runs one.
+  ASSERT_TRUE((*reader)->NotifyWhenReadable([&wakes] { wakes += 10; }));
+  ASSERT_TRUE(buffer->Append(Msg(2, 20)).ok());
+  EXPECT_EQ(wakes, 10);
+  ASSERT_TRUE(buffer->Append(Msg(3, 30)).ok());  // one-shot
+  EXPECT_EQ(wakes, 10);
+  EXPECT_THAT(DrainOffsets(**reader), ::testing::ElementsAre(2, 3));
+}
+
+TEST(WriteAheadBufferTest, SkipAndCloseRunWakesAndNextThenDoesNotWait) {
+  auto buffer = WriteAheadBuffer::Create();
+  ASSERT_TRUE(buffer->Append(Msg(1, 10)).ok());
+  auto reader = buffer->ReadAfter(Id(1));
+  ASSERT_TRUE(reader.ok());
+  int wakes = 0;
+  ASSERT_TRUE((*reader)->NotifyWhenReadable([&wakes] { ++wakes; }));
+  buffer->Skip(Id(2), TimeTick(20));
+  EXPECT_EQ(wakes, 1);
+  EXPECT_FALSE((*reader)->NotifyWhenReadable([&wakes] { ++wakes; }));
+  EXPECT_TRUE(IsEvictedError((*reader)->Next(kPast).status()));
+
+  auto after = buffer->ReadAfter(Id(2));
+  ASSERT_TRUE(after.ok());
+  ASSERT_TRUE((*after)->NotifyWhenReadable([&wakes] { ++wakes; }));
+  buffer->Close();
+  EXPECT_EQ(wakes, 2);
+  EXPECT_FALSE((*after)->NotifyWhenReadable([&wakes] { ++wakes; }));
+  EXPECT_EQ((*after)->Next(kPast).status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(WriteAheadBufferTest, DestroyedReaderIsNotWoken) {
+  auto buffer = WriteAheadBuffer::Create();
+  ASSERT_TRUE(buffer->Append(Msg(1, 10)).ok());
+  int wakes = 0;
+  {
+    auto reader = buffer->ReadAfter(Id(1));
+    ASSERT_TRUE(reader.ok());
+    ASSERT_TRUE((*reader)->NotifyWhenReadable([&wakes] { ++wakes; }));
+  }
+  ASSERT_TRUE(buffer->Append(Msg(2, 20)).ok());
+  EXPECT_EQ(wakes, 0);
+}
+
 }  // namespace
 }  // namespace kf::wal
