@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <map>
+#include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/errors.h"
 #include "gtest/gtest.h"
 #include "wal/backends/local/local_opener.h"
@@ -71,6 +73,40 @@ TEST(LocalWalFencingTest, OnDiskFenceStopsAWriterOfAnotherOpener) {
   ASSERT_EQ(all->size(), 2u);
   EXPECT_EQ((*all)[0].data, "a");
   EXPECT_EQ((*all)[1].data, "d");
+}
+
+TEST(LocalWalFencingTest, FenceFoundAfterAGroupSyncedFailsEveryAppendOfIt) {
+  // Many appends at once make groups larger than the writer completes inline: their fence
+  // check runs on the completion thread while the writer goes on with the next group.
+  const std::string root = MakeTempDir("fence_group");
+  auto opener1 = Opener(root);
+  auto opener2 = Opener(root);
+  auto b1 = opener1->Open(Writer("p", 5));
+  ASSERT_TRUE(b1.ok());
+  ASSERT_TRUE(AppendSync(b1->get(), "a").ok());
+  auto b2 = opener2->Open(Writer("p", 6));
+  ASSERT_TRUE(b2.ok()) << b2.status();
+  constexpr int kAppends = 64;
+  absl::Mutex mu;
+  std::vector<absl::Status> results;
+  for (int i = 0; i < kAppends; ++i) {
+    auto id = (*b1)->Append("x", [&](absl::Status s) {
+      absl::MutexLock l(&mu);
+      results.push_back(std::move(s));
+    });
+    if (!id.ok()) {  // refused once the fence is known: counts as a result too
+      absl::MutexLock l(&mu);
+      results.push_back(id.status());
+    }
+  }
+  absl::MutexLock l(&mu);
+  mu.Await(absl::Condition(
+      +[](std::vector<absl::Status>* r) { return r->size() == kAppends; }, &results));
+  for (const absl::Status& s : results) EXPECT_TRUE(IsFenced(s)) << s;
+  auto all = ReadAll(b2->get());
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].data, "a");
 }
 
 // One ack reported by the child: id and the index of the entry it wrote.

@@ -96,64 +96,75 @@ void LocalBackend::WriterLoop() {
       queue_.swap(spare_);
       earlier = error_;
     }
-    uint64_t bytes = 0;
-    for (const auto& p : group) bytes += p.data.size();
-    absl::Status s;
+    Completion c;
+    for (const auto& p : group) c.bytes += p.data.size();
     if (!earlier.ok()) {
       // A previous group failed: nothing after it reaches the file.
-      s = IsFenced(earlier)
-              ? earlier
-              : absl::FailedPreconditionError(absl::StrCat(
-                    "local WAL ", pchannel_, ": earlier write error: ", earlier.message()));
+      c.status = IsFenced(earlier)
+                     ? earlier
+                     : absl::FailedPreconditionError(absl::StrCat(
+                           "local WAL ", pchannel_, ": earlier write error: ", earlier.message()));
     } else {
-      s = CommitGroup(group);
-      if (!s.ok()) {
-        if (!IsFenced(s)) {
-          s = absl::Status(s.code(),
-                           absl::StrCat("local WAL ", pchannel_, ": write failed: ", s.message()));
-        }
+      c.status = WriteAndSync(group, &c);
+      if (!c.status.ok()) {
+        c.status = absl::Status(
+            c.status.code(),
+            absl::StrCat("local WAL ", pchannel_, ": write failed: ", c.status.message()));
         absl::MutexLock l(&mu_);
-        error_ = s;  // sticky: the groups queued meanwhile fail on the next rounds
+        error_ = c.status;  // sticky: the groups queued meanwhile fail on the next rounds
       }
     }
-    Complete(std::move(group), s, bytes);
+    c.group = std::move(group);
+    Complete(std::move(c));
   }
   absl::MutexLock l(&done_mu_);
   writer_done_ = true;
 }
 
-absl::Status LocalBackend::CommitGroup(std::vector<Pending>& group) {
-  written_.clear();
-  RETURN_IF_ERROR(WriteGroup(group, &written_));
+absl::Status LocalBackend::WriteAndSync(std::vector<Pending>& group, Completion* c) {
+  RETURN_IF_ERROR(WriteGroup(group, &c->written));
   RETURN_IF_ERROR(active_->Sync());
-  // Only after the sync: a fence written before our data hit the disk must win.
-  RETURN_IF_ERROR(CheckFence());
-  Publish(written_, new_segments_);
+  c->new_segments.swap(new_segments_);
   return absl::OkStatus();
 }
 
-void LocalBackend::Complete(std::vector<Pending> group, absl::Status status, uint64_t bytes) {
+void LocalBackend::Complete(Completion c) {
   {
     absl::MutexLock l(&done_mu_);
-    // Inline only when nothing is queued or running ahead of this group: callbacks keep id order.
-    if (group.size() > kInlineCompletions || !completions_.empty() || completer_busy_) {
-      completions_.push_back({std::move(group), std::move(status), bytes});
+    // Inline only when nothing is queued or running ahead of this group: completions keep id
+    // order.
+    if (c.group.size() > kInlineCompletions || !completions_.empty() || completer_busy_) {
+      completions_.push_back(std::move(c));
       return;
     }
   }
-  RunCallbacks(group, status, bytes);
+  Finish(c);
 }
 
-void LocalBackend::RunCallbacks(std::vector<Pending>& group, const absl::Status& status,
-                                uint64_t bytes) {
-  for (auto& p : group) {
-    if (p.done) std::move(p.done)(status);
+void LocalBackend::Finish(Completion& c) {
+  if (c.status.ok()) {
+    // Only after the group's sync: a fence written before its data hit the disk must win.
+    c.status = CheckFence();
+    if (c.status.ok()) {
+      Publish(c.written, c.new_segments);
+    } else {
+      if (!IsFenced(c.status)) {
+        c.status = absl::Status(
+            c.status.code(),
+            absl::StrCat("local WAL ", pchannel_, ": fence check failed: ", c.status.message()));
+      }
+      absl::MutexLock l(&mu_);
+      if (error_.ok()) error_ = c.status;  // sticky, like a write error
+    }
   }
-  group.clear();
+  for (auto& p : c.group) {
+    if (p.done) std::move(p.done)(c.status);
+  }
+  c.group.clear();
   absl::MutexLock l(&mu_);
-  queue_bytes_ -= bytes;
-  if (group.capacity() > spare_.capacity() && group.capacity() <= kMaxSpareEntries) {
-    spare_.swap(group);
+  queue_bytes_ -= c.bytes;
+  if (c.group.capacity() > spare_.capacity() && c.group.capacity() <= kMaxSpareEntries) {
+    spare_.swap(c.group);
   }
 }
 
@@ -172,7 +183,7 @@ void LocalBackend::CompletionLoop() {
       completions_.pop_front();
       completer_busy_ = true;
     }
-    RunCallbacks(c.group, c.status, c.bytes);
+    Finish(c);
     absl::MutexLock l(&done_mu_);
     completer_busy_ = false;
   }

@@ -80,25 +80,31 @@ class LocalBackend final : public WalBackend {
     uint32_t count;
   };
 
-  // Acknowledged groups whose callbacks are still to run, in id order. Many callbacks (each
-  // may wake a waiting thread) on the writer thread would delay the next fdatasync by as much as
-  // the fdatasync itself, so large groups go to the completion thread.
+  // Written and synced groups still to be completed, in id order: fence check, publication to
+  // readers, callbacks. Many callbacks (each may wake a waiting thread) and the fence check (a
+  // directory listing) on the writer thread would delay the next write and fdatasync, so large
+  // groups are completed on the completion thread while the writer goes on with the next. A
+  // group is acknowledged only after a fence check that began after its own sync, so a fence
+  // written before its data hit the disk still wins.
   struct Completion {
     std::vector<Pending> group;
-    absl::Status status;
-    uint64_t bytes = 0;  // released from queue_bytes_ once the callbacks ran
+    absl::Status status;  // of the write and sync; OK: the fence check is still to come
+    uint64_t bytes = 0;   // released from queue_bytes_ once the callbacks ran
+    std::vector<Written> written;
+    std::vector<std::shared_ptr<Segment>> new_segments;  // rolled by this group
   };
   // Groups this small complete inline on the writer thread: a lone appender would otherwise pay
   // one more thread wake-up per append.
   static constexpr size_t kInlineCompletions = 4;
 
   void WriterLoop();
-  // Writes, syncs and publishes one group. Writer thread only.
-  absl::Status CommitGroup(std::vector<Pending>& group);
+  // Writes and syncs one group. Writer thread only.
+  absl::Status WriteAndSync(std::vector<Pending>& group, Completion* c);
   void CompletionLoop();
-  // Runs (or hands to the completion thread) the callbacks of `group`, keeping id order.
-  void Complete(std::vector<Pending> group, absl::Status status, uint64_t bytes);
-  void RunCallbacks(std::vector<Pending>& group, const absl::Status& status, uint64_t bytes);
+  // Completes `c` inline or hands it to the completion thread, keeping id order.
+  void Complete(Completion c);
+  // Fence check and publication of a synced group (making a fence sticky), then callbacks.
+  void Finish(Completion& c);
   // Writes one group into the page cache (writer thread only); CommitGroup syncs it.
   absl::Status WriteGroup(std::vector<Pending>& group, std::vector<Written>* written);
   absl::Status Roll();
@@ -135,7 +141,6 @@ class LocalBackend final : public WalBackend {
   uint64_t write_offset_ = 0;
   uint64_t buffer_file_pos_ = 0;  // file position where buf_ will land
   std::string buf_;
-  std::vector<Written> written_;  // of the group being committed
 
   // Writer thread -> completion thread.
   absl::Mutex done_mu_;
