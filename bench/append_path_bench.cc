@@ -27,6 +27,8 @@
 #include "message/message_trace.h"
 #include "storage/tso/timestamp_allocator.h"
 #include "wal/collections/collection_table.h"
+#include "wal/idempotency.h"
+#include "wal/wal.h"
 
 namespace {
 
@@ -170,6 +172,27 @@ void BM_CollectionRules(benchmark::State& state) {
 BENCHMARK(BM_CollectionRules)->Arg(0)->Arg(1);
 
 // The batch checksum the local backend's writer computes (and every reader verifies).
+// The adaptor's deduplication table as local_wal_bench's adaptor (a) drives it: one producer,
+// increasing sequences, `range(0)` appends in flight, each completed in order; the default
+// window (WalOptions::dedup_window_per_producer). Per iteration: one Begin and one Complete
+// (Parse of `_ik` not included).
+void BM_IdempotencyInFlight(benchmark::State& state) {
+  const uint64_t in_flight = static_cast<uint64_t>(state.range(0));
+  kf::wal::IdempotencyTable<kf::wal::AppendResult> table(4096, 1024);
+  kf::wal::IdempotencyKey key{.producer = "bench-producer-0123456789", .sequence = 0};
+  kf::wal::AppendResult result{.id = kf::MessageId::Local(1), .timetick = kf::TimeTick(1)};
+  for (auto _ : state) {
+    kf::wal::IdempotencyTable<kf::wal::AppendResult>::Waiter w;
+    benchmark::DoNotOptimize(table.Begin(key, w));
+    if (key.sequence >= in_flight) {
+      const uint64_t done = key.sequence - in_flight;
+      table.Complete({key.producer, done}, result);
+    }
+    ++key.sequence;
+  }
+}
+BENCHMARK(BM_IdempotencyInFlight)->Arg(1)->Arg(4096);
+
 void BM_Crc32c(benchmark::State& state) {
   const std::string data(static_cast<size_t>(state.range(0)), 'c');
   for (auto _ : state) benchmark::DoNotOptimize(kf::crc32c::Value(data));

@@ -53,32 +53,32 @@ class IdempotencyTable {
   // kDuplicate: `waiter` has been (or will be, when the original finishes) called with the
   // original result; the caller must not append. `waiter` is consumed only for kDuplicate.
   Outcome Begin(const IdempotencyKey& key, Waiter& waiter) {
-    std::vector<Waiter> run_now;
-    absl::StatusOr<Result> result{absl::UnknownError("unset")};
+    // Built only for a duplicate: a Status with a message allocates, and kNew is the hot path.
+    std::optional<absl::StatusOr<Result>> answer;
     {
       absl::MutexLock lock(&mu_);
       Producer& p = Touch(key.producer);
       auto it = p.entries.find(key.sequence);
       if (it == p.entries.end()) {
         if (!p.order.empty() && key.sequence < p.order.front() && p.entries.size() >= window_) {
-          result = absl::FailedPreconditionError(
+          answer = absl::FailedPreconditionError(
               "idempotency key " + key.producer + ":" + std::to_string(key.sequence) +
               " is older than the deduplication window; refusing a possible duplicate");
-          run_now.push_back(std::move(waiter));
         } else {
+          // Not trimmed here: the oldest entry is usually still in flight (the completion
+          // trims once it is done), and looking it up would cost a cache miss per append.
           p.entries.emplace(key.sequence, Entry{});
           InsertOrdered(p, key.sequence);
-          Trim(p);
           return Outcome::kNew;
         }
       } else if (it->second.done) {
-        result = *it->second.result;
-        run_now.push_back(std::move(waiter));
+        answer = *it->second.result;
       } else {
         it->second.waiters.push_back(std::move(waiter));
+        return Outcome::kDuplicate;
       }
     }
-    for (auto& w : run_now) std::move(w)(result);
+    std::move(waiter)(*std::move(answer));
     return Outcome::kDuplicate;
   }
 
