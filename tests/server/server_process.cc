@@ -1,10 +1,7 @@
 #include "server_process.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,19 +87,6 @@ ProcessResult Reap(pid_t pid, absl::Duration timeout) {
 
 }  // namespace
 
-int PickFreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 TempDir::TempDir() {
   std::string tmpl = (std::filesystem::temp_directory_path() / "kf_server_test_XXXXXX").string();
   path_ = mkdtemp(tmpl.data());
@@ -130,9 +114,9 @@ ServerProcess::~ServerProcess() { Kill(); }
 bool ServerProcess::Start(absl::Duration timeout) {
   // A restart keeps the addresses, so clients reconnect to the same endpoint.
   if (address_.empty()) {
-    address_ =
-        options_.listen.empty() ? "127.0.0.1:" + std::to_string(PickFreePort()) : options_.listen;
-    http_port_ = PickFreePort();
+    address_ = options_.listen.empty() ? "127.0.0.1:" + std::to_string(FreeLoopbackPort())
+                                       : options_.listen;
+    http_port_ = FreeLoopbackPort();
   }
   log_path_ = options_.log_path.empty() ? options_.data_dir + ".log" : options_.log_path;
   std::vector<std::string> args = {"run",           options_.role,
@@ -212,28 +196,5 @@ bool ServerProcess::Running() {
 }
 
 std::string ServerProcess::Output() const { return ReadFile(log_path_); }
-
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return "";
-  }
-  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) < 0) {
-    ::close(fd);
-    return "";
-  }
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
-}
 
 }  // namespace kf::testing

@@ -15,11 +15,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/testing/loopback.h"  // HttpGet, FreeLoopbackPort for the suites
 
 namespace kf::testing {
-
-// A loopback port that was free a moment ago.
-int PickFreePort();
 
 // A fresh temp directory (removed by TempDir's destructor).
 class TempDir {
@@ -87,8 +85,5 @@ class ServerProcess {
   std::string log_path_;
   pid_t pid_ = -1;
 };
-
-// GET http://127.0.0.1:<port><path>; the raw response ("" on connection failure).
-std::string HttpGet(int port, const std::string& path);
 
 }  // namespace kf::testing

@@ -1,10 +1,7 @@
 #include "storage/meta/testing/etcd_process.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,46 +13,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/loopback.h"
 
 namespace kf::meta::testing {
 namespace {
-
-int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
-// One HTTP/1.0 GET on loopback; the whole response, or "" if the connection failed.
-std::string HttpGet(int port, const char* path) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  timeval tv{.tv_sec = 1, .tv_usec = 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string req = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    if (::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[1024];
-      ssize_t n;
-      while ((n = ::read(fd, buf, sizeof(buf))) > 0) response.append(buf, static_cast<size_t>(n));
-    }
-  }
-  ::close(fd);
-  return response;
-}
 
 std::string EtcdBinary() {
   const char* bin = std::getenv("KF_ETCD_BIN");
@@ -71,8 +32,8 @@ EtcdProcess::EtcdProcess(const std::string& parent_dir) {
   root_ = ::mkdtemp(tmpl.data());
   data_dir_ = root_ + "/data";
   log_path_ = root_ + "/etcd.log";
-  client_port_ = FreeLoopbackPort();
-  peer_port_ = FreeLoopbackPort();
+  client_port_ = ::kf::testing::FreeLoopbackPort();
+  peer_port_ = ::kf::testing::FreeLoopbackPort();
 }
 
 EtcdProcess::~EtcdProcess() {
@@ -122,7 +83,8 @@ absl::Status EtcdProcess::Start(absl::Duration timeout) {
       pid_ = -1;
       return absl::InternalError(absl::StrCat("etcd exited during startup:\n", LogTail()));
     }
-    if (HttpGet(client_port_, "/health").find("\"health\":\"true\"") != std::string::npos) {
+    if (::kf::testing::HttpGet(client_port_, "/health", absl::Seconds(1))
+            .find("\"health\":\"true\"") != std::string::npos) {
       return absl::OkStatus();
     }
     // Pacing of a readiness poll (each probe is also bounded by the connect/read timeout).

@@ -1,11 +1,8 @@
 #include "storage/object/testing/rgw_process.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "common/testing/loopback.h"
 
 namespace kf::object::testing {
 namespace {
@@ -30,21 +28,6 @@ constexpr char kSecretKey[] = "KFSECRETKEY";
 constexpr char kBucket[] = "kf-test";
 constexpr const char* kBinaries[] = {"ceph-authtool", "monmaptool", "ceph-mon",     "ceph-osd",
                                      "ceph",          "radosgw",    "radosgw-admin"};
-
-int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
 
 std::string FindBinary(const std::string& name) {
   for (const char* dir : {"/usr/bin", "/usr/sbin", "/bin", "/sbin"}) {
@@ -149,8 +132,8 @@ RgwProcess::RgwProcess(const std::string& parent_dir) {
   std::string tmpl = (parent / "kf_rgw_XXXXXX").string();
   root_ = ::mkdtemp(tmpl.data());
   conf_ = root_ + "/ceph.conf";
-  mon_port_ = FreeLoopbackPort();
-  rgw_port_ = FreeLoopbackPort();
+  mon_port_ = ::kf::testing::FreeLoopbackPort();
+  rgw_port_ = ::kf::testing::FreeLoopbackPort();
 }
 
 RgwProcess::~RgwProcess() {

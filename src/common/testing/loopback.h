@@ -1,0 +1,24 @@
+// Loopback helpers for tests and benches that start real servers (etcd, Ceph RGW, kingfisher):
+// a free port to give them, and a plain HTTP GET of their health and metrics endpoints.
+//
+// Thread-safety: thread-safe. Errors: FreeLoopbackPort returns 0 when no port could be bound;
+// HttpGet returns "" when the connection fails.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/time/time.h"
+
+namespace kf::testing {
+
+// A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice for port 0). Another
+// process may take it before the caller binds it; the servers started with it then fail to
+// start, which the callers report.
+int FreeLoopbackPort();
+
+// One HTTP/1.0 GET of `path` on 127.0.0.1:`port`: the whole response (status line, headers,
+// body), read until the server closes or `timeout` passes without data.
+std::string HttpGet(int port, std::string_view path, absl::Duration timeout = absl::Seconds(5));
+
+}  // namespace kf::testing
