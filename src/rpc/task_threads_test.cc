@@ -1,0 +1,57 @@
+#include "rpc/task_threads.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+
+namespace kf::rpc {
+namespace {
+
+TEST(TaskThreadsTest, TasksOfAShardRunInPostingOrderOnOneThread) {
+  TaskThreads threads(2, "kf-test");
+  absl::Mutex mu;
+  std::vector<int> order;
+  std::vector<std::thread::id> ran_on;
+  absl::Notification done;
+  constexpr int kTasks = 1000;
+  for (int i = 0; i < kTasks; ++i) {
+    threads.Post(1, [&, i] {
+      absl::MutexLock l(&mu);
+      order.push_back(i);
+      ran_on.push_back(std::this_thread::get_id());
+      if (i == kTasks - 1) done.Notify();
+    });
+  }
+  done.WaitForNotification();
+  absl::MutexLock l(&mu);
+  ASSERT_EQ(order.size(), static_cast<size_t>(kTasks));
+  for (int i = 0; i < kTasks; ++i) EXPECT_EQ(order[i], i);
+  for (const auto& id : ran_on) EXPECT_EQ(id, ran_on.front());
+  EXPECT_NE(ran_on.front(), std::this_thread::get_id());
+}
+
+TEST(TaskThreadsTest, PickShardSpreadsOverEveryThread) {
+  TaskThreads threads(3, "kf-test");
+  std::vector<int> seen(3);
+  for (int i = 0; i < 9; ++i) ++seen[threads.PickShard()];
+  EXPECT_EQ(seen, std::vector<int>({3, 3, 3}));
+}
+
+TEST(TaskThreadsTest, DestructorRunsWhatWasPostedBeforeIt) {
+  std::atomic<int> ran{0};
+  {
+    TaskThreads threads(1, "kf-test");
+    absl::Notification release;
+    threads.Post(0, [&] { release.WaitForNotification(); });
+    for (int i = 0; i < 10; ++i) threads.Post(0, [&] { ran.fetch_add(1); });
+    release.Notify();
+  }
+  EXPECT_EQ(ran.load(), 10);
+}
+
+}  // namespace
+}  // namespace kf::rpc
