@@ -53,44 +53,49 @@ TEST(LocalWalFencingTest, InProcessNewTermFencesOldInstance) {
   EXPECT_EQ(id->entry(), acked.size());
 }
 
-TEST(LocalWalFencingTest, OnDiskFenceStopsAWriterOfAnotherOpener) {
-  // Two openers behave like two processes: only the on-disk fence connects them.
-  const std::string root = MakeTempDir("fence_disk");
-  auto opener1 = Opener(root);
-  auto opener2 = Opener(root);
-  auto b1 = opener1->Open(Writer("p", 5));
-  ASSERT_TRUE(b1.ok());
-  ASSERT_TRUE(AppendSync(b1->get(), "a").ok());
-  auto b2 = opener2->Open(Writer("p", 6));
-  ASSERT_TRUE(b2.ok()) << b2.status();
-  auto r = AppendSync(b1->get(), "b");
+// Two openers behave like two processes: only the on-disk fence connects them. b1 wrote "a" at
+// term 5, then b2 opened at term 6, which fences b1.
+class FencedByAnotherOpenerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = MakeTempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    opener1_ = Opener(root_);
+    opener2_ = Opener(root_);
+    auto b1 = opener1_->Open(Writer("p", 5));
+    ASSERT_TRUE(b1.ok()) << b1.status();
+    b1_ = *std::move(b1);
+    ASSERT_TRUE(AppendSync(b1_.get(), "a").ok());
+    auto b2 = opener2_->Open(Writer("p", 6));
+    ASSERT_TRUE(b2.ok()) << b2.status();
+    b2_ = *std::move(b2);
+  }
+
+  std::string root_;
+  std::unique_ptr<WalOpener> opener1_, opener2_;
+  std::unique_ptr<WalBackend> b1_, b2_;
+};
+
+TEST_F(FencedByAnotherOpenerTest, TheOlderWriterAcknowledgesNothingMore) {
+  auto r = AppendSync(b1_.get(), "b");
   EXPECT_TRUE(IsFenced(r.status())) << r.status();
-  EXPECT_TRUE(IsFenced((*b1)->Append("c", nullptr).status()));
-  EXPECT_TRUE(IsFenced(opener1->Open(Writer("p", 4)).status()));
-  ASSERT_TRUE(AppendSync(b2->get(), "d").ok());
-  auto all = ReadAll(b2->get());
+  EXPECT_TRUE(IsFenced(b1_->Append("c", nullptr).status()));
+  EXPECT_TRUE(IsFenced(opener1_->Open(Writer("p", 4)).status()));
+  ASSERT_TRUE(AppendSync(b2_.get(), "d").ok());
+  auto all = ReadAll(b2_.get());
   ASSERT_TRUE(all.ok()) << all.status();
   ASSERT_EQ(all->size(), 2u);
   EXPECT_EQ((*all)[0].data, "a");
   EXPECT_EQ((*all)[1].data, "d");
 }
 
-TEST(LocalWalFencingTest, FenceFoundAfterAGroupSyncedFailsEveryAppendOfIt) {
+TEST_F(FencedByAnotherOpenerTest, FenceFoundAfterAGroupSyncedFailsEveryAppendOfIt) {
   // Many appends at once make groups larger than the writer completes inline: their fence
   // check runs on the completion thread while the writer goes on with the next group.
-  const std::string root = MakeTempDir("fence_group");
-  auto opener1 = Opener(root);
-  auto opener2 = Opener(root);
-  auto b1 = opener1->Open(Writer("p", 5));
-  ASSERT_TRUE(b1.ok());
-  ASSERT_TRUE(AppendSync(b1->get(), "a").ok());
-  auto b2 = opener2->Open(Writer("p", 6));
-  ASSERT_TRUE(b2.ok()) << b2.status();
   constexpr int kAppends = 64;
   absl::Mutex mu;
   std::vector<absl::Status> results;
   for (int i = 0; i < kAppends; ++i) {
-    auto id = (*b1)->Append("x", [&](absl::Status s) {
+    auto id = b1_->Append("x", [&](absl::Status s) {
       absl::MutexLock l(&mu);
       results.push_back(std::move(s));
     });
@@ -103,7 +108,7 @@ TEST(LocalWalFencingTest, FenceFoundAfterAGroupSyncedFailsEveryAppendOfIt) {
   mu.Await(absl::Condition(
       +[](std::vector<absl::Status>* r) { return r->size() == kAppends; }, &results));
   for (const absl::Status& s : results) EXPECT_TRUE(IsFenced(s)) << s;
-  auto all = ReadAll(b2->get());
+  auto all = ReadAll(b2_.get());
   ASSERT_TRUE(all.ok()) << all.status();
   ASSERT_EQ(all->size(), 1u);
   EXPECT_EQ((*all)[0].data, "a");
