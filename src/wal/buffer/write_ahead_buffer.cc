@@ -191,7 +191,8 @@ bool TailingReader::NotifyWhenReadable(absl::AnyInvocable<void() &&> wake) {
 }
 
 bool WriteAheadBuffer::ReadableLocked(const TailingReader& reader) const {
-  return closed_ || reader.seq_ < head_seq_ || reader.seq_ < head_seq_ + entries_.size();
+  // Below the end: an entry to return, or (below the head) an eviction to report.
+  return closed_ || reader.seq_ < head_seq_ + entries_.size();
 }
 
 absl::StatusOr<ImmutableMessagePtr> WriteAheadBuffer::NextFor(TailingReader* reader,
