@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
@@ -72,6 +73,30 @@ std::vector<double> RawWriteSync(const std::string& path, size_t size, double se
   }
   ::close(fd);
   ::unlink(path.c_str());
+  return lat;
+}
+
+std::vector<double> WakeRoundTrips(size_t rounds) {
+  absl::Mutex mu;
+  bool ball_here = false;  // true: the partner's turn
+  std::vector<double> lat;
+  lat.reserve(rounds);
+  std::thread partner([&] {
+    for (size_t i = 0; i < rounds; ++i) {
+      absl::MutexLock lock(&mu);
+      mu.Await(absl::Condition(&ball_here));
+      ball_here = false;
+    }
+  });
+  for (size_t i = 0; i < rounds; ++i) {
+    const auto t0 = Clock::now();
+    absl::MutexLock lock(&mu);
+    ball_here = true;
+    auto back = [&ball_here] { return !ball_here; };
+    mu.Await(absl::Condition(&back));
+    lat.push_back(Seconds(Clock::now() - t0));
+  }
+  partner.join();
   return lat;
 }
 

@@ -12,13 +12,15 @@
 //   2. open loop at --rate messages/s with at most --inflight unacknowledged appends (a send
 //      that finds the window full waits and is counted as "late").
 // Baselines printed next to each phase, measured in the same run: the append-ack latency of
-// the same appends, and one --size write + fdatasync on the data dir's filesystem (measured
-// before the server starts and after it stops, and pooled).
+// the same appends, one --size write + fdatasync on the data dir's filesystem, and a thread wake
+// round trip (both measured before the server starts and after it stops, and pooled). Each
+// phase also prints CPU and context switches per message of both processes: a message crosses
+// about a dozen threads between append and delivery, and where waking a sleeping thread costs
+// tens of microseconds (a VM) those hand-offs, not the disk, set the latency.
 //
 // Usage: tailing_bench [--seconds S] [--rate N] [--inflight N] [--size BYTES] [--dir DIR]
 //                      [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both] [--consumers N]
 #include <pthread.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,10 +29,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -40,6 +40,7 @@
 #include "kingfisher/client.h"
 #include "kingfisher/consumer.h"
 #include "kingfisher/producer.h"
+#include "process_stats.h"
 #include "server_process.h"
 
 namespace {
@@ -65,46 +66,12 @@ int64_t NowNs() {
       .count();
 }
 
-// CPU seconds (user + system) used so far by process `pid`, or by this process when pid <= 0.
-double CpuSeconds(pid_t pid) {
-  if (pid <= 0) {
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
-    return sec(ru.ru_utime) + sec(ru.ru_stime);
-  }
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::vector<std::string> fields;
-  size_t pos = close + 2;
-  while (pos < stat.size()) {
-    size_t end = stat.find(' ', pos);
-    if (end == std::string::npos) end = stat.size();
-    fields.push_back(stat.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  if (fields.size() < 13) return 0;
-  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
-  return (std::stod(fields[11]) + std::stod(fields[12])) / ticks;  // utime, stime
-}
-
-// CPU used by the server and by this process (producer + consumer) over one phase.
-struct CpuMeter {
-  pid_t server;
-  double server0, self0;
-  explicit CpuMeter(pid_t server_pid)
-      : server(server_pid), server0(CpuSeconds(server_pid)), self0(CpuSeconds(0)) {}
-  std::pair<double, double> Used() const {
-    return {CpuSeconds(server) - server0, CpuSeconds(0) - self0};
-  }
-};
-
 // Payload header: phase (8 bytes), sequence (8 bytes), send time (8 bytes) little-endian on
 // this (x86/arm64 little-endian) host; the rest is filler. Only this process reads it.
 constexpr size_t kHeaderBytes = 24;
+
+// Round trips of the thread-wake baseline, before the server starts and after it stops.
+constexpr size_t kWakeRounds = 2000;
 
 std::string MakePayload(size_t size, uint64_t phase, uint64_t seq) {
   std::string p(std::max(size, kHeaderBytes), 'x');
@@ -286,6 +253,27 @@ struct PhaseResult {
   uint64_t late = 0;  // phase 2: sends delayed by a full window
   double elapsed = 0;
   double server_cpu = 0, client_cpu = 0;  // seconds
+  uint64_t server_switches = 0, client_switches = 0;
+};
+
+// CPU and context switches of the server and of this process (producer + consumer) over one
+// phase.
+struct ProcessMeter {
+  pid_t server;
+  double server_cpu0, self_cpu0;
+  uint64_t server_switches0, self_switches0;
+  explicit ProcessMeter(pid_t server_pid)
+      : server(server_pid),
+        server_cpu0(kf::bench::CpuSeconds(server_pid)),
+        self_cpu0(kf::bench::CpuSeconds(0)),
+        server_switches0(kf::bench::ContextSwitches(server_pid)),
+        self_switches0(kf::bench::ContextSwitches(0)) {}
+  void Record(PhaseResult* r) const {
+    r->server_cpu = kf::bench::CpuSeconds(server) - server_cpu0;
+    r->client_cpu = kf::bench::CpuSeconds(0) - self_cpu0;
+    r->server_switches = kf::bench::ContextSwitches(server) - server_switches0;
+    r->client_switches = kf::bench::ContextSwitches(0) - self_switches0;
+  }
 };
 
 void Progress(const char* phase, double t, uint64_t sent, uint64_t acked, uint64_t received) {
@@ -299,7 +287,7 @@ PhaseResult RunSequential(const Flags& f, kingfisher::Producer& producer, Receiv
                           pid_t server) {
   constexpr uint64_t kPhase = 1;
   PhaseResult r;
-  const CpuMeter cpu(server);
+  const ProcessMeter meter(server);
   receiver.BeginPhase(kPhase, static_cast<size_t>(f.seconds * 5000));
   const auto start = Clock::now();
   double next_progress = 1;
@@ -322,7 +310,7 @@ PhaseResult RunSequential(const Flags& f, kingfisher::Producer& producer, Receiv
   }
   r.elapsed = Seconds(Clock::now() - start);
   r.e2e = receiver.EndPhase(r.sent, absl::Seconds(10));
-  std::tie(r.server_cpu, r.client_cpu) = cpu.Used();
+  meter.Record(&r);
   return r;
 }
 
@@ -331,7 +319,7 @@ PhaseResult RunRate(const Flags& f, kingfisher::Producer& producer, Receivers& r
                     pid_t server) {
   constexpr uint64_t kPhase = 2;
   PhaseResult r;
-  const CpuMeter cpu(server);
+  const ProcessMeter meter(server);
   const auto total = static_cast<uint64_t>(f.seconds * f.rate);
   receiver.BeginPhase(kPhase, total);
   absl::Mutex mu;
@@ -387,12 +375,12 @@ PhaseResult RunRate(const Flags& f, kingfisher::Producer& producer, Receivers& r
   }
   r.elapsed = Seconds(Clock::now() - start);
   r.e2e = receiver.EndPhase(r.sent, absl::Seconds(10));
-  std::tie(r.server_cpu, r.client_cpu) = cpu.Used();
+  meter.Record(&r);
   return r;
 }
 
 void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& sync,
-            uint64_t consumers) {
+            const kf::bench::Quantiles& wake, uint64_t consumers) {
   const auto e = kf::bench::Summarize(r.e2e);
   const auto a = kf::bench::Summarize(r.ack);
   std::printf(
@@ -410,6 +398,11 @@ void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& 
       "consumer) %.0f us | CPU load: server %.2f, this process %.2f cores\n",
       kf::bench::Mean(r.ack) * static_cast<double>(r.sent) / r.elapsed, r.server_cpu / n * 1e6,
       r.client_cpu / n * 1e6, r.server_cpu / r.elapsed, r.client_cpu / r.elapsed);
+  std::printf(
+      "  context switches per message: server %.1f, this process %.1f | thread wake round trip "
+      "us: p50 %.0f p99 %.0f\n",
+      static_cast<double>(r.server_switches) / n, static_cast<double>(r.client_switches) / n,
+      wake.p50 * 1e6, wake.p99 * 1e6);
   if (e.count != r.sent * consumers) {
     std::printf("  WARNING: %" PRIu64 " deliveries missing after 10 s\n",
                 r.sent * consumers - e.count);
@@ -458,6 +451,7 @@ int main(int argc, char** argv) {
   const double raw_seconds = std::min(f.seconds, 1.5);
   std::vector<double> sync_samples = kf::bench::RawWriteSync(raw, f.size, raw_seconds, 3000);
   const auto before = kf::bench::Summarize(sync_samples);
+  std::vector<double> wake_samples = kf::bench::WakeRoundTrips(kWakeRounds);
 
   std::vector<std::pair<std::string, PhaseResult>> results;
   {
@@ -501,12 +495,19 @@ int main(int argc, char** argv) {
   const auto after = kf::bench::Summarize(after_samples);
   sync_samples.insert(sync_samples.end(), after_samples.begin(), after_samples.end());
   const auto sync = kf::bench::Summarize(std::move(sync_samples));
+  after_samples = kf::bench::WakeRoundTrips(kWakeRounds);
+  wake_samples.insert(wake_samples.end(), after_samples.begin(), after_samples.end());
+  const auto wake = kf::bench::Summarize(std::move(wake_samples));
   std::printf(
       "baseline: %zu B write+fdatasync on the data dir's filesystem: p50 %.0f us p99 %.0f us "
       "(before the server: p50 %.0f p99 %.0f, after: p50 %.0f p99 %.0f)\n",
       f.size, sync.p50 * 1e6, sync.p99 * 1e6, before.p50 * 1e6, before.p99 * 1e6, after.p50 * 1e6,
       after.p99 * 1e6);
-  for (const auto& [name, r] : results) Report(name.c_str(), r, sync, f.consumers);
+  std::printf(
+      "baseline: thread wake round trip (two threads taking turns, two wake-ups): p50 %.0f us "
+      "p99 %.0f us\n",
+      wake.p50 * 1e6, wake.p99 * 1e6);
+  for (const auto& [name, r] : results) Report(name.c_str(), r, sync, wake, f.consumers);
   std::error_code ec;
   stdfs::remove_all(root, ec);
   return 0;

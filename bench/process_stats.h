@@ -1,0 +1,23 @@
+// What a bench reads about a whole process (its own or a server it started) to charge costs
+// per message: CPU time and context switches, summed over every thread.
+//
+// Thread-safety: functions only. Errors: a process that is gone (or a /proc it cannot read)
+// yields 0, so a figure turns implausible rather than the bench dying after its measurement.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+namespace kf::bench {
+
+// CPU seconds (user + system) used so far by process `pid`, or by this process when pid <= 0.
+double CpuSeconds(pid_t pid);
+
+// Context switches (voluntary + involuntary) so far, summed over the threads of process `pid`
+// (this process when pid <= 0) that are alive now. On a VM each one can cost tens of
+// microseconds (a sleeping vCPU is woken through the hypervisor), so their count per message
+// explains latency that no CPU profile shows.
+uint64_t ContextSwitches(pid_t pid);
+
+}  // namespace kf::bench
