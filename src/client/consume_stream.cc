@@ -4,23 +4,26 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "client/wire.h"
 #include "rpc/status_convert.h"
 
 namespace kf::client {
 
-absl::StatusOr<kingfisher::ConsumedMessage> DecodeConsumed(
-    const kingfisher::v1::ConsumedMessage& m) {
+absl::StatusOr<kingfisher::ConsumedMessage> DecodeConsumed(kingfisher::v1::ConsumedMessage* m) {
   kingfisher::ConsumedMessage out;
-  if (!m.message_id().empty()) {
-    auto id = MessageId::Decode(m.message_id());
+  if (!m->message_id().empty()) {
+    auto id = MessageId::Decode(m->message_id());
     if (!id.ok()) {
       return absl::DataLossError(
           absl::StrCat("undecodable message id in consume stream: ", id.status().message()));
     }
     out.id = *id;
   }
-  MutableMessage msg = FromWire(m.message());
+  MutableMessage msg;
+  *msg.mutable_payload() = std::move(*m->mutable_message()->mutable_payload());
+  msg.mutable_properties()->reserve(m->message().properties().size());
+  for (auto& [key, value] : *m->mutable_message()->mutable_properties()) {
+    msg.SetProperty(key, std::move(value));
+  }
   out.type = msg.type();
   out.timetick = msg.timetick().value_or(TimeTick(0));
   if (auto lc = msg.last_confirmed()) {
@@ -30,9 +33,9 @@ absl::StatusOr<kingfisher::ConsumedMessage> DecodeConsumed(
   }
   out.vchannel = std::string(msg.vchannel());
   out.payload = std::move(*msg.mutable_payload());
-  out.properties = msg.properties();
-  for (const auto& inner : m.inner()) {
-    auto in = DecodeConsumed(inner);
+  out.properties = std::move(*msg.mutable_properties());
+  for (auto& inner : *m->mutable_inner()) {
+    auto in = DecodeConsumed(&inner);
     if (!in.ok()) return in.status();
     out.messages.push_back(*std::move(in));
   }
@@ -165,8 +168,8 @@ void ConsumeStream::Receive() {
       reading_ = false;
       return;
     case kingfisher::v1::ConsumeResponse::kBatch:
-      for (const kingfisher::v1::ConsumedMessage& wire : response_.batch().messages()) {
-        absl::StatusOr<kingfisher::ConsumedMessage> m = DecodeConsumed(wire);
+      for (kingfisher::v1::ConsumedMessage& wire : *response_.mutable_batch()->mutable_messages()) {
+        absl::StatusOr<kingfisher::ConsumedMessage> m = DecodeConsumed(&wire);
         if (!m.ok()) {
           end_ = m.status();
           reading_ = false;

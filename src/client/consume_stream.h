@@ -77,8 +77,8 @@ class ConsumeStream final : public DeliveryStream {
   absl::Status status_;
 };
 
-// Decodes one delivered message (and its inner messages). DATA_LOSS for a bad message id.
-absl::StatusOr<kingfisher::ConsumedMessage> DecodeConsumed(
-    const kingfisher::v1::ConsumedMessage& m);
+// Decodes one delivered message (and its inner messages), moving the payloads and property
+// values out of `m`. DATA_LOSS for a bad message id.
+absl::StatusOr<kingfisher::ConsumedMessage> DecodeConsumed(kingfisher::v1::ConsumedMessage* m);
 
 }  // namespace kf::client

@@ -36,15 +36,12 @@ kingfisher::v1::DeliverPolicy ToProto(const kingfisher::DeliverPolicy& p) {
   return out;
 }
 
-// Copies `_tc` of `traced` into the delivered message and a Txn's inner messages (TRACING.md
-// §5: the txn-level trace for the downstream fan-out).
-void CopyTraceContext(const MutableMessage& traced, kingfisher::ConsumedMessage* m) {
-  auto tc = traced.GetProperty(prop::kTraceContext);
-  if (!tc) return;
-  m->properties[std::string(prop::kTraceContext)] = std::string(*tc);
-  for (auto& inner : m->messages) {
-    inner.properties[std::string(prop::kTraceContext)] = std::string(*tc);
-  }
+// Copies the delivered message's `_tc` into a Txn's inner messages (TRACING.md §5: the
+// txn-level trace for the downstream fan-out).
+void CopyTraceContextToInner(kingfisher::ConsumedMessage* m) {
+  auto tc = m->properties.find(prop::kTraceContext);
+  if (tc == m->properties.end()) return;
+  for (auto& inner : m->messages) inner.properties[tc->first] = tc->second;
 }
 
 }  // namespace
@@ -211,19 +208,21 @@ void ConsumerImpl::Deliver(kingfisher::ConsumedMessage* m, bool remote) {
   }
   if (m->type == MessageType::kTimeTick) return;  // never traced (TRACING.md §7.12)
 
-  // One wal.dist_consume per delivered message, child of the message-carried context.
+  // One wal.dist_consume per delivered message, child of the message-carried context. The
+  // span and `_tc` need the properties only: they are moved in and back, the payload stays.
   MutableMessage msg;
-  *msg.mutable_payload() = m->payload;
-  for (const auto& [k, v] : m->properties) msg.SetProperty(k, v);
+  *msg.mutable_properties() = std::move(m->properties);
   trace::Context parent = ExtractTraceContext(trace::Context(), msg);
   if (!remote) {  // no network hop, no wal.dist_consume: the message's own context
+    m->properties = std::move(*msg.mutable_properties());
     m->trace = std::move(parent);
     return;
   }
   auto [ctx, span] =
       StartSpanForMessage(parent, &msg, "wal.dist_consume", trace::SpanKind::kConsumer);
   OverwriteTraceContext(ctx, &msg);
-  CopyTraceContext(msg, m);
+  m->properties = std::move(*msg.mutable_properties());
+  CopyTraceContextToInner(m);
   span->End();
   m->trace = std::move(ctx);
 }

@@ -48,6 +48,8 @@ class MutableMessage {
   std::string* mutable_payload() { return &payload_; }
 
   const Properties& properties() const { return properties_; }
+  // No checks (system use), as SetProperty; lets a caller move all properties in or out.
+  Properties* mutable_properties() { return &properties_; }
   std::optional<std::string_view> GetProperty(std::string_view key) const;
   bool HasProperty(std::string_view key) const;
   // No checks (system use): reserved keys are written as given.
