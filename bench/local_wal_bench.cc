@@ -26,7 +26,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "bench_flags.h"
 #include "bench_util.h"
 #include "message/message.h"
@@ -138,9 +137,8 @@ void BenchInFlight(const std::string& root, double seconds, Layer layer) {
   constexpr int kWindow = 4096;  // >= 1024 in flight; ~2 MiB per group over the pipeline
   const std::string entry(1024, 'e');
   const double round_seconds = seconds / kRounds;
-  absl::Mutex mu;
-  int in_flight = 0;
-  uint64_t acked = 0;
+  kf::bench::InFlightWindow window(kWindow);
+  std::atomic<uint64_t> acked{0};
   double wal_seconds = 0, seq_seconds = 0, thread_cpu = 0, process_cpu = 0;
   uint64_t seq_writes = 0;
   for (int round = 0; round < kRounds; ++round) {
@@ -148,24 +146,14 @@ void BenchInFlight(const std::string& root, double seconds, Layer layer) {
     const double thread_cpu0 = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
     const double process_cpu0 = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
     while (Seconds(Clock::now() - start) < round_seconds) {
-      {
-        absl::MutexLock l(&mu);
-        mu.Await(absl::Condition(
-            +[](int* n) { return *n < kWindow; }, &in_flight));
-        ++in_flight;
-      }
+      window.Acquire();
       wal.Append(entry, [&](absl::Status s) {
         if (!s.ok()) Die(s.ToString());
-        absl::MutexLock l(&mu);
-        --in_flight;
-        ++acked;
+        acked.fetch_add(1, std::memory_order_relaxed);
+        window.Release();
       });
     }
-    {
-      absl::MutexLock l(&mu);
-      mu.Await(absl::Condition(
-          +[](int* n) { return *n == 0; }, &in_flight));
-    }
+    window.WaitEmpty();
     wal_seconds += Seconds(Clock::now() - start);
     thread_cpu += CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - thread_cpu0;
     process_cpu += CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu0;
@@ -227,26 +215,15 @@ void BenchCatchup(const std::string& root, Layer layer) {
   constexpr uint64_t kEntries = 64 << 10;  // 64 MiB of 1 KiB payloads
   Wal wal(root, "catchup", layer);
   const std::string entry(1024, 'c');
-  absl::Mutex mu;
-  int in_flight = 0;
+  kf::bench::InFlightWindow window(4096);
   for (uint64_t i = 0; i < kEntries; ++i) {
-    {
-      absl::MutexLock l(&mu);
-      mu.Await(absl::Condition(
-          +[](int* n) { return *n < 4096; }, &in_flight));
-      ++in_flight;
-    }
+    window.Acquire();
     wal.Append(entry, [&](absl::Status s) {
       if (!s.ok()) Die(s.ToString());
-      absl::MutexLock l(&mu);
-      --in_flight;
+      window.Release();
     });
   }
-  {
-    absl::MutexLock l(&mu);
-    mu.Await(absl::Condition(
-        +[](int* n) { return *n == 0; }, &in_flight));
-  }
+  window.WaitEmpty();
   const double bytes = static_cast<double>(wal.FileBytes());
   DropCache(wal.dir);
   const double raw = RawReadSeconds(wal.dir);
