@@ -11,7 +11,22 @@
 
 namespace kf::client {
 
-Router::Router(std::string endpoint, grpc::ChannelArguments args) : args_(std::move(args)) {
+namespace {
+
+// A completion queue whose Next polls, as a blocking call's does, or, with `poll` false, only
+// waits for the events that other threads' polling delivers.
+std::unique_ptr<grpc::CompletionQueue> NewQueue(bool poll) {
+  grpc_completion_queue_attributes attr{GRPC_CQ_CURRENT_VERSION, GRPC_CQ_NEXT,
+                                        poll ? GRPC_CQ_DEFAULT_POLLING : GRPC_CQ_NON_POLLING,
+                                        nullptr};
+  return std::make_unique<grpc::CompletionQueue>(
+      grpc_completion_queue_create(grpc_completion_queue_factory_lookup(&attr), &attr, nullptr));
+}
+
+}  // namespace
+
+Router::Router(std::string endpoint, grpc::ChannelArguments args, bool poll)
+    : args_(std::move(args)), poll_(poll) {
   absl::MutexLock l(&mu_);
   endpoint_ = NodeAt(endpoint);
   discovery_ = std::thread([this] { DiscoveryLoop(); });
@@ -137,16 +152,38 @@ absl::Status Router::Follow(const std::shared_ptr<Node>& node) {
     watch_ctx_ = &ctx;
   }
   auto stub = kingfisher::v1::StreamingCoord::NewStub(node->channel);
-  auto reader = stub->WatchAssignments(&ctx, kingfisher::v1::WatchAssignmentsRequest());
+  std::unique_ptr<grpc::CompletionQueue> cq = NewQueue(poll_);
+  // One operation at a time, so each Next completes the one started just before it.
+  void* const kTag = cq.get();
+  auto completed = [&cq] {
+    void* tag;
+    bool ok = false;
+    return cq->Next(&tag, &ok) && ok;
+  };
+  auto reader =
+      stub->AsyncWatchAssignments(&ctx, kingfisher::v1::WatchAssignmentsRequest(), cq.get(), kTag);
   kingfisher::v1::AssignmentSnapshot snapshot;
-  while (reader->Read(&snapshot)) {
-    absl::MutexLock l(&mu_);
-    // Another node's view may lag the one we had: never go back.
-    if (snapshot_ == nullptr || snapshot.version() >= snapshot_->version()) {
-      snapshot_ = std::make_shared<kingfisher::v1::AssignmentSnapshot>(std::move(snapshot));
+  auto read = [&] {
+    reader->Read(&snapshot, kTag);
+    return completed();
+  };
+  if (completed()) {  // the call started
+    while (read()) {
+      absl::MutexLock l(&mu_);
+      // Another node's view may lag the one we had: never go back.
+      if (snapshot_ == nullptr || snapshot.version() >= snapshot_->version()) {
+        snapshot_ = std::make_shared<kingfisher::v1::AssignmentSnapshot>(std::move(snapshot));
+      }
     }
   }
-  grpc::Status st = reader->Finish();
+  grpc::Status st;
+  reader->Finish(&st, kTag);
+  completed();
+  cq->Shutdown();
+  void* tag;
+  bool ok;
+  while (cq->Next(&tag, &ok)) {
+  }
   absl::MutexLock l(&mu_);
   watch_ctx_ = nullptr;
   return st.ok() ? absl::UnavailableError("discovery stream ended") : rpc::FromGrpcStatus(st);
