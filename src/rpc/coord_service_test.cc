@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "client/router.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
@@ -98,6 +99,48 @@ class CoordServiceTest : public ::testing::Test {
     return true;
   }
 
+  // Once the watch shows every pchannel on `node`, confirms them as that node would (ASSIGNED).
+  void ConfirmAllOn(int64_t node) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    auto reader = stub_->WatchAssignments(&ctx, {});
+    AssignmentSnapshot last;
+    ASSERT_TRUE(ReadUntil(
+        reader.get(), [node](const auto& s) { return AllOn(s, node); }, &last));
+    ctx.TryCancel();
+    for (const char* name : {"kf-dml_0", "kf-dml_1"}) {
+      const std::string key = coordinator_->keys().pchannel(name);
+      auto got = store_->Get(key, absl::Now() + kWait);
+      ASSERT_TRUE(got.ok()) << got.status();
+      kingfisher::v1::PChannelAssignment a;
+      ASSERT_TRUE(a.ParseFromString(got->kv.value));
+      a.set_state(kingfisher::v1::PCHANNEL_ASSIGNED);
+      ASSERT_TRUE(store_->Put(key, a.SerializeAsString(), absl::Now() + kWait).ok());
+    }
+  }
+
+  // A client's Router follows the watch: Resolve routes to the node holding a pchannel and,
+  // after a routing error (the caller passes the version it used), to the next owner at its new
+  // term. `poll` false: as in a serving process, only the server's threads poll.
+  void ExpectRouterFollowsFailover(bool poll) {
+    AddNode(1);
+    StartServer(/*with_oracle=*/true);
+    client::Router router(server_->address(), grpc::ChannelArguments(), poll);
+    ConfirmAllOn(1);
+    auto first = router.Resolve("kf-dml_0", 0, absl::Now() + kWait);
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_EQ(first->node->address, "127.0.0.1:20001");
+    EXPECT_EQ(first->term, 1);
+
+    AddNode(2);
+    ASSERT_TRUE(store_->RevokeLease(leases_[1], absl::Now() + kWait).ok());
+    ConfirmAllOn(2);
+    auto moved = router.Resolve("kf-dml_0", first->version, absl::Now() + kWait);
+    ASSERT_TRUE(moved.ok()) << moved.status();
+    EXPECT_EQ(moved->node->address, "127.0.0.1:20002");
+    EXPECT_EQ(moved->term, 2);
+  }  // the router's destructor cancels its watch: the test hangs if that needs polling
+
   std::filesystem::path dir_;
   std::unique_ptr<meta::EmbeddedMetaStore> store_;
   std::unique_ptr<streaming::Coordinator> coordinator_;
@@ -134,6 +177,12 @@ TEST_F(CoordServiceTest, WatchSendsTheCurrentAssignmentThenEveryChange) {
   EXPECT_TRUE(AllOn(first, 2));
   ctx.TryCancel();
   ctx2.TryCancel();
+}
+
+TEST_F(CoordServiceTest, RouterFollowsFailover) { ExpectRouterFollowsFailover(/*poll=*/true); }
+
+TEST_F(CoordServiceTest, RouterEmbeddedInAServingProcessFollowsFailoverWithoutPolling) {
+  ExpectRouterFollowsFailover(/*poll=*/false);
 }
 
 TEST_F(CoordServiceTest, GetStatusReportsNodesAndPChannels) {
