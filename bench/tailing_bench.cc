@@ -269,10 +269,12 @@ struct ProcessMeter {
         server_switches0(kf::bench::ContextSwitches(server_pid)),
         self_switches0(kf::bench::ContextSwitches(0)) {}
   void Record(PhaseResult* r) const {
+    // Counts of threads that exited meanwhile are gone from the sums: never below zero.
+    auto since = [](uint64_t now, uint64_t then) { return now > then ? now - then : 0; };
     r->server_cpu = kf::bench::CpuSeconds(server) - server_cpu0;
     r->client_cpu = kf::bench::CpuSeconds(0) - self_cpu0;
-    r->server_switches = kf::bench::ContextSwitches(server) - server_switches0;
-    r->client_switches = kf::bench::ContextSwitches(0) - self_switches0;
+    r->server_switches = since(kf::bench::ContextSwitches(server), server_switches0);
+    r->client_switches = since(kf::bench::ContextSwitches(0), self_switches0);
   }
 };
 
