@@ -50,10 +50,10 @@ std::string StartRun(const std::string& program, const BenchDirs& dirs);
 std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
                                  size_t max_ops = SIZE_MAX);
 
-// Raw loop of `rounds` round trips between two threads that take turns through a mutex and a
-// condition variable: each round trip is two wake-ups of a sleeping thread. Returns per-round-
-// trip latencies in seconds. The baseline for latencies made of thread hand-offs (a message
-// crosses several threads between its append and its delivery).
+// Raw loop of `rounds` round trips between two threads that take turns by waiting on a flag
+// under an absl::Mutex (Await): each round trip is two wake-ups of a sleeping thread. Returns
+// per-round- trip latencies in seconds. The baseline for latencies made of thread hand-offs (a
+// message crosses several threads between its append and its delivery).
 std::vector<double> WakeRoundTrips(size_t rounds);
 
 // One ack an appender thread blocks on. Not std::promise: its set_value makes two futex calls
