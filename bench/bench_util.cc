@@ -54,9 +54,13 @@ std::string StartRun(const std::string& program, const BenchDirs& dirs) {
 }
 
 std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
-                                 size_t max_ops) {
+                                 size_t max_ops, uint64_t preallocate) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) Die("open " + path);
+  if (preallocate > 0 &&
+      (::fallocate(fd, 0, 0, static_cast<off_t>(preallocate)) != 0 || ::fdatasync(fd) != 0)) {
+    Die("fallocate " + path);
+  }
   std::string buf(size, 'r');
   std::vector<double> lat;
   const auto start = Clock::now();

@@ -47,8 +47,10 @@ std::string StartRun(const std::string& program, const BenchDirs& dirs);
 
 // Raw loop on `path` (created, truncated, removed afterwards): a `size`-byte write +
 // fdatasync, until `seconds` pass or `max_ops` ops ran. Returns per-op latencies in seconds.
+// With `preallocate` > 0 the file is first fallocate'd that far, as the local WAL does its
+// segments (the fdatasyncs then commit no file-size change).
 std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
-                                 size_t max_ops = SIZE_MAX);
+                                 size_t max_ops = SIZE_MAX, uint64_t preallocate = 0);
 
 // Raw loop of `rounds` round trips between two threads that take turns by waiting on a flag
 // under an absl::Mutex (Await): each round trip is two wake-ups of a sleeping thread. Returns

@@ -27,6 +27,10 @@ class FaultInjectionFileSystem::File final : public WritableFile {
     absl::ReaderMutexLock l(&fs_->mu_);
     return fs_->TruncateLocked(path_, generation_, base_.get(), size);
   }
+  absl::Status Preallocate(uint64_t size) override {
+    absl::ReaderMutexLock l(&fs_->mu_);
+    return fs_->PreallocateLocked(path_, generation_, base_.get(), size);
+  }
   absl::Status Close() override { return base_->Close(); }
   uint64_t Size() const override { return base_->Size(); }
 
@@ -75,16 +79,27 @@ absl::Status FaultInjectionFileSystem::AppendLocked(const std::string& path, uin
   switch (NextWriteFault(&partial)) {
     case Fault::kFail:
       return absl::InternalError("injected write failure: " + path);
-    case Fault::kPartial:
-      RETURN_IF_ERROR(base->Append(data.substr(0, std::min(partial, data.size()))));
+    case Fault::kPartial: {
+      absl::Status s = base->Append(data.substr(0, std::min(partial, data.size())));
+      NoteWritten(path, base->Size());
+      RETURN_IF_ERROR(s);
       return absl::InternalError("injected partial write: " + path);
+    }
     case Fault::kNone:
       break;
   }
-  RETURN_IF_ERROR(base->Append(data));
+  absl::Status s = base->Append(data);
+  NoteWritten(path, base->Size());
+  RETURN_IF_ERROR(s);
   absl::MutexLock l(&knob_mu_);
   ++writes_done_;
   return absl::OkStatus();
+}
+
+void FaultInjectionFileSystem::NoteWritten(const std::string& path, uint64_t end) {
+  absl::MutexLock k(&knob_mu_);
+  auto it = files_.find(path);
+  if (it != files_.end()) it->second.written_len = std::max(it->second.written_len, end);
 }
 
 absl::Status FaultInjectionFileSystem::SyncLocked(const std::string& path, uint64_t generation,
@@ -92,8 +107,17 @@ absl::Status FaultInjectionFileSystem::SyncLocked(const std::string& path, uint6
   RETURN_IF_ERROR(CheckAlive(generation));
   if (NextSyncFails()) return absl::InternalError("injected fdatasync failure: " + path);
   // fdatasync covers the inode, so bytes another handle appended before the call count too.
+  // (The file's size does not tell: a preallocated file is larger than its data.)
   uint64_t covered = base->Size();
-  if (auto size = base_->GetFileSize(path); size.ok()) covered = std::max(covered, *size);
+  uint64_t prealloc = 0;
+  {
+    absl::MutexLock k(&knob_mu_);
+    auto it = files_.find(path);
+    if (it != files_.end()) {
+      covered = std::max(covered, it->second.written_len);
+      prealloc = it->second.preallocated;
+    }
+  }
   RETURN_IF_ERROR(base->Sync());
   // files_ is changed only under the exclusive lock; entries are created there too, so a
   // shared holder may update an existing entry's fields only through this dedicated lock.
@@ -101,7 +125,10 @@ absl::Status FaultInjectionFileSystem::SyncLocked(const std::string& path, uint6
     absl::MutexLock k(&knob_mu_);
     ++syncs_done_;
     auto it = files_.find(path);
-    if (it != files_.end()) it->second.synced_len = std::max(it->second.synced_len, covered);
+    if (it != files_.end()) {
+      it->second.synced_len = std::max(it->second.synced_len, covered);
+      it->second.durable_prealloc = std::max(it->second.durable_prealloc, prealloc);
+    }
   }
   return absl::OkStatus();
 }
@@ -112,7 +139,24 @@ absl::Status FaultInjectionFileSystem::TruncateLocked(const std::string& path, u
   RETURN_IF_ERROR(base->Truncate(size));
   absl::MutexLock k(&knob_mu_);
   auto it = files_.find(path);
-  if (it != files_.end()) it->second.synced_len = std::min(it->second.synced_len, size);
+  if (it != files_.end()) {
+    FileState& f = it->second;
+    // Counted as durable at once: a crash then keeps less than a real disk might, never more.
+    for (uint64_t* len : {&f.synced_len, &f.written_len, &f.preallocated, &f.durable_prealloc}) {
+      *len = std::min(*len, size);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FaultInjectionFileSystem::PreallocateLocked(const std::string& path,
+                                                         uint64_t generation, WritableFile* base,
+                                                         uint64_t size) {
+  RETURN_IF_ERROR(CheckAlive(generation));
+  RETURN_IF_ERROR(base->Preallocate(size));
+  absl::MutexLock k(&knob_mu_);
+  auto it = files_.find(path);
+  if (it != files_.end()) it->second.preallocated = std::max(it->second.preallocated, size);
   return absl::OkStatus();
 }
 
@@ -146,6 +190,10 @@ absl::Status FaultInjectionFileSystem::SimulateCrash() {
     if (*size > state.synced_len) {
       ASSIGN_OR_RETURN(auto f, base_->OpenWritable(path, OpenMode::kAppendExisting));
       RETURN_IF_ERROR(f->Truncate(state.synced_len));
+      // A synced reservation survives; what was written into it and not synced reads as zeros.
+      if (state.durable_prealloc > state.synced_len) {
+        RETURN_IF_ERROR(f->Preallocate(state.durable_prealloc));
+      }
       RETURN_IF_ERROR(f->Sync());
       RETURN_IF_ERROR(f->Close());
     }
@@ -200,6 +248,7 @@ absl::StatusOr<std::unique_ptr<WritableFile>> FaultInjectionFileSystem::OpenWrit
         // Not created through us: whatever it holds now is taken as durable.
         state.creation_durable = true;
         state.synced_len = file->Size();
+        state.written_len = file->Size();
       }
       files_[path] = state;
     }
@@ -248,7 +297,7 @@ absl::Status FaultInjectionFileSystem::RenameFile(const std::string& from, const
   FileState moved = r.had_from_state ? r.from_state : FileState{};
   if (!r.had_from_state) {
     // An untracked source was durable; its new name is not until the directory is synced.
-    if (auto size = base_->GetFileSize(to); size.ok()) moved.synced_len = *size;
+    if (auto size = base_->GetFileSize(to); size.ok()) moved.synced_len = moved.written_len = *size;
   }
   moved.creation_durable = false;
   files_[to] = moved;

@@ -4,7 +4,8 @@
 // the file's creation was made durable by a SyncDir of its directory. SimulateCrash() then
 // does to the underlying files what a crash would: un-synced renames are undone, files whose
 // creation was never made durable are removed, and every other file is cut to its synced
-// length. Files that existed before the wrapper saw them count as fully durable.
+// length (a synced preallocation then reads as zeros past it, as on a real disk). Files that
+// existed before the wrapper saw them count as fully durable.
 // After a crash every handle opened before it fails all calls (the "process" died); handles
 // opened afterwards work normally, so a test can reopen through the same object.
 // Knobs fail the Nth write or sync, or make the Nth write partial; counters let tests prove
@@ -70,6 +71,9 @@ class FaultInjectionFileSystem final : public FileSystem {
   struct FileState {
     uint64_t synced_len = 0;
     bool creation_durable = false;
+    uint64_t written_len = 0;       // end of the bytes appended through any handle
+    uint64_t preallocated = 0;      // reserved by Preallocate (the size reads return)
+    uint64_t durable_prealloc = 0;  // the part of `preallocated` a Sync covered
   };
   struct PendingRename {
     std::string from;
@@ -88,10 +92,14 @@ class FaultInjectionFileSystem final : public FileSystem {
   absl::Status SyncLocked(const std::string& path, uint64_t generation, WritableFile* base);
   absl::Status TruncateLocked(const std::string& path, uint64_t generation, WritableFile* base,
                               uint64_t size);
+  absl::Status PreallocateLocked(const std::string& path, uint64_t generation, WritableFile* base,
+                                 uint64_t size);
   absl::Status CheckAlive(uint64_t generation) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckNotDead() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   Fault NextWriteFault(size_t* partial_bytes);
   bool NextSyncFails();
+  // Records that `path`'s appended bytes reach `end` (takes knob_mu_).
+  void NoteWritten(const std::string& path, uint64_t end);
 
   FileSystem* const base_;
   // Shared by writes/syncs, exclusive for crashes and namespace changes.

@@ -139,5 +139,32 @@ TEST_F(FaultInjectionTest, SyncFromAnotherHandleCoversTheInode) {
   EXPECT_EQ(fs_.sync_count(), 1u);
 }
 
+// A synced reservation survives a crash; what was written into it after the last Sync reads
+// back as zeros, what was written before it survives.
+TEST_F(FaultInjectionTest, CrashKeepsSyncedPreallocationAsZeros) {
+  auto w = fs_.OpenWritable(Path("log"), OpenMode::kCreateExclusive);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(fs_.SyncDir(dir_).ok());
+  ASSERT_TRUE((*w)->Preallocate(16).ok());
+  ASSERT_TRUE((*w)->Append("durable").ok());
+  ASSERT_TRUE((*w)->Sync().ok());
+  ASSERT_TRUE((*w)->Append("lost").ok());
+  EXPECT_EQ((*w)->Size(), 11u);
+  ASSERT_TRUE(fs_.SimulateCrash().ok());
+  EXPECT_EQ(Contents("log"), std::string("durable") + std::string(9, '\0'));
+}
+
+TEST_F(FaultInjectionTest, CrashDropsUnsyncedPreallocation) {
+  auto w = fs_.OpenWritable(Path("log"), OpenMode::kCreateExclusive);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(fs_.SyncDir(dir_).ok());
+  ASSERT_TRUE((*w)->Append("durable").ok());
+  ASSERT_TRUE((*w)->Sync().ok());
+  ASSERT_TRUE((*w)->Preallocate(16).ok());
+  ASSERT_TRUE((*w)->Append("lost").ok());
+  ASSERT_TRUE(fs_.SimulateCrash().ok());
+  EXPECT_EQ(Contents("log"), "durable");
+}
+
 }  // namespace
 }  // namespace kf::fs

@@ -56,6 +56,17 @@ class PosixWritableFile final : public WritableFile {
     return absl::OkStatus();
   }
 
+  absl::Status Preallocate(uint64_t size) override {
+    // Mode 0 moves the size too; only then does an append not change the inode.
+    if (::fallocate(fd_, 0, 0, static_cast<off_t>(size)) != 0) {
+      if (errno == EOPNOTSUPP || errno == ENOSYS) {
+        return absl::UnimplementedError("fallocate not supported: " + path_);
+      }
+      return ErrnoStatus(errno, "fallocate", path_);
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Close() override {
     if (fd_ < 0) return absl::OkStatus();
     int rc = ::close(fd_);

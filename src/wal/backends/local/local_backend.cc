@@ -84,6 +84,14 @@ absl::StatusOr<MessageId> LocalBackend::Append(std::string data, AppendCallback 
   return id;
 }
 
+void LocalBackend::ReserveFor(uint64_t end) {
+  if (end <= reserved_) return;
+  reserved_ = std::max(end, std::min(end + kReserveStep, options_.segment_bytes));
+  // Best effort: without a reservation appends still work, each fdatasync then also commits
+  // the file's new size.
+  (void)active_->Preallocate(reserved_);
+}
+
 void LocalBackend::WriterLoop() {
   for (;;) {
     std::vector<Pending> group;
@@ -191,6 +199,7 @@ void LocalBackend::CompletionLoop() {
 
 absl::Status LocalBackend::FlushBuffer() {
   if (buf_.empty()) return absl::OkStatus();
+  ReserveFor(buffer_file_pos_ + buf_.size());
   RETURN_IF_ERROR(active_->Append(buf_));
   buffer_file_pos_ += buf_.size();
   buf_.clear();
@@ -202,11 +211,18 @@ absl::Status LocalBackend::WriteGroup(std::vector<Pending>& group, std::vector<W
   buffer_file_pos_ = active_->Size();
   size_t i = 0;
   while (i < group.size()) {
-    const uint64_t segment_size = buffer_file_pos_ + buf_.size();
-    if (segment_size > 0 && segment_size >= options_.segment_bytes) {
-      // The old segment must be durable before the new one holds anything, so recovery
-      // never sees a torn segment that is not the last.
+    if (!buf_.empty()) {
+      // Each batch is durable before the next is written: the pages of one unsynced write
+      // into a preallocated segment may reach the disk in any order, and recovery must be
+      // able to take a valid batch after an invalid one as proof of damage
+      // (docs/local-wal-format.md). Only groups beyond max_batch_bytes pay for it.
       RETURN_IF_ERROR(FlushBuffer());
+      RETURN_IF_ERROR(active_->Sync());
+    }
+    if (buffer_file_pos_ > 0 && buffer_file_pos_ >= options_.segment_bytes) {
+      // The old segment must be durable and cut to its data before the new one holds
+      // anything, so recovery never sees a torn or zero-padded segment that is not the last.
+      RETURN_IF_ERROR(active_->Truncate(buffer_file_pos_));
       RETURN_IF_ERROR(active_->Sync());
       RETURN_IF_ERROR(Roll());
     }
@@ -235,6 +251,7 @@ absl::Status LocalBackend::Roll() {
   active_segment_ = std::make_shared<Segment>(name, path, write_offset_, term_);
   new_segments_.push_back(active_segment_);
   buffer_file_pos_ = 0;
+  reserved_ = 0;
   return absl::OkStatus();
 }
 
@@ -379,6 +396,13 @@ absl::Status LocalBackend::Close() {
   if (completer_.joinable()) completer_.join();  // every callback has run after this
   absl::Status s;
   if (active_ != nullptr) {
+    // Give back the unused reservation (recovery would cut it too); best effort.
+    bool healthy;
+    {
+      absl::MutexLock l(&mu_);
+      healthy = error_.ok();
+    }
+    if (healthy) (void)active_->Truncate(active_->Size());
     s = active_->Close();
     active_.reset();
   }

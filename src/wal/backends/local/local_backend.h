@@ -1,9 +1,11 @@
 // LocalBackend: one open pchannel log on local disk (the WalBackend of NewLocalOpener).
 //
 // Writing: Append assigns the id under a lock and queues the entry. A writer thread takes
-// everything queued, encodes it into record batches, writes them with one write, fdatasyncs
-// once, re-checks the fence, publishes the new durable end to readers and runs the callbacks in
-// id order (group commit); appends arriving meanwhile form the next group. One thread does it
+// everything queued, encodes it into a record batch (several, each synced before the next, if
+// it exceeds max_batch_bytes), writes it with one write, fdatasyncs once, re-checks the fence,
+// publishes the new durable end to readers and runs the callbacks in id order (group commit);
+// appends arriving meanwhile form the next group. The active segment is preallocated ahead of
+// its data, so an fdatasync flushes data only (no file-size journal commit). One thread does it
 // all: writing is a page-cache copy, small next to the fdatasync, so a separate sync thread
 // would win little throughput and cost every lone append one more thread wake-up (tens of
 // microseconds on a VM). A write or sync error is sticky: that group and everything after fail,
@@ -108,6 +110,11 @@ class LocalBackend final : public WalBackend {
   // Writes one group into the page cache (writer thread only); CommitGroup syncs it.
   absl::Status WriteGroup(std::vector<Pending>& group, std::vector<Written>* written);
   absl::Status Roll();
+  // Keeps the active segment preallocated past `end` (file_system.h, Preallocate: the
+  // fdatasyncs then flush data only), kReserveStep ahead and at most to the roll size, so an
+  // idle pchannel holds little unused disk.
+  void ReserveFor(uint64_t end);
+  static constexpr uint64_t kReserveStep = 8 << 20;
   absl::Status FlushBuffer();
   absl::Status CheckFence();
   void Publish(const std::vector<Written>& written,
@@ -140,6 +147,7 @@ class LocalBackend final : public WalBackend {
   std::vector<std::shared_ptr<Segment>> new_segments_;  // rolled, not yet published
   uint64_t write_offset_ = 0;
   uint64_t buffer_file_pos_ = 0;  // file position where buf_ will land
+  uint64_t reserved_ = 0;         // the active segment is preallocated this far
   std::string buf_;
 
   // Writer thread -> completion thread.

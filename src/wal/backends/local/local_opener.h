@@ -19,7 +19,7 @@ struct LocalOpenerOptions {
   std::string root;                         // <root>/<pchannel>/ holds one log
   fs::FileSystem* fs = nullptr;             // null = the POSIX file system
   uint64_t segment_bytes = 64ull << 20;     // roll to a new segment past this size
-  uint64_t max_batch_bytes = 4ull << 20;    // one record batch at most (one write may hold many)
+  uint64_t max_batch_bytes = 4ull << 20;    // one record batch (one write + fdatasync) at most
   uint64_t max_queue_bytes = 256ull << 20;  // queued + in-flight bytes before RESOURCE_EXHAUSTED
   uint64_t max_entry_bytes = 80ull << 20;   // larger entries: INVALID_ARGUMENT
 };

@@ -32,6 +32,22 @@ bool ContainsValidBatch(std::string_view bytes) {
   return false;
 }
 
+// True if [pos, limit) of `file` holds only zero bytes: the unwritten rest of a preallocated
+// segment. Reads in chunks so a mostly empty 64 MiB segment costs no 64 MiB buffer.
+absl::StatusOr<bool> AllZero(const fs::RandomAccessFile* file, uint64_t pos, uint64_t limit) {
+  std::string chunk(std::min<uint64_t>(kReadAhead, limit - pos), '\0');
+  while (pos < limit) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(chunk.size(), limit - pos));
+    ASSIGN_OR_RETURN(size_t got, file->ReadAt(pos, want, chunk.data()));
+    if (got == 0) return true;  // the file is shorter than `limit`
+    if (std::any_of(chunk.data(), chunk.data() + got, [](char c) { return c != 0; })) {
+      return false;
+    }
+    pos += got;
+  }
+  return true;
+}
+
 }  // namespace
 
 BatchReader::BatchReader(const fs::RandomAccessFile* file, std::string path)
@@ -54,11 +70,19 @@ absl::StatusOr<BatchReader::Result> BatchReader::Read(uint64_t pos, uint64_t lim
   ASSIGN_OR_RETURN(bool have_header, Fill(pos, kBatchHeaderSize, limit));
   if (!have_header) return Result::kIncomplete;
   const char* h = buf_.data() + (pos - buf_pos_);
-  if (!ParseBatchHeader(h, header)) return Result::kCorrupt;
+  // On kCorrupt the buffer goes: in a live preallocated segment the bytes read may be zeros
+  // that the writer has overwritten since, and a retry must see the file again.
+  if (!ParseBatchHeader(h, header)) {
+    buf_.clear();
+    return Result::kCorrupt;
+  }
   ASSIGN_OR_RETURN(bool have_all, Fill(pos, header->total_size(), limit));
   if (!have_all) return Result::kIncomplete;
   h = buf_.data() + (pos - buf_pos_);  // Fill may have moved the buffer
-  if (!VerifyBatch(h, *header, h + kBatchHeaderSize)) return Result::kCorrupt;
+  if (!VerifyBatch(h, *header, h + kBatchHeaderSize)) {
+    buf_.clear();
+    return Result::kCorrupt;
+  }
   *payload = std::string_view(h + kBatchHeaderSize, header->payload_len);
   return Result::kOk;
 }
@@ -74,6 +98,9 @@ absl::StatusOr<ScanResult> ScanSegment(const fs::RandomAccessFile* file, const s
     std::string_view payload;
     ASSIGN_OR_RETURN(auto r, reader.Read(pos, limit, &h, &payload));
     if (r != BatchReader::Result::kOk) {
+      out.torn = true;
+      ASSIGN_OR_RETURN(bool zeros, AllZero(file, pos, limit));
+      if (zeros) break;  // a preallocated segment's unwritten rest
       // Torn tail or damage? Damage is anything valid after the bad spot.
       std::string rest(limit - pos - 1, '\0');
       ASSIGN_OR_RETURN(size_t got, file->ReadAt(pos + 1, rest.size(), rest.data()));
@@ -81,7 +108,6 @@ absl::StatusOr<ScanResult> ScanSegment(const fs::RandomAccessFile* file, const s
       if (ContainsValidBatch(rest)) {
         return DataLoss(path, pos, "invalid batch followed by valid data");
       }
-      out.torn = true;
       break;
     }
     if (h.base_offset != out.end_offset) {

@@ -56,7 +56,9 @@ class BatchReader {
 struct ScanResult {
   uint64_t valid_end = 0;   // bytes of valid batches from the start of the scan
   uint64_t end_offset = 0;  // entry offset after the last valid batch
-  bool torn = false;        // something invalid lay between valid_end and the limit
+  // Something other than valid batches lay between valid_end and the limit: a torn batch, or
+  // the zeros of a preallocated segment's unwritten rest.
+  bool torn = false;
   std::vector<IndexPoint> index;
 };
 
@@ -64,6 +66,8 @@ struct ScanResult {
 // batch with no valid batch after it is a torn tail (result.torn); an invalid batch followed
 // by a valid one, a batch whose base offset does not continue the previous one, or entry
 // lengths that do not add up are DATA_LOSS with the path and byte position in the message.
+// (A valid batch after an invalid one proves damage because the writer syncs every batch
+// before it writes the next.)
 absl::StatusOr<ScanResult> ScanSegment(const fs::RandomAccessFile* file, const std::string& path,
                                        uint64_t limit, uint64_t base);
 
