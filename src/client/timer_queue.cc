@@ -29,23 +29,19 @@ void TimerQueue::Stop() {
 }
 
 void TimerQueue::Run() {
+  // Sleeps until the earliest task. Adding a later task or cancelling the earliest does not
+  // wake this thread (it wakes at the old time, finds nothing due and sleeps again): with one
+  // append in flight at a time every append schedules and cancels an attempt timeout, and
+  // waking for both would cost this thread two context switches per append.
+  auto due_earlier = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopped_ || (!tasks_.empty() && tasks_.begin()->first.first < wake_at_);
+  };
   mu_.Lock();
   while (!stopped_) {
-    if (tasks_.empty()) {
-      mu_.Await(absl::Condition(
-          +[](TimerQueue* q)
-               ABSL_NO_THREAD_SAFETY_ANALYSIS { return q->stopped_ || !q->tasks_.empty(); },
-          this));
-      continue;
-    }
     auto it = tasks_.begin();
-    const std::pair<absl::Time, uint64_t> first = it->first;
-    if (absl::Now() < first.first) {
-      // Wake for Stop, for a new earlier task, or at the deadline.
-      auto changed = [this, &first]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopped_ || tasks_.empty() || tasks_.begin()->first < first;
-      };
-      mu_.AwaitWithDeadline(absl::Condition(&changed), first.first);
+    wake_at_ = it == tasks_.end() ? absl::InfiniteFuture() : it->first.first;
+    if (absl::Now() < wake_at_) {
+      mu_.AwaitWithDeadline(absl::Condition(&due_earlier), wake_at_);
       continue;
     }
     auto fn = std::move(it->second);

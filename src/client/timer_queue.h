@@ -43,6 +43,7 @@ class TimerQueue {
   std::map<TaskId, absl::AnyInvocable<void() &&>> tasks_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time wake_at_ ABSL_GUARDED_BY(mu_);  // when the timer thread wakes next on its own
   std::thread thread_;
 };
 
