@@ -98,17 +98,27 @@ absl::StatusOr<ScanResult> ScanSegment(const fs::RandomAccessFile* file, const s
     std::string_view payload;
     ASSIGN_OR_RETURN(auto r, reader.Read(pos, limit, &h, &payload));
     if (r != BatchReader::Result::kOk) {
-      out.torn = true;
+      // Torn tail or damage? Damage is anything valid after the bad spot; zeros up to the
+      // limit are a preallocated segment's unwritten rest.
       ASSIGN_OR_RETURN(bool zeros, AllZero(file, pos, limit));
-      if (zeros) break;  // a preallocated segment's unwritten rest
-      // Torn tail or damage? Damage is anything valid after the bad spot.
-      std::string rest(limit - pos - 1, '\0');
-      ASSIGN_OR_RETURN(size_t got, file->ReadAt(pos + 1, rest.size(), rest.data()));
-      rest.resize(got);
-      if (ContainsValidBatch(rest)) {
+      bool valid_after = false;
+      if (!zeros) {
+        std::string rest(limit - pos - 1, '\0');
+        ASSIGN_OR_RETURN(size_t got, file->ReadAt(pos + 1, rest.size(), rest.data()));
+        rest.resize(got);
+        valid_after = ContainsValidBatch(rest);
+      }
+      if (!valid_after) {
+        out.torn = true;
+        break;
+      }
+      // A writer still appending (a fenced one while its successor seals this segment) may
+      // have completed this batch since it was read: it writes batches in order, so later
+      // ones are only visible once this one is. Read it again before calling it damage.
+      ASSIGN_OR_RETURN(r, reader.Read(pos, limit, &h, &payload));
+      if (r != BatchReader::Result::kOk) {
         return DataLoss(path, pos, "invalid batch followed by valid data");
       }
-      break;
     }
     if (h.base_offset != out.end_offset) {
       return DataLoss(

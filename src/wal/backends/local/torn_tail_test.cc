@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "wal/backends/local/batch_format.h"
 #include "wal/backends/local/local_opener.h"
+#include "wal/backends/local/segment_reader.h"
 #include "wal/backends/local/test_util.h"
 
 namespace kf::wal::local {
@@ -190,6 +191,50 @@ TEST_F(TornTailTest, DamageInAnOlderSegmentIsDataLossOnRead) {
   ASSERT_TRUE(b.ok()) << b.status();
   auto all = ReadAll(b->get());
   EXPECT_TRUE(absl::IsDataLoss(all.status())) << all.status();
+}
+
+// A segment another process is still appending to (a fenced writer while its successor seals
+// the segment): its first read of a batch position sees zeros, every later read the batches
+// written meanwhile.
+class GrowingFile final : public fs::RandomAccessFile {
+ public:
+  GrowingFile(std::string before, std::string after)
+      : before_(std::move(before)), after_(std::move(after)) {}
+  absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* scratch) const override {
+    const std::string& now = reads_++ == 0 ? before_ : after_;
+    if (offset >= now.size()) return 0;
+    const size_t got = std::min<size_t>(n, now.size() - offset);
+    std::memcpy(scratch, now.data() + offset, got);
+    return got;
+  }
+  absl::StatusOr<uint64_t> Size() const override { return after_.size(); }
+
+ private:
+  const std::string before_, after_;
+  mutable int reads_ = 0;
+};
+
+TEST(ScanSegmentTest, BatchesWrittenDuringTheScanAreNotDamage) {
+  std::string data;
+  uint64_t base = 0;
+  for (const char* entry : {"first", "second", "third"}) {
+    BatchBuilder b;
+    b.Begin(&data, base++);
+    b.Add(entry);
+    b.Finish();
+  }
+  BatchHeader h;
+  ASSERT_TRUE(ParseBatchHeader(data.data(), &h));
+  const std::string zeros(4096, '\0');
+  // First read: only the first batch is there; then all three.
+  GrowingFile file(
+      data.substr(0, h.total_size()) + std::string(data.size() - h.total_size(), '\0') + zeros,
+      data + zeros);
+  auto scan = ScanSegment(&file, "growing.log", data.size() + zeros.size(), 0);
+  ASSERT_TRUE(scan.ok()) << scan.status();
+  EXPECT_EQ(scan->valid_end, data.size());
+  EXPECT_EQ(scan->end_offset, 3u);
+  EXPECT_TRUE(scan->torn);  // the zeros after the data
 }
 
 }  // namespace
