@@ -54,7 +54,7 @@ std::vector<double> RawWriteSync(const std::string& path, size_t size, double se
 
 // Raw loop of `rounds` round trips between two threads that take turns by waiting on a flag
 // under an absl::Mutex (Await): each round trip is two wake-ups of a sleeping thread. Returns
-// per-round- trip latencies in seconds. The baseline for latencies made of thread hand-offs (a
+// per-round-trip latencies in seconds. The baseline for latencies made of thread hand-offs (a
 // message crosses several threads between its append and its delivery).
 std::vector<double> WakeRoundTrips(size_t rounds);
 

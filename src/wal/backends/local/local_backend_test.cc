@@ -294,9 +294,9 @@ TEST_F(LocalBackendTest, GroupCommitSharesSyncs) {
   EXPECT_EQ(all->size(), static_cast<size_t>(kAppends) + 1);
 }
 
-// The active segment is preallocated to the roll size; after a crash its unwritten rest reads
-// as zeros, which recovery takes as the log's end (not damage), and a clean close gives the
-// reservation back.
+// The active segment is preallocated ahead of its data (here up to the 1 MiB roll size); after
+// a crash its unwritten rest reads as zeros, which recovery takes as the log's end (not
+// damage), and a clean close gives the reservation back.
 TEST_F(LocalBackendTest, PreallocatedTailSurvivesACrash) {
   constexpr uint64_t kSegment = 1 << 20;
   auto opener = Opener(kSegment);

@@ -1,5 +1,7 @@
 // Acceptance: a torn or corrupted last batch is dropped or reported as DATA_LOSS, never read
 // back as a wrong entry; damage before valid data is DATA_LOSS.
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
