@@ -306,6 +306,7 @@ void BenchAppenders(const std::string& root, double seconds, Layer layer) {
   const double round_seconds = seconds / kRounds;
   double wal_seconds = 0, raw_seconds = 0, raw_bytes = 0;
   uint64_t wal_bytes = 0, syncs = 0, appends = 0, raw_syncs = 0;
+  std::string rounds;  // each round's WAL/raw fdatasyncs per second
   Wal wal(root, "appenders", layer);
   for (int round = 0; round < kRounds; ++round) {
     std::atomic<bool> stop{false};
@@ -328,7 +329,8 @@ void BenchAppenders(const std::string& root, double seconds, Layer layer) {
     std::this_thread::sleep_for(std::chrono::duration<double>(round_seconds));  // bench pacing
     stop = true;
     for (auto& th : threads) th.join();
-    wal_seconds += Seconds(Clock::now() - start);
+    const double round_wal = Seconds(Clock::now() - start);
+    wal_seconds += round_wal;
     const uint64_t round_syncs = wal.counting.sync_count() - syncs0;
     const uint64_t round_bytes = wal.LogBytes() - bytes0;
     wal.Reclaim();
@@ -338,7 +340,11 @@ void BenchAppenders(const std::string& root, double seconds, Layer layer) {
     // The raw loop writes this round's average batch.
     const size_t batch = std::max<size_t>(round_bytes / std::max<uint64_t>(round_syncs, 1), 1);
     auto raw = RawWriteSync(root + "/batch.raw", batch, round_seconds);
-    for (double l : raw) raw_seconds += l;
+    double round_raw = 0;
+    for (double l : raw) round_raw += l;
+    raw_seconds += round_raw;
+    absl::StrAppendFormat(&rounds, " %.0f/%.0f", static_cast<double>(round_syncs) / round_wal,
+                          static_cast<double>(raw.size()) / round_raw);
     raw_bytes += static_cast<double>(raw.size() * batch);
     raw_syncs += raw.size();
   }
@@ -353,6 +359,7 @@ void BenchAppenders(const std::string& root, double seconds, Layer layer) {
       LayerName(layer), static_cast<double>(appends) / wal_seconds, wal_bytes_per_s / (1 << 20),
       static_cast<double>(syncs) / wal_seconds, avg_batch, raw_bytes_per_s / (1 << 20),
       static_cast<double>(raw_syncs) / raw_seconds, wal_bytes_per_s / raw_bytes_per_s);
+  std::printf("    each round, WAL/raw fdatasyncs per second:%s\n", rounds.c_str());
 }
 
 // (c) ---------------------------------------------------------------------------------------
