@@ -6,12 +6,10 @@
 
 namespace kf::wal::local {
 
-void BatchBuilder::Begin(std::string* out, uint64_t base_offset) {
-  out_ = out;
-  start_ = out->size();
-  count_ = 0;
-  out->resize(start_ + kBatchHeaderSize);
-  char* h = out->data() + start_;
+void AppendBatchHeader(std::string* out, uint64_t base_offset) {
+  const size_t start = out->size();
+  out->resize(start + kBatchHeaderSize);
+  char* h = out->data() + start;
   EncodeFixed32(h, kBatchMagic);
   h[4] = static_cast<char>(kBatchVersion);
   h[5] = 0;  // flags
@@ -20,21 +18,32 @@ void BatchBuilder::Begin(std::string* out, uint64_t base_offset) {
   EncodeFixed64(h + 16, base_offset);
 }
 
-void BatchBuilder::Add(std::string_view entry) {
+void AppendBatchEntry(std::string* out, std::string_view entry) {
   char len[4];
   EncodeFixed32(len, static_cast<uint32_t>(entry.size()));
-  out_->append(len, 4);
-  out_->append(entry.data(), entry.size());
+  out->append(len, 4);
+  out->append(entry.data(), entry.size());
+}
+
+void SealBatch(char* batch, size_t size, uint32_t count) {
+  EncodeFixed32(batch + 12, static_cast<uint32_t>(size - kBatchHeaderSize));
+  EncodeFixed32(batch + 24, count);
+  EncodeFixed32(batch + 8, crc32c::Mask(crc32c::Value(batch + 12, size - 12)));
+}
+
+void BatchBuilder::Begin(std::string* out, uint64_t base_offset) {
+  out_ = out;
+  start_ = out->size();
+  count_ = 0;
+  AppendBatchHeader(out, base_offset);
+}
+
+void BatchBuilder::Add(std::string_view entry) {
+  AppendBatchEntry(out_, entry);
   ++count_;
 }
 
-void BatchBuilder::Finish() {
-  char* h = out_->data() + start_;
-  const size_t total = out_->size() - start_;
-  EncodeFixed32(h + 12, static_cast<uint32_t>(total - kBatchHeaderSize));
-  EncodeFixed32(h + 24, count_);
-  EncodeFixed32(h + 8, crc32c::Mask(crc32c::Value(h + 12, total - 12)));
-}
+void BatchBuilder::Finish() { SealBatch(out_->data() + start_, out_->size() - start_, count_); }
 
 bool ParseBatchHeader(const char* p, BatchHeader* header) {
   // Flags and reserved bytes sit before the crc field: version 1 defines none, so anything

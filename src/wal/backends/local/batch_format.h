@@ -31,6 +31,13 @@ struct BatchHeader {
   uint64_t total_size() const { return kBatchHeaderSize + payload_len; }
 };
 
+// The steps of building a batch at the end of `out`, for a caller that keeps the state itself
+// (the local WAL builds its batches across many appends): the header with the base offset,
+// then each entry, then SealBatch on the batch's bytes to fill in length, count and crc.
+void AppendBatchHeader(std::string* out, uint64_t base_offset);
+void AppendBatchEntry(std::string* out, std::string_view entry);
+void SealBatch(char* batch, size_t size, uint32_t count);
+
 // Builds batches into a caller-owned buffer without intermediate copies.
 // Usage: Begin(buf, base); Add(...) x N; Finish(). Not thread-safe.
 class BatchBuilder {

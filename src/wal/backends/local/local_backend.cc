@@ -36,7 +36,6 @@ LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchann
       fence_(std::move(fence)) {
   active_ = std::move(init.active);
   active_segment_ = std::move(init.active_segment);
-  write_offset_ = init.next_offset;
   {
     absl::MutexLock l(&mu_);
     next_id_ = init.next_offset;
@@ -77,10 +76,20 @@ absl::StatusOr<MessageId> LocalBackend::Append(std::string data, AppendCallback 
     return absl::ResourceExhaustedError(
         absl::StrCat("local WAL ", pchannel_, ": append queue full (", queue_bytes_, " bytes)"));
   }
-  MessageId id = MessageId::Local(next_id_++);
+  MessageId id = MessageId::Local(next_id_);
+  Queue& q = queue_;
+  if (q.batches.empty() || q.bytes.size() - q.batches.back().start + kEntryOverhead + data.size() >
+                               options_.max_batch_bytes) {
+    q.batches.push_back(Queue::Batch{q.bytes.size(), next_id_, 0});
+    AppendBatchHeader(&q.bytes, next_id_);
+  }
+  AppendBatchEntry(&q.bytes, data);
+  ++q.batches.back().count;
+  q.callbacks.push_back(std::move(done));
+  q.data_bytes += data.size();
   queue_bytes_ += data.size();
-  queue_.push_back(Pending{std::move(data), std::move(done)});
-  if (queue_.size() == 1) work_cv_.Signal();
+  ++next_id_;
+  if (q.callbacks.size() == 1) work_cv_.Signal();
   return id;
 }
 
@@ -94,18 +103,17 @@ void LocalBackend::ReserveFor(uint64_t end) {
 
 void LocalBackend::WriterLoop() {
   for (;;) {
-    std::vector<Pending> group;
     absl::Status earlier;
     {
       absl::MutexLock l(&mu_);
-      while (queue_.empty() && !closing_) work_cv_.Wait(&mu_);
-      if (queue_.empty()) break;  // closing and drained
-      group.swap(queue_);
-      queue_.swap(spare_);
+      while (queue_.callbacks.empty() && !closing_) work_cv_.Wait(&mu_);
+      if (queue_.callbacks.empty()) break;  // closing and drained
+      std::swap(writing_, queue_);
+      queue_.callbacks.swap(spare_callbacks_);
       earlier = error_;
     }
     Completion c;
-    for (const auto& p : group) c.bytes += p.data.size();
+    c.bytes = writing_.data_bytes;
     if (!earlier.ok()) {
       // A previous group failed: nothing after it reaches the file.
       c.status = IsFenced(earlier)
@@ -113,7 +121,7 @@ void LocalBackend::WriterLoop() {
                      : absl::FailedPreconditionError(absl::StrCat(
                            "local WAL ", pchannel_, ": earlier write error: ", earlier.message()));
     } else {
-      c.status = WriteAndSync(group, &c);
+      c.status = WriteAndSync(writing_, &c);
       if (!c.status.ok()) {
         c.status = absl::Status(
             c.status.code(),
@@ -122,14 +130,22 @@ void LocalBackend::WriterLoop() {
         error_ = c.status;  // sticky: the groups queued meanwhile fail on the next rounds
       }
     }
-    c.group = std::move(group);
+    c.callbacks = std::move(writing_.callbacks);
+    writing_.callbacks.clear();  // moved-from: valid but unspecified
+    writing_.batches.clear();
+    writing_.data_bytes = 0;
+    if (writing_.bytes.capacity() > kMaxKeptQueueBytes) {
+      std::string().swap(writing_.bytes);
+    } else {
+      writing_.bytes.clear();
+    }
     Complete(std::move(c));
   }
   absl::MutexLock l(&done_mu_);
   writer_done_ = true;
 }
 
-absl::Status LocalBackend::WriteAndSync(std::vector<Pending>& group, Completion* c) {
+absl::Status LocalBackend::WriteAndSync(Queue& group, Completion* c) {
   RETURN_IF_ERROR(WriteGroup(group, &c->written));
   RETURN_IF_ERROR(active_->Sync());
   c->new_segments.swap(new_segments_);
@@ -141,7 +157,7 @@ void LocalBackend::Complete(Completion c) {
     absl::MutexLock l(&done_mu_);
     // Inline only when nothing is queued or running ahead of this group: completions keep id
     // order.
-    if (c.group.size() > kInlineCompletions || !completions_.empty() || completer_busy_) {
+    if (c.callbacks.size() > kInlineCompletions || !completions_.empty() || completer_busy_) {
       completions_.push_back(std::move(c));
       return;
     }
@@ -165,14 +181,15 @@ void LocalBackend::Finish(Completion& c) {
       if (error_.ok()) error_ = c.status;  // sticky, like a write error
     }
   }
-  for (auto& p : c.group) {
-    if (p.done) std::move(p.done)(c.status);
+  for (auto& done : c.callbacks) {
+    if (done) std::move(done)(c.status);
   }
-  c.group.clear();
+  c.callbacks.clear();
   absl::MutexLock l(&mu_);
   queue_bytes_ -= c.bytes;
-  if (c.group.capacity() > spare_.capacity() && c.group.capacity() <= kMaxSpareEntries) {
-    spare_.swap(c.group);
+  if (c.callbacks.capacity() > spare_callbacks_.capacity() &&
+      c.callbacks.capacity() <= kMaxSpareEntries) {
+    spare_callbacks_.swap(c.callbacks);
   }
 }
 
@@ -197,60 +214,46 @@ void LocalBackend::CompletionLoop() {
   }
 }
 
-absl::Status LocalBackend::FlushBuffer() {
-  if (buf_.empty()) return absl::OkStatus();
-  ReserveFor(buffer_file_pos_ + buf_.size());
-  RETURN_IF_ERROR(active_->Append(buf_));
-  buffer_file_pos_ += buf_.size();
-  buf_.clear();
-  return absl::OkStatus();
-}
-
-absl::Status LocalBackend::WriteGroup(std::vector<Pending>& group, std::vector<Written>* written) {
-  buf_.clear();
-  buffer_file_pos_ = active_->Size();
-  size_t i = 0;
-  while (i < group.size()) {
-    if (!buf_.empty()) {
+absl::Status LocalBackend::WriteGroup(Queue& group, std::vector<Written>* written) {
+  uint64_t pos = active_->Size();
+  for (size_t i = 0; i < group.batches.size(); ++i) {
+    const Queue::Batch& batch = group.batches[i];
+    if (i > 0) {
       // Each batch is durable before the next is written: the pages of one unsynced write
       // into a preallocated segment may reach the disk in any order, and recovery must be
       // able to take a valid batch after an invalid one as proof of damage
       // (docs/local-wal-format.md). Only groups beyond max_batch_bytes pay for it.
-      RETURN_IF_ERROR(FlushBuffer());
       RETURN_IF_ERROR(active_->Sync());
     }
-    if (buffer_file_pos_ > 0 && buffer_file_pos_ >= options_.segment_bytes) {
+    if (pos > 0 && pos >= options_.segment_bytes) {
       // The old segment must be durable and cut to its data before the new one holds
       // anything, so recovery never sees a torn or zero-padded segment that is not the last.
-      RETURN_IF_ERROR(active_->Truncate(buffer_file_pos_));
+      RETURN_IF_ERROR(active_->Truncate(pos));
       RETURN_IF_ERROR(active_->Sync());
-      RETURN_IF_ERROR(Roll());
+      RETURN_IF_ERROR(Roll(batch.base));
+      pos = 0;
     }
-    const size_t start = buf_.size();
-    BatchBuilder batch;
-    batch.Begin(&buf_, write_offset_);
-    do {
-      batch.Add(group[i].data);
-      ++i;
-    } while (i < group.size() &&
-             batch.size() + kEntryOverhead + group[i].data.size() <= options_.max_batch_bytes);
-    batch.Finish();
-    written->push_back(Written{active_segment_.get(), buffer_file_pos_ + start, buf_.size() - start,
-                               write_offset_, batch.count()});
-    write_offset_ += batch.count();
+    const size_t end =
+        i + 1 < group.batches.size() ? group.batches[i + 1].start : group.bytes.size();
+    char* bytes = group.bytes.data() + batch.start;
+    const size_t size = end - batch.start;
+    SealBatch(bytes, size, batch.count);
+    ReserveFor(pos + size);
+    RETURN_IF_ERROR(active_->Append(std::string_view(bytes, size)));
+    written->push_back(Written{active_segment_.get(), pos, size, batch.base, batch.count});
+    pos += size;
   }
-  return FlushBuffer();
+  return absl::OkStatus();
 }
 
-absl::Status LocalBackend::Roll() {
-  const std::string name = SegmentFileName(write_offset_, term_);
+absl::Status LocalBackend::Roll(uint64_t base) {
+  const std::string name = SegmentFileName(base, term_);
   const std::string path = fs::JoinPath(state_->dir(), name);
   ASSIGN_OR_RETURN(auto file, fs_->OpenWritable(path, fs::OpenMode::kCreateExclusive));
   RETURN_IF_ERROR(fs_->SyncDir(state_->dir()));
   active_ = std::move(file);
-  active_segment_ = std::make_shared<Segment>(name, path, write_offset_, term_);
+  active_segment_ = std::make_shared<Segment>(name, path, base, term_);
   new_segments_.push_back(active_segment_);
-  buffer_file_pos_ = 0;
   reserved_ = 0;
   return absl::OkStatus();
 }

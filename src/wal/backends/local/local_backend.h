@@ -1,8 +1,10 @@
 // LocalBackend: one open pchannel log on local disk (the WalBackend of NewLocalOpener).
 //
-// Writing: Append assigns the id under a lock and queues the entry. A writer thread takes
-// everything queued, encodes it into a record batch (several, each synced before the next, if
-// it exceeds max_batch_bytes), writes it with one write, fdatasyncs once, re-checks the fence,
+// Writing: Append assigns the id under a lock and copies the entry into the open record batch
+// of the queue (a new batch past max_batch_bytes): the appender's copy reads bytes still in its
+// own cache, where the writer's would read them from another core's. A writer thread takes
+// everything queued, seals each batch (length, count, crc), writes it with one write (several
+// batches are each synced before the next), fdatasyncs once, re-checks the fence,
 // publishes the new durable end to readers and runs the callbacks in id order (group commit);
 // appends arriving meanwhile form the next group. The active segment is preallocated ahead of
 // its data, so an fdatasync flushes data only (no file-size journal commit). One thread does it
@@ -69,9 +71,17 @@ class LocalBackend final : public WalBackend {
   absl::Status Close() override;
 
  private:
-  struct Pending {
-    std::string data;
-    AppendCallback done;
+  // Appends not yet written: record batches back to back in `bytes`, the last one open.
+  struct Queue {
+    struct Batch {
+      size_t start;  // in `bytes`
+      uint64_t base;
+      uint32_t count;
+    };
+    std::string bytes;
+    std::vector<Batch> batches;
+    std::vector<AppendCallback> callbacks;  // one per entry, in id order
+    uint64_t data_bytes = 0;                // the entries' sizes, as counted in queue_bytes_
   };
   // Where a written batch landed, published once the group is durable.
   struct Written {
@@ -89,7 +99,7 @@ class LocalBackend final : public WalBackend {
   // group is acknowledged only after a fence check that began after its own sync, so a fence
   // written before its data hit the disk still wins.
   struct Completion {
-    std::vector<Pending> group;
+    std::vector<AppendCallback> callbacks;
     absl::Status status;  // of the write and sync; OK: the fence check is still to come
     uint64_t bytes = 0;   // released from queue_bytes_ once the callbacks ran
     std::vector<Written> written;
@@ -101,21 +111,22 @@ class LocalBackend final : public WalBackend {
 
   void WriterLoop();
   // Writes and syncs one group. Writer thread only.
-  absl::Status WriteAndSync(std::vector<Pending>& group, Completion* c);
+  absl::Status WriteAndSync(Queue& group, Completion* c);
   void CompletionLoop();
   // Completes `c` inline or hands it to the completion thread, keeping id order.
   void Complete(Completion c);
   // Fence check and publication of a synced group (making a fence sticky), then callbacks.
   void Finish(Completion& c);
-  // Writes one group into the page cache (writer thread only); CommitGroup syncs it.
-  absl::Status WriteGroup(std::vector<Pending>& group, std::vector<Written>* written);
-  absl::Status Roll();
+  // Seals and writes one group's batches into the page cache (writer thread only); every batch
+  // but the last is synced before the next is written, WriteAndSync syncs the last.
+  absl::Status WriteGroup(Queue& group, std::vector<Written>* written);
+  // Starts a segment whose first entry is `base`.
+  absl::Status Roll(uint64_t base);
   // Keeps the active segment preallocated past `end` (file_system.h, Preallocate: the
   // fdatasyncs then flush data only), kReserveStep ahead and at most to the roll size, so an
   // idle pchannel holds little unused disk.
   void ReserveFor(uint64_t end);
   static constexpr uint64_t kReserveStep = 8 << 20;
-  absl::Status FlushBuffer();
   absl::Status CheckFence();
   void Publish(const std::vector<Written>& written,
                std::vector<std::shared_ptr<Segment>>& new_segments);
@@ -130,11 +141,11 @@ class LocalBackend final : public WalBackend {
 
   mutable absl::Mutex mu_;
   absl::CondVar work_cv_;
-  std::vector<Pending> queue_ ABSL_GUARDED_BY(mu_);
-  // The storage of a completed group, empty, reused as the next queue_ so that appends do not
-  // regrow (and move) the queue from nothing for every group.
-  std::vector<Pending> spare_ ABSL_GUARDED_BY(mu_);
-  static constexpr size_t kMaxSpareEntries = 16384;  // keeps at most 1 MiB of queue storage
+  Queue queue_ ABSL_GUARDED_BY(mu_);
+  // The callback storage of a completed group, empty, reused by queue_ so that appends do not
+  // regrow (and move) it from nothing for every group.
+  std::vector<AppendCallback> spare_callbacks_ ABSL_GUARDED_BY(mu_);
+  static constexpr size_t kMaxSpareEntries = 16384;  // keeps at most 1 MiB of callback storage
   uint64_t queue_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // queued + being written
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
@@ -145,10 +156,10 @@ class LocalBackend final : public WalBackend {
   std::shared_ptr<fs::WritableFile> active_;
   std::shared_ptr<Segment> active_segment_;
   std::vector<std::shared_ptr<Segment>> new_segments_;  // rolled, not yet published
-  uint64_t write_offset_ = 0;
-  uint64_t buffer_file_pos_ = 0;  // file position where buf_ will land
-  uint64_t reserved_ = 0;         // the active segment is preallocated this far
-  std::string buf_;
+  uint64_t reserved_ = 0;  // the active segment is preallocated this far
+  // The group being written: swapped with queue_, so both keep their capacity.
+  Queue writing_;
+  static constexpr size_t kMaxKeptQueueBytes = 16 << 20;  // a larger buffer is freed after use
 
   // Writer thread -> completion thread.
   absl::Mutex done_mu_;

@@ -78,6 +78,37 @@ TEST_F(LocalBackendTest, RoundTripAcrossSegmentRollsAndReopen) {
   EXPECT_EQ((*again)[kN].data, "after-reopen");
 }
 
+// Appends queued faster than the writer takes them form groups of several batches (each
+// batch built by the appenders) that also cross segment rolls.
+TEST_F(LocalBackendTest, GroupsOfManyBatchesAcrossRolls) {
+  LocalOpenerOptions o;
+  o.root = root_;
+  o.fs = &fs_;
+  o.segment_bytes = 8 << 10;
+  o.max_batch_bytes = 2 << 10;
+  auto opener = NewLocalOpener(o);
+  auto b = OpenOrDie(opener.get());
+  constexpr uint64_t kN = 500;
+  for (uint64_t i = 0; i + 1 < kN; ++i) {
+    auto id = b->Append(Payload(i), nullptr);
+    ASSERT_TRUE(id.ok()) << id.status();
+    EXPECT_EQ(*id, MessageId::Local(i));
+  }
+  ASSERT_TRUE(AppendSync(b.get(), Payload(kN - 1)).ok());
+  ASSERT_TRUE(b->Close().ok());
+  b = OpenOrDie(opener.get());
+  auto all = ReadAll(b.get());
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), kN);
+  for (uint64_t i = 0; i < kN; ++i) {
+    EXPECT_EQ((*all)[i].id, MessageId::Local(i));
+    EXPECT_EQ((*all)[i].data, Payload(i));
+  }
+  auto files = posix_.GetChildren(root_ + "/kf-dml_0");
+  ASSERT_TRUE(files.ok());
+  EXPECT_GT(files->size(), 3u) << "expected several segments";
+}
+
 TEST_F(LocalBackendTest, ReadPolicies) {
   auto opener = Opener();
   auto b = OpenOrDie(opener.get());
