@@ -38,6 +38,20 @@ class LocalBackendTest : public ::testing::Test {
     return b.ok() ? std::move(*b) : nullptr;
   }
 
+  // Entries 0..n-1 hold Payload(0..n-1).
+  static void ExpectPayloads(const std::vector<Entry>& all, uint64_t n) {
+    ASSERT_GE(all.size(), n);
+    for (uint64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(all[i].id, MessageId::Local(i));
+      EXPECT_EQ(all[i].data, Payload(i));
+    }
+  }
+  size_t SegmentCount() {
+    auto files = posix_.GetChildren(root_ + "/kf-dml_0");
+    EXPECT_TRUE(files.ok()) << files.status();
+    return files.ok() ? files->size() : 0;
+  }
+
   std::string root_ = MakeTempDir("local_wal");
   fs::PosixFileSystem posix_;
   fs::FaultInjectionFileSystem fs_{&posix_};
@@ -55,13 +69,8 @@ TEST_F(LocalBackendTest, RoundTripAcrossSegmentRollsAndReopen) {
   EXPECT_EQ(b->NextId(), MessageId::Local(kN));
   auto all = ReadN(b.get(), ReadOptions{}, kN);
   ASSERT_TRUE(all.ok()) << all.status();
-  for (uint64_t i = 0; i < kN; ++i) {
-    EXPECT_EQ((*all)[i].id, MessageId::Local(i));
-    EXPECT_EQ((*all)[i].data, Payload(i));
-  }
-  auto files = posix_.GetChildren(root_ + "/kf-dml_0");
-  ASSERT_TRUE(files.ok());
-  EXPECT_GT(files->size(), 5u) << "expected several segments";
+  ExpectPayloads(*all, kN);
+  EXPECT_GT(SegmentCount(), 5u) << "expected several segments";
   ASSERT_TRUE(b->Close().ok());
   b.reset();
 
@@ -100,13 +109,8 @@ TEST_F(LocalBackendTest, GroupsOfManyBatchesAcrossRolls) {
   auto all = ReadAll(b.get());
   ASSERT_TRUE(all.ok()) << all.status();
   ASSERT_EQ(all->size(), kN);
-  for (uint64_t i = 0; i < kN; ++i) {
-    EXPECT_EQ((*all)[i].id, MessageId::Local(i));
-    EXPECT_EQ((*all)[i].data, Payload(i));
-  }
-  auto files = posix_.GetChildren(root_ + "/kf-dml_0");
-  ASSERT_TRUE(files.ok());
-  EXPECT_GT(files->size(), 3u) << "expected several segments";
+  ExpectPayloads(*all, kN);
+  EXPECT_GT(SegmentCount(), 3u) << "expected several segments";
 }
 
 TEST_F(LocalBackendTest, ReadPolicies) {
