@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -68,6 +69,17 @@ class WalBackend {
   // after a sticky write error, CANCELLED after Close, RESOURCE_EXHAUSTED when the queue is
   // full, INVALID_ARGUMENT for an entry above the size limit.
   virtual absl::StatusOr<MessageId> Append(std::string data, AppendCallback done) = 0;
+
+  // As Append, for an entry that `encode` appends to the string it is given (nothing else), on
+  // the calling thread before AppendEncoded returns: a backend that queues entries in a buffer
+  // lets the adaptor encode straight into it, saving an allocation and a copy per append. The
+  // default encodes into a string of its own and calls Append.
+  virtual absl::StatusOr<MessageId> AppendEncoded(absl::FunctionRef<void(std::string*)> encode,
+                                                  AppendCallback done) {
+    std::string data;
+    encode(&data);
+    return Append(std::move(data), std::move(done));
+  }
 
   virtual absl::StatusOr<std::unique_ptr<BackendScanner>> Read(const ReadOptions& options) = 0;
 

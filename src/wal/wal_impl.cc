@@ -325,18 +325,24 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
         OverwriteTraceContext(impl_ctx, &p->msg);
         p->timetick = *tt;
         if (p->role != Role::kPlain && p->role != Role::kTimeTick) p->txn = p->msg.txn();
-        std::string data = p->msg.Encode();
-        p->bytes = data.size();
         // Not retained: freed here, on the thread that allocated it, after the enqueue (frees
         // on the callback thread contend for this thread's malloc arena).
         p->retain = readers_.load(std::memory_order_acquire) > 0;
         if (!p->retain) released = std::move(p->msg);
+        const MutableMessage& msg = p->retain ? p->msg : released;
         // Taken out of p: the callback owns p once the backend has the entry.
         std::optional<CollectionAppend> ddl;
         if (p->collection.kind == CollectionAppend::Kind::kDdl) ddl = std::move(p->collection);
         not_durable_.fetch_add(1, std::memory_order_relaxed);
-        auto id = backend_->Append(std::move(data),
-                                   [p](absl::Status s) { p->wal->OnDurable(p, std::move(s)); });
+        // Encoded straight into the backend's queue; runs before the entry can become durable,
+        // so the callback cannot race it for p.
+        auto id = backend_->AppendEncoded(
+            [&](std::string* out) {
+              const size_t before = out->size();
+              msg.EncodeTo(out);
+              p->bytes = out->size() - before;
+            },
+            [p](absl::Status s) { p->wal->OnDurable(p, std::move(s)); });
         if (!id.ok()) {  // for the retry
           if (!p->retain) p->msg = std::move(released);
           if (ddl) p->collection = *std::move(ddl);

@@ -1,28 +1,18 @@
 #include "wal/backends/local/batch_format.h"
 
+#include <cstring>
+
 #include "common/coding.h"
 #include "common/crc32c.h"
 #include "common/errors.h"
 
 namespace kf::wal::local {
 
-void AppendBatchHeader(std::string* out, uint64_t base_offset) {
-  const size_t start = out->size();
-  out->resize(start + kBatchHeaderSize);
-  char* h = out->data() + start;
+void PutBatchHeader(char* h, uint64_t base_offset) {
+  std::memset(h, 0, kBatchHeaderSize);  // flags, reserved; crc, length and count until sealed
   EncodeFixed32(h, kBatchMagic);
   h[4] = static_cast<char>(kBatchVersion);
-  h[5] = 0;  // flags
-  h[6] = 0;  // reserved
-  h[7] = 0;
   EncodeFixed64(h + 16, base_offset);
-}
-
-void AppendBatchEntry(std::string* out, std::string_view entry) {
-  char len[4];
-  EncodeFixed32(len, static_cast<uint32_t>(entry.size()));
-  out->append(len, 4);
-  out->append(entry.data(), entry.size());
 }
 
 void SealBatch(char* batch, size_t size, uint32_t count) {
@@ -35,11 +25,15 @@ void BatchBuilder::Begin(std::string* out, uint64_t base_offset) {
   out_ = out;
   start_ = out->size();
   count_ = 0;
-  AppendBatchHeader(out, base_offset);
+  out->resize(start_ + kBatchHeaderSize);
+  PutBatchHeader(out->data() + start_, base_offset);
 }
 
 void BatchBuilder::Add(std::string_view entry) {
-  AppendBatchEntry(out_, entry);
+  char len[4];
+  EncodeFixed32(len, static_cast<uint32_t>(entry.size()));
+  out_->append(len, 4);
+  out_->append(entry.data(), entry.size());
   ++count_;
 }
 

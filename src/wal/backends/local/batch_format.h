@@ -31,11 +31,11 @@ struct BatchHeader {
   uint64_t total_size() const { return kBatchHeaderSize + payload_len; }
 };
 
-// The steps of building a batch at the end of `out`, for a caller that keeps the state itself
-// (the local WAL builds its batches across many appends): the header with the base offset,
-// then each entry, then SealBatch on the batch's bytes to fill in length, count and crc.
-void AppendBatchHeader(std::string* out, uint64_t base_offset);
-void AppendBatchEntry(std::string* out, std::string_view entry);
+// The steps of building a batch, for a caller that keeps the state itself (the local WAL builds
+// its batches across many appends): PutBatchHeader into kBatchHeaderSize reserved bytes, then
+// the entries (length u32 | bytes) behind it, then SealBatch on the batch's bytes to fill in
+// length, count and crc.
+void PutBatchHeader(char* header, uint64_t base_offset);
 void SealBatch(char* batch, size_t size, uint32_t count);
 
 // Builds batches into a caller-owned buffer without intermediate copies.

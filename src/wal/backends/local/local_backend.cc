@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/absl_compat.h"
+#include "common/coding.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "wal/backends/local/batch_format.h"
@@ -55,6 +56,11 @@ LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchann
 LocalBackend::~LocalBackend() { (void)Close(); }
 
 absl::StatusOr<MessageId> LocalBackend::Append(std::string data, AppendCallback done) {
+  return AppendEncoded([&data](std::string* out) { out->append(data); }, std::move(done));
+}
+
+absl::StatusOr<MessageId> LocalBackend::AppendEncoded(absl::FunctionRef<void(std::string*)> encode,
+                                                      AppendCallback done) {
   if (read_only_) return absl::FailedPreconditionError("local WAL: backend is read-only");
   absl::MutexLock l(&mu_);
   if (closing_) return absl::CancelledError("local WAL: backend closed");
@@ -67,28 +73,49 @@ absl::StatusOr<MessageId> LocalBackend::Append(std::string data, AppendCallback 
     return absl::FailedPreconditionError(
         absl::StrCat("local WAL ", pchannel_, ": earlier write error: ", error_.message()));
   }
-  if (data.size() > options_.max_entry_bytes) {
-    return StreamingError(StreamingCode::kInvalidArgument,
-                          absl::StrCat("entry of ", data.size(), " bytes exceeds the limit of ",
-                                       options_.max_entry_bytes));
+  // The entry is encoded in place behind its length prefix; its size is known only then, so the
+  // limits are checked after (and the bytes taken back), and a batch header that it turns out
+  // to need is inserted in front of it.
+  Queue& q = queue_;
+  const bool first = q.batches.empty();
+  if (first) {
+    q.batches.push_back(Queue::Batch{0, next_id_, 0});
+    q.bytes.resize(kBatchHeaderSize);
+    PutBatchHeader(q.bytes.data(), next_id_);
   }
-  if (queue_bytes_ > 0 && queue_bytes_ + data.size() > options_.max_queue_bytes) {
-    return absl::ResourceExhaustedError(
+  size_t at = q.bytes.size();
+  q.bytes.append(kEntryOverhead, '\0');
+  encode(&q.bytes);
+  const size_t size = q.bytes.size() - at - kEntryOverhead;
+  absl::Status refused;
+  if (size > options_.max_entry_bytes) {
+    refused = StreamingError(
+        StreamingCode::kInvalidArgument,
+        absl::StrCat("entry of ", size, " bytes exceeds the limit of ", options_.max_entry_bytes));
+  } else if (queue_bytes_ > 0 && queue_bytes_ + size > options_.max_queue_bytes) {
+    refused = absl::ResourceExhaustedError(
         absl::StrCat("local WAL ", pchannel_, ": append queue full (", queue_bytes_, " bytes)"));
   }
-  MessageId id = MessageId::Local(next_id_);
-  Queue& q = queue_;
-  if (q.batches.empty() || q.bytes.size() - q.batches.back().start + kEntryOverhead + data.size() >
-                               options_.max_batch_bytes) {
-    q.batches.push_back(Queue::Batch{q.bytes.size(), next_id_, 0});
-    AppendBatchHeader(&q.bytes, next_id_);
+  if (!refused.ok()) {
+    if (first) {
+      q.batches.clear();
+      at = 0;
+    }
+    q.bytes.resize(at);
+    return refused;
   }
-  AppendBatchEntry(&q.bytes, data);
+  if (!first && at - q.batches.back().start + kEntryOverhead + size > options_.max_batch_bytes) {
+    q.bytes.insert(at, kBatchHeaderSize, '\0');
+    PutBatchHeader(q.bytes.data() + at, next_id_);
+    q.batches.push_back(Queue::Batch{at, next_id_, 0});
+    at += kBatchHeaderSize;
+  }
+  EncodeFixed32(q.bytes.data() + at, static_cast<uint32_t>(size));
   ++q.batches.back().count;
   q.callbacks.push_back(std::move(done));
-  q.data_bytes += data.size();
-  queue_bytes_ += data.size();
-  ++next_id_;
+  q.data_bytes += size;
+  queue_bytes_ += size;
+  const MessageId id = MessageId::Local(next_id_++);
   if (q.callbacks.size() == 1) work_cv_.Signal();
   return id;
 }

@@ -1,8 +1,9 @@
 // LocalBackend: one open pchannel log on local disk (the WalBackend of NewLocalOpener).
 //
 // Writing: Append assigns the id under a lock and copies the entry into the open record batch
-// of the queue (a new batch past max_batch_bytes): the appender's copy reads bytes still in its
-// own cache, where the writer's would read them from another core's. A writer thread takes
+// of the queue (a new batch past max_batch_bytes; AppendEncoded encodes it there): the
+// appender's copy reads bytes still in its own cache, where the writer's would read them from
+// another core's. A writer thread takes
 // everything queued, seals each batch (length, count, crc), writes it with one write (several
 // batches are each synced before the next), fdatasyncs once, re-checks the fence,
 // publishes the new durable end to readers and runs the callbacks in id order (group commit);
@@ -62,6 +63,8 @@ class LocalBackend final : public WalBackend {
   std::string_view pchannel() const override { return pchannel_; }
   Term term() const override { return term_; }
   absl::StatusOr<MessageId> Append(std::string data, AppendCallback done) override;
+  absl::StatusOr<MessageId> AppendEncoded(absl::FunctionRef<void(std::string*)> encode,
+                                          AppendCallback done) override;
   absl::StatusOr<std::unique_ptr<BackendScanner>> Read(const ReadOptions& options) override;
   MessageId NextId() const override;
   absl::StatusOr<MessageId> TailStart(uint64_t bytes) override;

@@ -1,5 +1,7 @@
 #include <atomic>
 #include <future>
+#include <memory>
+#include <string>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
@@ -50,6 +52,17 @@ class LocalBackendTest : public ::testing::Test {
     auto files = posix_.GetChildren(root_ + "/kf-dml_0");
     EXPECT_TRUE(files.ok()) << files.status();
     return files.ok() ? files->size() : 0;
+  }
+
+  // Appends `data` with a callback that parks the writer thread until `release` is notified, and
+  // returns once it is parked: appends made meanwhile queue up behind each other.
+  static void ParkWriter(WalBackend* b, std::string data, absl::Notification* release) {
+    auto entered = std::make_shared<absl::Notification>();
+    ASSERT_TRUE(b->Append(std::move(data), [entered, release](absl::Status) {
+                   entered->Notify();
+                   release->WaitForNotification();
+                 }).ok());
+    entered->WaitForNotification();
   }
 
   std::string root_ = MakeTempDir("local_wal");
@@ -212,14 +225,8 @@ TEST_F(LocalBackendTest, LimitsAndNames) {
   ASSERT_TRUE(b.ok());
   EXPECT_TRUE(absl::IsInvalidArgument((*b)->Append(std::string(101, 'x'), nullptr).status()));
   // Hold the writer thread inside a callback so the queue fills up.
-  absl::Notification entered, release;
-  ASSERT_TRUE((*b)->Append("first",
-                           [&](absl::Status) {
-                             entered.Notify();
-                             release.WaitForNotification();
-                           })
-                  .ok());
-  entered.WaitForNotification();
+  absl::Notification release;
+  ParkWriter(b->get(), "first", &release);
   std::atomic<int> done{0};
   absl::Status last;
   int accepted = 0;
@@ -237,6 +244,34 @@ TEST_F(LocalBackendTest, LimitsAndNames) {
   ASSERT_TRUE((*b)->Close().ok());
   EXPECT_EQ(done.load(), accepted);
   EXPECT_EQ(opener->kind(), WalKind::kLocal);
+}
+
+// A refused entry is encoded into the queue before its size is known: its bytes must go again,
+// whether it was the first of the queue or behind others.
+TEST_F(LocalBackendTest, RefusedEntriesLeaveNothingInTheLog) {
+  LocalOpenerOptions o;
+  o.root = root_;
+  o.max_entry_bytes = 100;
+  auto opener = NewLocalOpener(o);
+  auto b = OpenOrDie(opener.get());
+  auto oversize = [](std::string* out) { out->append(101, 'x'); };
+  EXPECT_TRUE(absl::IsInvalidArgument(b->AppendEncoded(oversize, nullptr).status()));
+  absl::Notification release;
+  ParkWriter(b.get(), "first", &release);
+  ASSERT_TRUE(b->AppendEncoded([](std::string* out) { out->append("second"); }, nullptr).ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(b->AppendEncoded(oversize, nullptr).status()));
+  ASSERT_TRUE(b->Append("third", nullptr).ok());
+  release.Notify();
+  ASSERT_TRUE(b->Close().ok());
+  b = OpenOrDie(opener.get());
+  auto all = ReadAll(b.get());
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 3u);
+  const char* want[] = {"first", "second", "third"};
+  for (uint64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ((*all)[i].id, MessageId::Local(i));
+    EXPECT_EQ((*all)[i].data, want[i]);
+  }
 }
 
 TEST_F(LocalBackendTest, StickyErrorAfterFailedSync) {
@@ -288,12 +323,8 @@ TEST_F(LocalBackendTest, GroupCommitSharesSyncs) {
   auto opener = Opener(64 << 20);
   auto b = OpenOrDie(opener.get());
   // Park the sync thread in a callback so the 256 appends queue up behind it.
-  absl::Notification entered, release;
-  ASSERT_TRUE(b->Append("gate", [&](absl::Status) {
-                 entered.Notify();
-                 release.WaitForNotification();
-               }).ok());
-  entered.WaitForNotification();
+  absl::Notification release;
+  ParkWriter(b.get(), "gate", &release);
   const uint64_t syncs_before = fs_.sync_count();
   constexpr int kAppends = 256;
   absl::Mutex mu;
