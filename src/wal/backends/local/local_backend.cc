@@ -157,8 +157,7 @@ void LocalBackend::WriterLoop() {
         error_ = c.status;  // sticky: the groups queued meanwhile fail on the next rounds
       }
     }
-    c.callbacks = std::move(writing_.callbacks);
-    writing_.callbacks.clear();  // moved-from: valid but unspecified
+    c.callbacks.swap(writing_.callbacks);  // writing_ gets c's, empty
     writing_.batches.clear();
     writing_.data_bytes = 0;
     if (writing_.bytes.capacity() > kMaxKeptQueueBytes) {

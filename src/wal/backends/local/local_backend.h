@@ -148,7 +148,7 @@ class LocalBackend final : public WalBackend {
   // The callback storage of a completed group, empty, reused by queue_ so that appends do not
   // regrow (and move) it from nothing for every group.
   std::vector<AppendCallback> spare_callbacks_ ABSL_GUARDED_BY(mu_);
-  static constexpr size_t kMaxSpareEntries = 16384;  // keeps at most 1 MiB of callback storage
+  static constexpr size_t kMaxSpareEntries = 16384;  // keeps at most 512 KiB of callbacks
   uint64_t queue_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // queued + being written
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
