@@ -1,96 +1,60 @@
 // Crash test (issue acceptance): a child process appends with 8 concurrent producers to a
-// WAL — on the local-disk backend, and on the objectstore backend over a local object store and
-// an embedded metadata store — and is killed with SIGKILL at a random point; after each restart
-// every acknowledged message is read back exactly once, in timetick order, and timeticks keep
-// increasing across restarts. 20+ rounds over one data directory.
+// WAL — on the local-disk backend, on the objectstore backend over a local object store and an
+// embedded metadata store, and on the quorum backend over 3 logstores — and is killed with
+// SIGKILL at a random point; after each restart every acknowledged message is read back exactly
+// once, in timetick order, and timeticks keep increasing across restarts. 20+ rounds over one
+// data directory.
 //
-// The child reports an ack only after Wal::AppendSync returned OK, one line per ack on a pipe:
-// "<payload> <message-id> <timetick>". The parent kills it after a random number of acks, so
-// appends are in flight at the moment of the kill.
+// The child (wal_crash_child, a fresh process each round) reports an ack only after
+// Wal::AppendSync returned OK, one line per ack on a pipe: "<payload> <message-id> <timetick>".
+// The parent kills it after a random number of acks, so appends are in flight at the moment of
+// the kill.
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <random>
-#include <set>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "crash_wal.h"
 #include "gtest/gtest.h"
 #include "message/message.h"
-#include "storage/tso/timestamp_allocator.h"
-#include "wal/testing/backend_under_test.h"
-#include "wal/wal.h"
+
+extern char** environ;
 
 namespace kf {
 namespace {
 
-constexpr char kPChannel[] = "kf-dml_0";
-constexpr int kProducers = 8;
-
+using crash::Env;
+using crash::kPChannel;
+using crash::OpenAt;
 using wal::testing::BackendKind;
 
-struct Env {
-  std::filesystem::path dir;
-  BackendKind kind;
-  std::string tso_path() const { return (dir / "tso").string(); }
-};
-
-// An open WAL and the stores under it (declared first: destroyed after the WAL).
-struct OpenedWal {
-  std::unique_ptr<wal::testing::BackendUnderTest> log;
-  std::unique_ptr<wal::Wal> wal;
-};
-
-absl::StatusOr<OpenedWal> OpenAt(const Env& env, Term term, TimestampAllocator* tso) {
-  OpenedWal out;
-  out.log = std::make_unique<wal::testing::BackendUnderTest>(env.kind, env.dir, kPChannel);
-  auto backend = out.log->Open(term);
-  if (!backend.ok()) return backend.status();
-  auto wal =
-      wal::OpenWal({.pchannel = kPChannel, .tso = tso, .timetick_interval = absl::Milliseconds(5)},
-                   std::move(*backend));
-  if (!wal.ok()) return wal.status();
-  out.wal = *std::move(wal);
-  return out;
-}
-
-// The child: append forever from 8 threads, report every ack. Never returns.
-[[noreturn]] void RunChild(const Env& env, Term term, int round, int out_fd) {
-  auto tso = TimestampAllocator::Open(env.tso_path(), {});
-  if (!tso.ok()) _exit(3);
-  auto wal = OpenAt(env, term, tso->get());
-  if (!wal.ok()) {
-    std::fprintf(stderr, "child open failed: %s\n", wal.status().ToString().c_str());
-    _exit(4);
-  }
-  FILE* out = fdopen(out_fd, "w");
-  std::mutex out_mu;
-  std::vector<std::thread> threads;
-  for (int p = 0; p < kProducers; ++p) {
-    threads.emplace_back([&, p] {
-      for (uint64_t seq = 0;; ++seq) {
-        std::string payload =
-            "r" + std::to_string(round) + "p" + std::to_string(p) + "s" + std::to_string(seq);
-        MutableMessage m(MessageType::kInsert, payload);
-        m.set_vchannel(std::string(kPChannel) + "_crash");
-        auto r = wal->wal->AppendSync({}, std::move(m));
-        if (!r.ok()) _exit(5);
-        std::lock_guard l(out_mu);
-        std::fprintf(out, "%s %s %llu\n", payload.c_str(), r->id.ToText().c_str(),
-                     static_cast<unsigned long long>(r->timetick.value()));
-        std::fflush(out);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  _exit(0);
+// Starts wal_crash_child (beside this binary) with its stdout on `out_fd`.
+pid_t SpawnChild(const Env& env, Term term, int round, int out_fd, int other_fd) {
+  const std::string path =
+      (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "wal_crash_child").string();
+  std::vector<std::string> args = {path, wal::testing::BackendName(env.kind), env.dir.string(),
+                                   std::to_string(term.value()), std::to_string(round)};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out_fd);
+  posix_spawn_file_actions_addclose(&actions, other_fd);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
 }
 
 struct Ack {
@@ -122,13 +86,9 @@ TEST_P(WalCrashTest, EveryAcknowledgedAppendSurvivesSigkillExactlyOnce) {
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
     Term term(2 * round + 1);
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      RunChild(env_, term, round, fds[1]);
-    }
+    pid_t pid = SpawnChild(env_, term, round, fds[1], fds[0]);
     close(fds[1]);
+    ASSERT_GT(pid, 0) << "cannot start wal_crash_child";
     FILE* in = fdopen(fds[0], "r");
     int kill_after = std::uniform_int_distribution<int>(1, 400)(rng);
     char line[256];
