@@ -6,6 +6,9 @@
 // Opens the pchannel's WAL at <term> and appends forever from 8 threads; after each
 // Wal::AppendSync that returned OK it writes one line to stdout:
 // "<payload> <message-id> <timetick>". Never exits on its own unless something fails.
+#include <signal.h>
+#include <sys/prctl.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -62,6 +65,8 @@ int Run(const Env& env, Term term, int round) {
 }  // namespace kf::crash
 
 int main(int argc, char** argv) {
+  // Never outlive the test (it may stop at a failed assertion before killing this process).
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   int64_t term = 0;
   int round = 0;
   auto kind = argc == 5 ? kf::crash::ParseBackendKind(argv[1]) : std::nullopt;
