@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "logstore/segment_object.h"
 #include "storage/fs/fault_injection_file_system.h"
-#include "storage/meta/testing/test_dir.h"
 
 namespace kf::logstore {
 namespace {
@@ -27,13 +27,13 @@ std::vector<std::string_view> Views(const std::vector<std::string>& v) {
 
 class SegmentStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = meta::testing::FreshTestDir("segstore").string(); }
   std::unique_ptr<SegmentStore> OpenStore(fs::FileSystem* fs = nullptr) {
     auto s = SegmentStore::Open({.dir = dir_, .fs = fs});
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? *std::move(s) : nullptr;
   }
-  std::string dir_;
+  kf::testing::TempDir tmp_{"segstore"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(SegmentStoreTest, AppendsReadsAndSkipsResends) {

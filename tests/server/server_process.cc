@@ -87,16 +87,6 @@ ProcessResult Reap(pid_t pid, absl::Duration timeout) {
 
 }  // namespace
 
-TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "kf_server_test_XXXXXX").string();
-  path_ = mkdtemp(tmpl.data());
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 ProcessResult RunKingfisher(const std::vector<std::string>& args,
                             const std::map<std::string, std::string>& env, absl::Duration timeout) {
   TempDir logs;
@@ -109,7 +99,11 @@ ProcessResult RunKingfisher(const std::vector<std::string>& args,
 
 ServerProcess::ServerProcess(Options options) : options_(std::move(options)) {}
 
-ServerProcess::~ServerProcess() { Kill(); }
+ServerProcess::~ServerProcess() {
+  Kill();
+  // The default log sits beside the data dir, outside the temp dir that holds it.
+  if (options_.log_path.empty() && !log_path_.empty()) std::filesystem::remove(log_path_);
+}
 
 bool ServerProcess::Start(absl::Duration timeout) {
   // A restart keeps the addresses, so clients reconnect to the same endpoint.

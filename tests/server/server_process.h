@@ -16,19 +16,9 @@
 
 #include "absl/time/time.h"
 #include "common/testing/loopback.h"  // HttpGet, FreeLoopbackPort for the suites
+#include "common/testing/temp_dir.h"  // TempDir for the suites
 
 namespace kf::testing {
-
-// A fresh temp directory (removed by TempDir's destructor).
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 struct ProcessResult {
   bool exited = false;  // false: still running at the deadline (then killed)

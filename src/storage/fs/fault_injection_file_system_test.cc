@@ -1,7 +1,6 @@
 #include "storage/fs/fault_injection_file_system.h"
 
-#include <stdlib.h>
-
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "storage/fs/posix_file_system.h"
 
@@ -10,20 +9,16 @@ namespace {
 
 class FaultInjectionTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/fi_test_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
   std::string Path(const std::string& name) { return JoinPath(dir_, name); }
   std::string Contents(const std::string& name) {
     auto s = ReadFileToString(&posix_, Path(name));
     return s.ok() ? *s : "<" + s.status().ToString() + ">";
   }
 
+  kf::testing::TempDir tmp_{"fi_test"};
+  const std::string dir_ = tmp_.path();
   PosixFileSystem posix_;
   FaultInjectionFileSystem fs_{&posix_};
-  std::string dir_;
 };
 
 TEST_F(FaultInjectionTest, CrashKeepsSyncedPrefixOfDurableFile) {

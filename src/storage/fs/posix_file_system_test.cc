@@ -1,24 +1,19 @@
 #include "storage/fs/posix_file_system.h"
 
-#include <stdlib.h>
-
 #include <algorithm>
 
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace kf::fs {
 namespace {
 
-std::string MakeTempDir() {
-  std::string tmpl = ::testing::TempDir() + "/fs_test_XXXXXX";
-  char* dir = ::mkdtemp(tmpl.data());
-  EXPECT_NE(dir, nullptr);
-  return tmpl;
-}
+using kf::testing::TempDir;
 
 TEST(PosixFileSystemTest, WriteReadRenameRemove) {
   PosixFileSystem fs;
-  const std::string dir = MakeTempDir() + "/a/b";
+  TempDir tmp("fs_test");
+  const std::string dir = tmp.path() + "/a/b";
   ASSERT_TRUE(fs.CreateDirs(dir).ok());
   const std::string path = JoinPath(dir, "f");
   auto w = fs.OpenWritable(path, OpenMode::kCreateExclusive);
@@ -56,7 +51,8 @@ TEST(PosixFileSystemTest, WriteReadRenameRemove) {
 // reservation's, and a truncate cuts the reservation too.
 TEST(PosixFileSystemTest, PreallocateKeepsAppendPosition) {
   PosixFileSystem fs;
-  const std::string path = JoinPath(MakeTempDir(), "f");
+  TempDir tmp("fs_test");
+  const std::string path = JoinPath(tmp.path(), "f");
   auto w = fs.OpenWritable(path, OpenMode::kCreateExclusive);
   ASSERT_TRUE(w.ok()) << w.status();
   ASSERT_TRUE((*w)->Append("abc").ok());
@@ -85,7 +81,8 @@ TEST(PosixFileSystemTest, PreallocateKeepsAppendPosition) {
 
 TEST(PosixFileSystemTest, WriteFileAtomicallyReplaces) {
   PosixFileSystem fs;
-  const std::string path = MakeTempDir() + "/meta";
+  TempDir tmp("fs_test");
+  const std::string path = tmp.path() + "/meta";
   ASSERT_TRUE(WriteFileAtomically(&fs, path, "one").ok());
   ASSERT_TRUE(WriteFileAtomically(&fs, path, "two").ok());
   EXPECT_EQ(*ReadFileToString(&fs, path), "two");
@@ -93,7 +90,8 @@ TEST(PosixFileSystemTest, WriteFileAtomicallyReplaces) {
 
 TEST(PosixFileSystemTest, RenameNoReplaceNeverReplaces) {
   PosixFileSystem fs;
-  const std::string dir = MakeTempDir();
+  TempDir tmp("fs_test");
+  const std::string& dir = tmp.path();
   ASSERT_TRUE(WriteFileAtomically(&fs, dir + "/a", "first").ok());
   ASSERT_TRUE(WriteFileAtomically(&fs, dir + "/b", "second").ok());
   EXPECT_TRUE(absl::IsAlreadyExists(fs.RenameFileNoReplace(dir + "/b", dir + "/a")));

@@ -1,16 +1,16 @@
 #include "storage/object/object_store_url.h"
 
-#include <unistd.h>
-
 #include <string>
 
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace kf::object {
 namespace {
 
 TEST(ObjectStoreUrlTest, FileUrlsOpenALocalStore) {
-  const std::string dir = ::testing::TempDir() + "/url_store_" + std::to_string(::getpid());
+  kf::testing::TempDir tmp("url_store");
+  const std::string dir = tmp.path() + "/store";  // created by the store
   auto store = OpenObjectStoreUrl("file://" + dir, absl::InfiniteFuture());
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)->Put("a/b", "x", {}, absl::InfiniteFuture()).ok());

@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,10 +14,10 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/testing/temp_dir.h"
 #include "message/message_trace.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "storage/meta/testing/fault_meta_store.h"
-#include "storage/meta/testing/test_dir.h"
 #include "streaming/cluster_meta.h"
 #include "streaming/ddl/broadcast_appender.h"
 
@@ -129,8 +128,7 @@ class DdlTest : public ::testing::Test {
   static constexpr absl::Duration kWait = absl::Seconds(20);  // only failures wait this long
 
   void SetUp() override {
-    dir_ = meta::testing::FreshTestDir("ddl");
-    auto store = meta::EmbeddedMetaStore::Open(dir_.string(), {});
+    auto store = meta::EmbeddedMetaStore::Open(dir_.path(), {});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
     faulty_ = std::make_unique<meta::testing::FaultMetaStore>(store_.get());
@@ -139,7 +137,6 @@ class DdlTest : public ::testing::Test {
   void TearDown() override {
     faulty_.reset();
     store_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   static absl::Time Deadline() { return absl::Now() + kWait; }
@@ -166,7 +163,7 @@ class DdlTest : public ::testing::Test {
     return out;
   }
 
-  std::filesystem::path dir_;
+  kf::testing::TempDir dir_{"ddl"};
   std::unique_ptr<meta::EmbeddedMetaStore> store_;
   std::unique_ptr<meta::testing::FaultMetaStore> faulty_;
   const ClusterKeys keys_{"kf"};

@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "storage/fs/fault_injection_file_system.h"
 #include "storage/fs/posix_file_system.h"
@@ -14,15 +15,15 @@
 namespace kf::wal::local {
 namespace {
 
-using testing::MakeTempDir;
 using testing::ReadAll;
 using testing::Writer;
 
 TEST(LocalWalDurabilityTest, AckedEntriesSurviveRandomCrashes) {
   fs::PosixFileSystem posix;
   fs::FaultInjectionFileSystem fs(&posix);
+  kf::testing::TempDir dir("durability");
   LocalOpenerOptions o;
-  o.root = MakeTempDir("durability");
+  o.root = dir.path();
   o.fs = &fs;
   o.segment_bytes = 8 << 10;  // rolls happen between crashes too
   std::mt19937_64 rng(20240601);

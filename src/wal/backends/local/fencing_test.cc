@@ -9,6 +9,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/errors.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "wal/backends/local/local_opener.h"
 #include "wal/backends/local/test_util.h"
@@ -17,7 +18,6 @@ namespace kf::wal::local {
 namespace {
 
 using testing::AppendSync;
-using testing::MakeTempDir;
 using testing::ReadAll;
 using testing::Writer;
 
@@ -29,7 +29,8 @@ std::unique_ptr<WalOpener> Opener(const std::string& root) {
 }
 
 TEST(LocalWalFencingTest, InProcessNewTermFencesOldInstance) {
-  const std::string root = MakeTempDir("fence");
+  kf::testing::TempDir dir("fence");
+  const std::string& root = dir.path();
   auto opener = Opener(root);
   auto b1 = opener->Open(Writer("p", 1));
   ASSERT_TRUE(b1.ok());
@@ -58,7 +59,6 @@ TEST(LocalWalFencingTest, InProcessNewTermFencesOldInstance) {
 class FencedByAnotherOpenerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = MakeTempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
     opener1_ = Opener(root_);
     opener2_ = Opener(root_);
     auto b1 = opener1_->Open(Writer("p", 5));
@@ -70,7 +70,8 @@ class FencedByAnotherOpenerTest : public ::testing::Test {
     b2_ = *std::move(b2);
   }
 
-  std::string root_;
+  kf::testing::TempDir dir_{"fenced_by_other"};
+  const std::string root_ = dir_.path();
   std::unique_ptr<WalOpener> opener1_, opener2_;
   std::unique_ptr<WalBackend> b1_, b2_;
 };
@@ -161,7 +162,8 @@ bool ReadAck(int fd, AckRecord* r) {
 }
 
 void CrossProcess(bool stop_child) {
-  const std::string root = MakeTempDir(stop_child ? "fence_stop" : "fence_fork");
+  kf::testing::TempDir dir(stop_child ? "fence_stop" : "fence_fork");
+  const std::string& root = dir.path();
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
   pid_t pid = ::fork();

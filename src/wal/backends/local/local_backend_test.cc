@@ -6,6 +6,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/errors.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "storage/fs/fault_injection_file_system.h"
 #include "storage/fs/posix_file_system.h"
@@ -16,7 +17,6 @@ namespace kf::wal::local {
 namespace {
 
 using testing::AppendSync;
-using testing::MakeTempDir;
 using testing::ReadAll;
 using testing::ReadN;
 using testing::Writer;
@@ -65,7 +65,8 @@ class LocalBackendTest : public ::testing::Test {
     entered->WaitForNotification();
   }
 
-  std::string root_ = MakeTempDir("local_wal");
+  kf::testing::TempDir dir_{"local_wal"};
+  std::string root_ = dir_.path();
   fs::PosixFileSystem posix_;
   fs::FaultInjectionFileSystem fs_{&posix_};
 };

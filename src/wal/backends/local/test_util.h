@@ -1,14 +1,10 @@
-// Helpers shared by the local backend tests: temp dirs, synchronous appends, reading all.
+// Helpers shared by the local backend tests: synchronous appends, reading all.
 #pragma once
 
-#include <stdlib.h>
-
-#include <future>
 #include <string>
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "gtest/gtest.h"
 #include "wal/backend.h"
 #include "wal/testing/backend_test_util.h"
 
@@ -17,12 +13,6 @@ namespace kf::wal::local::testing {
 using wal::testing::AppendSync;
 using wal::testing::ReadN;
 using wal::testing::Writer;
-
-inline std::string MakeTempDir(const std::string& tag) {
-  std::string tmpl = ::testing::TempDir() + "/" + tag + "_XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-  return tmpl;
-}
 
 // Everything from the earliest entry up to NextId().
 inline absl::StatusOr<std::vector<Entry>> ReadAll(WalBackend* b) {

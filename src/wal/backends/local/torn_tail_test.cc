@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/errors.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "wal/backends/local/batch_format.h"
 #include "wal/backends/local/local_opener.h"
@@ -18,7 +19,6 @@ namespace {
 
 namespace stdfs = std::filesystem;
 using testing::AppendSync;
-using testing::MakeTempDir;
 using testing::ReadAll;
 using testing::Writer;
 
@@ -116,7 +116,8 @@ class TornTailTest : public ::testing::Test {
     return static_cast<int>(all->size());
   }
 
-  std::string root_ = MakeTempDir("torn");
+  kf::testing::TempDir dir_{"torn"};
+  std::string root_ = dir_.path();
   std::unique_ptr<WalOpener> opener_;
   std::vector<std::string> written_;
   int kept_ = 0;  // entries before the last batch

@@ -9,12 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "storage/object/s3_object_store.h"
 #include "storage/object/testing/rgw_process.h"
 #include "storage/object/testing/store_under_test.h"
-#include "wal/backends/local/test_util.h"
 #include "wal/backends/objectstore/object_opener.h"
 #include "wal/backends/objectstore/test_util.h"
 
@@ -102,7 +102,7 @@ class RgwBackendTest : public ::testing::Test {
     auto store = object::S3ObjectStore::Create(rgw_->s3_options());
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
-    auto meta = meta::EmbeddedMetaStore::Open(local::testing::MakeTempDir("rgwmeta"), {});
+    auto meta = meta::EmbeddedMetaStore::Open(meta_dir_.path(), {});
     ASSERT_TRUE(meta.ok()) << meta.status();
     meta_ = *std::move(meta);
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -133,6 +133,7 @@ class RgwBackendTest : public ::testing::Test {
 
   object::testing::RgwProcess* rgw_ = nullptr;
   std::unique_ptr<object::S3ObjectStore> store_;
+  kf::testing::TempDir meta_dir_{"rgwmeta"};
   std::unique_ptr<meta::EmbeddedMetaStore> meta_;
   ObjectOpenerOptions options_;
 };

@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "storage/fs/file_system.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "storage/object/fault_object_store.h"
 #include "storage/object/local_object_store.h"
-#include "wal/backends/local/test_util.h"
 #include "wal/backends/objectstore/object_opener.h"
 #include "wal/testing/backend_test_util.h"
 
@@ -23,12 +23,12 @@ using wal::testing::Writer;
 
 class Stores {
  public:
-  Stores() : dir_(local::testing::MakeTempDir("objwal")) {
-    auto store = object::LocalObjectStore::Open(fs::DefaultFileSystem(), dir_ + "/objects");
+  Stores() {
+    auto store = object::LocalObjectStore::Open(fs::DefaultFileSystem(), dir_.path() + "/objects");
     EXPECT_TRUE(store.ok()) << store.status();
     base_ = *std::move(store);
     fault_ = std::make_unique<object::FaultObjectStore>(base_.get());
-    auto meta = meta::EmbeddedMetaStore::Open(dir_ + "/meta", {});
+    auto meta = meta::EmbeddedMetaStore::Open(dir_.path() + "/meta", {});
     EXPECT_TRUE(meta.ok()) << meta.status();
     meta_ = *std::move(meta);
   }
@@ -48,7 +48,7 @@ class Stores {
   }
 
  private:
-  std::string dir_;
+  kf::testing::TempDir dir_{"objwal"};
   std::unique_ptr<object::LocalObjectStore> base_;
   std::unique_ptr<object::FaultObjectStore> fault_;
   std::unique_ptr<meta::EmbeddedMetaStore> meta_;

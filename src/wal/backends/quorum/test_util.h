@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "logstore/logstore_server.h"
 #include "storage/meta/embedded_meta_store.h"
-#include "storage/meta/testing/test_dir.h"
 #include "storage/object/local_object_store.h"
 #include "wal/backends/quorum/quorum_opener.h"
 #include "wal/testing/backend_test_util.h"
@@ -20,8 +20,7 @@ namespace kf::wal::quorum::testing {
 
 class QuorumEnv {
  public:
-  explicit QuorumEnv(int logstores, const std::string& tag = "quorum") {
-    root_ = meta::testing::FreshTestDir(tag).string();
+  explicit QuorumEnv(int logstores, const std::string& tag = "quorum") : dir_(tag) {
     auto meta = meta::EmbeddedMetaStore::Open(root_ + "/meta", {});
     EXPECT_TRUE(meta.ok()) << meta.status();
     meta_ = *std::move(meta);
@@ -76,7 +75,8 @@ class QuorumEnv {
   object::ObjectStore* objects() { return objects_.get(); }
 
  private:
-  std::string root_;
+  kf::testing::TempDir dir_;
+  const std::string root_ = dir_.path();
   std::unique_ptr<meta::EmbeddedMetaStore> meta_;
   std::unique_ptr<object::LocalObjectStore> objects_;
   std::vector<std::unique_ptr<logstore::LogStoreServer>> servers_;
