@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -39,15 +38,6 @@ inline absl::StatusOr<OpenedWal> OpenAt(const Env& env, Term term, TimestampAllo
   if (!wal.ok()) return wal.status();
   out.wal = *std::move(wal);
   return out;
-}
-
-inline std::optional<wal::testing::BackendKind> ParseBackendKind(const std::string& name) {
-  using wal::testing::BackendKind;
-  for (BackendKind k : {BackendKind::kMemory, BackendKind::kLocal, BackendKind::kObjectStore,
-                        BackendKind::kQuorum}) {
-    if (wal::testing::BackendName(k) == name) return k;
-  }
-  return std::nullopt;
 }
 
 }  // namespace kf::crash

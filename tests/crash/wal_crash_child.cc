@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   int64_t term = 0;
   int round = 0;
-  auto kind = argc == 5 ? kf::crash::ParseBackendKind(argv[1]) : std::nullopt;
+  auto kind = argc == 5 ? kf::wal::testing::BackendKindFromName(argv[1]) : std::nullopt;
   if (!kind || !absl::SimpleAtoi(argv[3], &term) || !absl::SimpleAtoi(argv[4], &round)) {
     std::fprintf(stderr,
                  "usage: wal_crash_child <local|objectstore|quorum> <dir> <term> <round>\n");

@@ -59,6 +59,14 @@ std::string BackendName(BackendKind kind) {
   return "?";
 }
 
+std::optional<BackendKind> BackendKindFromName(std::string_view name) {
+  for (BackendKind k : {BackendKind::kMemory, BackendKind::kLocal, BackendKind::kObjectStore,
+                        BackendKind::kQuorum}) {
+    if (BackendName(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
 BackendUnderTest::BackendUnderTest(BackendKind kind, const std::filesystem::path& dir,
                                    std::string pchannel, uint64_t segment_bytes)
     : pchannel_(std::move(pchannel)) {

@@ -11,7 +11,9 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,6 +31,8 @@ namespace kf::wal::testing {
 enum class BackendKind { kMemory, kLocal, kObjectStore, kQuorum };
 
 std::string BackendName(BackendKind kind);
+// The inverse of BackendName; nullopt for a name that is none of them.
+std::optional<BackendKind> BackendKindFromName(std::string_view name);
 
 class BackendUnderTest {
  public:

@@ -3,10 +3,10 @@
 // Writing: Append assigns the id under a lock and copies the entry into the open record batch
 // of the queue (a new batch past max_batch_bytes; AppendEncoded encodes it there): the
 // appender's copy reads bytes still in its own cache, where the writer's would read them from
-// another core's. A writer thread takes
-// everything queued, seals each batch (length, count, crc), writes it with one write (several
-// batches are each synced before the next), fdatasyncs once, re-checks the fence,
-// publishes the new durable end to readers and runs the callbacks in id order (group commit);
+// another core's. A writer thread takes everything queued, seals each batch (length, count,
+// crc), writes it with one write (several batches are each synced before the next), fdatasyncs
+// once, re-checks the fence, publishes the new durable end to readers and runs the callbacks in
+// id order (group commit);
 // appends arriving meanwhile form the next group. The active segment is preallocated ahead of
 // its data, so an fdatasync flushes data only (no file-size journal commit). One thread does it
 // all: writing is a page-cache copy, small next to the fdatasync, so a separate sync thread
