@@ -102,7 +102,10 @@ ServerProcess::ServerProcess(Options options) : options_(std::move(options)) {}
 ServerProcess::~ServerProcess() {
   Kill();
   // The default log sits beside the data dir, outside the temp dir that holds it.
-  if (options_.log_path.empty() && !log_path_.empty()) std::filesystem::remove(log_path_);
+  if (options_.log_path.empty() && !log_path_.empty()) {
+    std::error_code ignored;  // a destructor must not throw
+    std::filesystem::remove(log_path_, ignored);
+  }
 }
 
 bool ServerProcess::Start(absl::Duration timeout) {
