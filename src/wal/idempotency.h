@@ -6,9 +6,9 @@
 // of an append still in flight waits for it. The state is rebuilt from the log tail when a
 // WAL opens (Recover), so it survives restarts and pchannel migrations.
 //
-// Memory is bounded: `window` results per producer and `max_producers` producers (least
-// recently used evicted). A retry of a sequence that fell out of the window cannot be told
-// apart from a new message and is refused with FAILED_PRECONDITION rather than risk a
+// Memory is bounded: `window` results per producer (plus those in flight) and `max_producers`
+// producers (least recently used evicted). A retry of a sequence that fell out of the window cannot
+// be told apart from a new message and is refused with FAILED_PRECONDITION rather than risk a
 // duplicate.
 //
 // Thread-safe.
@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <list>
 #include <optional>
 #include <string>
@@ -28,6 +27,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "wal/sequence_window.h"
 
 namespace kf::wal {
 
@@ -58,23 +58,24 @@ class IdempotencyTable {
     {
       absl::MutexLock lock(&mu_);
       Producer& p = Touch(key.producer);
-      auto it = p.entries.find(key.sequence);
-      if (it == p.entries.end()) {
-        if (!p.order.empty() && key.sequence < p.order.front() && p.entries.size() >= window_) {
+      Slot* s = p.window.Find(key.sequence);
+      if (s == nullptr) {
+        if (p.window.live() > 0 && p.window.live() >= window_ &&
+            key.sequence < p.window.front().sequence) {
           answer = absl::FailedPreconditionError(
               "idempotency key " + key.producer + ":" + std::to_string(key.sequence) +
               " is older than the deduplication window; refusing a possible duplicate");
         } else {
           // Not trimmed here: the oldest entry is usually still in flight (the completion
-          // trims once it is done), and looking it up would cost a cache miss per append.
-          p.entries.emplace(key.sequence, Entry{});
-          InsertOrdered(p, key.sequence);
+          // trims once it is done).
+          p.window.Add(key.sequence);
+          ++p.in_flight;
           return Outcome::kNew;
         }
-      } else if (it->second.done) {
-        answer = *it->second.result;
+      } else if (s->state == Window::State::kDone) {
+        answer = s->result;
       } else {
-        it->second.waiters.push_back(std::move(waiter));
+        p.waiters[key.sequence].push_back(std::move(waiter));
         return Outcome::kDuplicate;
       }
     }
@@ -96,11 +97,10 @@ class IdempotencyTable {
   void Recover(const IdempotencyKey& key, const Result& result) {
     absl::MutexLock lock(&mu_);
     Producer& p = Touch(key.producer);
-    auto [it, inserted] = p.entries.try_emplace(key.sequence);
-    if (inserted) InsertOrdered(p, key.sequence);
-    Entry& e = it->second;
-    e.done = true;
-    e.result = result;
+    Slot* s = p.window.Find(key.sequence);
+    if (s == nullptr) s = &p.window.Add(key.sequence);
+    s->state = Window::State::kDone;
+    s->result = result;
     Trim(p);
   }
 
@@ -110,37 +110,15 @@ class IdempotencyTable {
   }
 
  private:
-  struct Entry {
-    bool done = false;
-    std::optional<Result> result;  // set once done (a failed append leaves no entry)
-    std::vector<Waiter> waiters;
-  };
-  // The window is a hash map plus the ascending list of its sequences, not an ordered map: a
-  // tree node per append (allocated on the appending thread, freed on the completion thread)
-  // and the tree walks were most of the table's cost. Producers send increasing sequences, so
-  // `order` almost always grows at the back and shrinks at the front.
+  using Window = SequenceWindow<Result>;
+  using Slot = typename Window::Slot;
   struct Producer {
-    absl::flat_hash_map<uint64_t, Entry> entries;
-    std::deque<uint64_t> order;  // the keys of `entries`, ascending; the smallest is evicted first
+    Window window;
+    size_t in_flight = 0;  // slots of `window` in flight: such a producer is never evicted
+    // Duplicates waiting for an in-flight original (rare: kept out of the window's slots).
+    absl::flat_hash_map<uint64_t, std::vector<Waiter>> waiters;
     std::list<std::string>::iterator lru;
   };
-
-  static void InsertOrdered(Producer& p, uint64_t sequence) {
-    if (p.order.empty() || p.order.back() < sequence) {
-      p.order.push_back(sequence);
-    } else {
-      p.order.insert(std::upper_bound(p.order.begin(), p.order.end(), sequence), sequence);
-    }
-  }
-
-  static void EraseOrdered(Producer& p, uint64_t sequence) {
-    if (!p.order.empty() && p.order.front() == sequence) {
-      p.order.pop_front();
-      return;
-    }
-    auto it = std::lower_bound(p.order.begin(), p.order.end(), sequence);
-    if (it != p.order.end() && *it == sequence) p.order.erase(it);
-  }
 
   Producer& Touch(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = producers_.find(name);
@@ -152,9 +130,7 @@ class IdempotencyTable {
       // Never evict a producer with appends in flight: their waiters would be lost.
       auto victim = std::prev(lru_.end());
       auto vit = producers_.find(*victim);
-      bool busy = false;
-      for (auto& [seq, e] : vit->second.entries) busy |= !e.done;
-      if (busy) break;
+      if (vit->second.in_flight > 0) break;
       producers_.erase(vit);
       lru_.erase(victim);
     }
@@ -165,11 +141,8 @@ class IdempotencyTable {
   }
 
   void Trim(Producer& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    while (p.entries.size() > window_) {
-      auto oldest = p.entries.find(p.order.front());
-      if (!oldest->second.done) break;
-      p.entries.erase(oldest);
-      p.order.pop_front();
+    while (p.window.live() > window_ && p.window.front().state == Window::State::kDone) {
+      p.window.PopFront();
     }
   }
 
@@ -179,17 +152,22 @@ class IdempotencyTable {
       absl::MutexLock lock(&mu_);
       auto pit = producers_.find(key.producer);
       if (pit == producers_.end()) return;
-      auto it = pit->second.entries.find(key.sequence);
-      if (it == pit->second.entries.end()) return;
-      waiters = std::move(it->second.waiters);
+      Producer& p = pit->second;
+      Slot* s = p.window.Find(key.sequence);
+      if (s == nullptr || s->state != Window::State::kInFlight) return;
+      --p.in_flight;
+      if (!p.waiters.empty()) {
+        if (auto w = p.waiters.find(key.sequence); w != p.waiters.end()) {
+          waiters = std::move(w->second);
+          p.waiters.erase(w);
+        }
+      }
       if (keep) {
-        it->second.done = true;
-        it->second.result = *result;  // keep: only Complete, whose result is ok
-        it->second.waiters.clear();
-        Trim(pit->second);
+        s->state = Window::State::kDone;
+        s->result = *result;  // keep: only Complete, whose result is ok
+        Trim(p);
       } else {
-        pit->second.entries.erase(it);
-        EraseOrdered(pit->second, key.sequence);
+        p.window.Remove(s);
       }
     }
     for (auto& w : waiters) std::move(w)(result);
