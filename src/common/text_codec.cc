@@ -53,10 +53,9 @@ std::string Base64Encode(std::string_view in) {
   return out;
 }
 
-std::optional<std::string> Base64Decode(std::string_view in) {
+std::optional<size_t> Base64DecodeTo(std::string_view in, char* out) {
   if (in.size() % 4 != 0) return std::nullopt;
-  std::string out;
-  out.reserve(in.size() / 4 * 3);
+  size_t n = 0;
   for (size_t i = 0; i < in.size(); i += 4) {
     int v[4];
     int pad = 0;
@@ -74,12 +73,20 @@ std::optional<std::string> Base64Decode(std::string_view in) {
       }
     }
     uint32_t w = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
-    out += static_cast<char>(w >> 16);
-    if (pad < 2) out += static_cast<char>((w >> 8) & 0xff);
-    if (pad < 1) out += static_cast<char>(w & 0xff);
+    out[n++] = static_cast<char>(w >> 16);
+    if (pad < 2) out[n++] = static_cast<char>((w >> 8) & 0xff);
+    if (pad < 1) out[n++] = static_cast<char>(w & 0xff);
     // Canonical form: the bits dropped by padding must be zero.
     if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff))) return std::nullopt;
   }
+  return n;
+}
+
+std::optional<std::string> Base64Decode(std::string_view in) {
+  std::string out(Base64DecodedCapacity(in.size()), '\0');
+  auto n = Base64DecodeTo(in, out.data());
+  if (!n) return std::nullopt;
+  out.resize(*n);
   return out;
 }
 

@@ -19,6 +19,11 @@ constexpr size_t Base64EncodedSize(size_t n) { return (n + 2) / 3 * 4; }
 size_t Base64EncodeTo(std::string_view bytes, char* out);
 // Standard alphabet, '=' padding required, no whitespace.
 std::optional<std::string> Base64Decode(std::string_view text);
+// Room Base64DecodeTo needs for `text_size` characters (at least the decoded length).
+constexpr size_t Base64DecodedCapacity(size_t text_size) { return text_size / 4 * 3; }
+// Base64Decode into `out` (at least Base64DecodedCapacity(text.size()) chars); returns the
+// decoded length. For hot paths that must not allocate.
+std::optional<size_t> Base64DecodeTo(std::string_view text, char* out);
 
 // Lower-case base-36, no leading zeros ("0" for zero).
 std::string Base36Encode(uint64_t v);

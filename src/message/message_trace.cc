@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,10 +56,86 @@ bool IsTimeTick(const MutableMessage& msg) {
 }
 
 template <size_t N>
-bool CopyBytes(const std::string& in, std::array<uint8_t, N>* out) {
+bool CopyBytes(std::string_view in, std::array<uint8_t, N>* out) {
   if (in.size() != N) return false;
   std::copy(in.begin(), in.end(), out->begin());
   return true;
+}
+
+// The fields of a TraceContextHeader, viewing the bytes they were parsed from.
+struct TraceContextFields {
+  std::string_view trace_id, span_id;
+  uint32_t trace_flags = 0;
+};
+
+// Parses the header bytes as protobuf does, for the shape every writer produces: fields 1-3
+// in any order (repeated ones: the last wins), ids shorter than 128 bytes, flags in at most 5
+// varint bytes (truncated to 32 bits, as a uint32 field is). nullopt for anything else, which
+// the generated parser then judges. Extraction runs for every consumed message, and the
+// generated message cost three allocations per call.
+std::optional<TraceContextFields> ParseCommonShape(std::string_view b) {
+  TraceContextFields f;
+  size_t i = 0;
+  while (i < b.size()) {
+    const auto tag = static_cast<uint8_t>(b[i++]);
+    if (tag == 0x0A || tag == 0x12) {
+      if (i == b.size()) return std::nullopt;
+      const auto len = static_cast<uint8_t>(b[i++]);
+      if (len >= 0x80 || len > b.size() - i) return std::nullopt;
+      (tag == 0x0A ? f.trace_id : f.span_id) = b.substr(i, len);
+      i += len;
+    } else if (tag == 0x18) {
+      uint64_t v = 0;
+      for (int shift = 0;; shift += 7) {
+        if (i == b.size() || shift > 28) return std::nullopt;
+        const auto byte = static_cast<uint8_t>(b[i++]);
+        v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+        if (byte < 0x80) break;
+      }
+      f.trace_flags = static_cast<uint32_t>(v);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return f;
+}
+
+// The remote span context a `_tc` text carries; nullopt unless it is base64 of a valid header
+// with 16- and 8-byte ids and flags that fit W3C's 8 bits.
+std::optional<trace::SpanContext> ParseTraceContextText(std::string_view text) {
+  char buf[Base64DecodedCapacity(2 * kMaxHeaderText)];  // writers' texts decode on the stack
+  std::string long_bytes;
+  std::string_view bytes;
+  if (Base64DecodedCapacity(text.size()) <= sizeof(buf)) {
+    auto n = Base64DecodeTo(text, buf);
+    if (!n) return std::nullopt;
+    bytes = std::string_view(buf, *n);
+  } else {
+    auto decoded = Base64Decode(text);
+    if (!decoded) return std::nullopt;
+    long_bytes = std::move(*decoded);
+    bytes = long_bytes;
+  }
+  trace::SpanContext sc;
+  auto fill = [&sc](std::string_view trace_id, std::string_view span_id, uint32_t flags) {
+    if (flags > 0xff || !CopyBytes(trace_id, &sc.trace_id.bytes) ||
+        !CopyBytes(span_id, &sc.span_id.bytes)) {
+      return false;
+    }
+    sc.trace_flags = static_cast<uint8_t>(flags);
+    sc.remote = true;
+    return true;
+  };
+  if (auto f = ParseCommonShape(bytes)) {
+    if (!fill(f->trace_id, f->span_id, f->trace_flags)) return std::nullopt;
+  } else {
+    kingfisher::v1::TraceContextHeader h;
+    if (!h.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
+        !fill(h.trace_id(), h.span_id(), h.trace_flags())) {
+      return std::nullopt;
+    }
+  }
+  return sc;
 }
 
 void Write(const trace::Context& ctx, MutableMessage* msg, bool overwrite) {
@@ -106,17 +183,9 @@ void OverwriteTraceContext(const trace::Context& ctx, MutableMessage* msg) {
 trace::Context ExtractTraceContext(const trace::Context& ctx, const MutableMessage& msg) {
   auto text = msg.GetProperty(prop::kTraceContext);
   if (!text) return ctx;
-  auto bytes = Base64Decode(*text);
-  if (!bytes) return ctx;
-  kingfisher::v1::TraceContextHeader h;
-  if (!h.ParseFromString(*bytes) || h.trace_flags() > 0xff) return ctx;
-  trace::SpanContext sc;
-  if (!CopyBytes(h.trace_id(), &sc.trace_id.bytes) || !CopyBytes(h.span_id(), &sc.span_id.bytes)) {
-    return ctx;
-  }
-  sc.trace_flags = static_cast<uint8_t>(h.trace_flags());
-  sc.remote = true;
-  return ctx.WithRemoteParent(sc);  // unchanged for all-zero ids
+  auto sc = ParseTraceContextText(*text);
+  if (!sc) return ctx;
+  return ctx.WithRemoteParent(*sc);  // unchanged for all-zero ids
 }
 
 std::pair<trace::Context, std::shared_ptr<trace::Span>> StartSpan(const trace::Context& ctx,

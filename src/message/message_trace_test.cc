@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -248,6 +250,96 @@ TEST_F(MessageTraceTest, BrokenTraceContextLeavesContextUnchanged) {
   MutableMessage ok = Insert();
   ok.SetProperty(std::string(prop::kTraceContext), TcOf(t16, s8, 1));
   EXPECT_NE(ExtractTraceContext(base, ok).span(), base.span());
+}
+
+// ExtractTraceContext parses the usual header shapes by hand; whatever the bytes, it must judge
+// them as the generated protobuf parser does (the reference below is the generated code).
+std::optional<SpanContext> ReferenceParse(const std::string& text) {
+  auto bytes = Base64Decode(text);
+  if (!bytes) return std::nullopt;
+  kingfisher::v1::TraceContextHeader h;
+  if (!h.ParseFromString(*bytes) || h.trace_flags() > 0xff || h.trace_id().size() != 16 ||
+      h.span_id().size() != 8) {
+    return std::nullopt;
+  }
+  SpanContext sc;
+  std::copy(h.trace_id().begin(), h.trace_id().end(), sc.trace_id.bytes.begin());
+  std::copy(h.span_id().begin(), h.span_id().end(), sc.span_id.bytes.begin());
+  sc.trace_flags = static_cast<uint8_t>(h.trace_flags());
+  sc.remote = true;
+  return sc;
+}
+
+// Header bytes as writers produce them, and as they should not: fields in any order and
+// repeated, ids of odd lengths, long and overlong varints, unknown fields, truncation, noise.
+std::string RandomHeaderBytes(std::mt19937_64& rng) {
+  auto pick = [&rng](uint64_t n) { return rng() % n; };
+  auto varint = [](uint64_t v, int extra_zero_bytes) {
+    std::string out;
+    while (v >= 0x80 || extra_zero_bytes > 0) {
+      out += static_cast<char>((v & 0x7f) | 0x80);
+      v >>= 7;
+      if (v == 0 && extra_zero_bytes > 0) --extra_zero_bytes;
+    }
+    out += static_cast<char>(v);
+    return out;
+  };
+  auto random_bytes = [&](size_t n) {
+    std::string out(n, '\0');
+    for (char& c : out) c = static_cast<char>(pick(256));
+    return out;
+  };
+  std::string b;
+  const int fields = static_cast<int>(pick(5));
+  for (int f = 0; f < fields; ++f) {
+    switch (pick(8)) {
+      case 0:
+      case 1: {
+        const size_t n = pick(4) != 0 ? 16 : pick(4) != 0 ? pick(20) : 130;
+        b += '\x0a' + varint(n, 0) + random_bytes(n);
+        break;
+      }
+      case 2:
+      case 3: {
+        const size_t n = pick(4) != 0 ? 8 : pick(12);
+        b += '\x12' + varint(n, 0) + random_bytes(n);
+        break;
+      }
+      case 4:
+      case 5: {
+        const uint64_t v = pick(3) != 0 ? pick(256) : pick(2) != 0 ? rng() >> pick(64) : ~0ull;
+        b += '\x18' + varint(v, pick(4) == 0 ? static_cast<int>(pick(8)) : 0);
+        break;
+      }
+      case 6:  // an unknown field: varint, fixed32, or bytes long enough to need the heap
+        b += pick(3) == 0   ? std::string("\x20") + varint(rng(), 0)
+             : pick(2) == 0 ? std::string("\x2d") + random_bytes(4)
+                            : std::string("\x2a") + varint(60, 0) + random_bytes(60);
+        break;
+      default:  // a wire type the field does not have
+        b += pick(2) == 0 ? std::string("\x08") + varint(pick(300), 0)
+                          : std::string("\x1a") + varint(2, 0) + random_bytes(2);
+    }
+  }
+  if (!b.empty() && pick(8) == 0) b.resize(pick(b.size()));
+  if (!b.empty() && pick(8) == 0) b[pick(b.size())] = static_cast<char>(pick(256));
+  return b;
+}
+
+TEST(ExtractTraceContextTest, JudgesEveryHeaderAsTheGeneratedParser) {
+  std::mt19937_64 rng(11);
+  int valid = 0;
+  for (int i = 0; i < 50000; ++i) {
+    const std::string text = Base64Encode(RandomHeaderBytes(rng));
+    MutableMessage msg = Insert();
+    msg.SetProperty(std::string(prop::kTraceContext), text);
+    const std::optional<SpanContext> want = ReferenceParse(text);
+    const SpanContext expected =
+        want ? Context().WithRemoteParent(*want).span_context() : Context().span_context();
+    ASSERT_EQ(ExtractTraceContext(Context(), msg).span_context(), expected) << text;
+    valid += expected.IsValid();
+  }
+  EXPECT_GT(valid, 1000);  // the generator reaches the accepting path often enough to matter
 }
 
 }  // namespace
