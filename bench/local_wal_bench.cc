@@ -168,7 +168,8 @@ void BenchInFlight(const std::string& root, double seconds, Layer layer) {
     const auto start = Clock::now();
     const double thread_cpu0 = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
     const double process_cpu0 = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
-    while (Seconds(Clock::now() - start) < round_seconds) {
+    // The clock is read every 64 appends: it is the bench's cost, not the WAL's.
+    for (uint64_t n = 0; n % 64 != 0 || Seconds(Clock::now() - start) < round_seconds; ++n) {
       window.Acquire();
       wal.Append(entry, [&](absl::Status s) {
         if (!s.ok()) Die(s.ToString());

@@ -18,7 +18,11 @@ TEST(ParseIdempotencyKey, AcceptsCanonicalAndRejectsGarbage) {
   ASSERT_TRUE(k.ok());
   EXPECT_EQ(k->producer, "p-1:a");
   EXPECT_EQ(k->sequence, 17u);
-  for (const char* bad : {"", "p", ":1", "p:", "p:01", "p:-1", "p:1x", "p:99999999999999999999"}) {
+  auto max = ParseIdempotencyKey("p:18446744073709551615");
+  ASSERT_TRUE(max.ok());
+  EXPECT_EQ(max->sequence, UINT64_MAX);
+  for (const char* bad : {"", "p", ":1", "p:", "p:01", "p:-1", "p:1x", "p:18446744073709551616",
+                          "p:99999999999999999999"}) {
     EXPECT_EQ(ParseIdempotencyKey(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
 }

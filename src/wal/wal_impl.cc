@@ -43,7 +43,9 @@ struct WalImpl::Pending {
   // kCommit: the durable callback and the txn's commit gate both arrive; the second finishes.
   std::atomic<int> commit_arrivals{0};
   absl::Status gate_status;
-  absl::StatusOr<AppendResult> commit_result{absl::UnknownError("commit not durable")};
+  // Set by the durable side before it arrives. Not built with a message: a Status with one
+  // allocates, and every append builds a Pending.
+  absl::StatusOr<AppendResult> commit_result;
   // Wal::Append calls only (not the adaptor's own TimeTicks): reported by Finish.
   bool metered = false;
   WalMetrics::Clock::time_point started;
