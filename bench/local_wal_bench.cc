@@ -7,7 +7,7 @@
 //      same into a preallocated file, as the WAL writes its segments);
 //  (d) catch-up read of 64 MiB of 1 KiB entries from a cold page cache vs reading the same
 //      segment files sequentially with 1 MiB reads (both after POSIX_FADV_DONTNEED).
-// (a)-(c) alternate the WAL and its baseline in rounds (see kRounds); (a) and (b) remove the
+// All four alternate the WAL and its baseline in rounds (see kRounds); (a) and (b) remove the
 // log's older segments after each round, as its baselines delete their files (Wal::Reclaim),
 // and (a) runs one uncounted warm-up round first.
 // Each WAL figure is measured twice: on the backend alone, and through the full Wal adaptor
@@ -256,6 +256,30 @@ double RawReadSeconds(const std::string& dir, uint64_t bytes) {
   return Seconds(Clock::now() - start);
 }
 
+// One catch-up pass over the log's first `entries` entries; its seconds.
+double CatchupSeconds(Wal& wal, uint64_t entries) {
+  uint64_t read = 0;
+  const auto start = Clock::now();
+  if (wal.layer == Layer::kBackend) {
+    auto scanner = wal.backend->Read({.start = kf::wal::ReadOptions::Start::kEarliest});
+    if (!scanner.ok()) Die(scanner.status().ToString());
+    while (read < entries) {
+      auto e = (*scanner)->Next(absl::Now() + absl::Seconds(10));
+      if (!e.ok()) Die("catch-up read: " + e.status().ToString());
+      ++read;
+    }
+  } else {
+    auto scanner = wal.adaptor->Read({});
+    if (!scanner.ok()) Die(scanner.status().ToString());
+    while (read < entries) {
+      auto m = (*scanner)->Next({}, absl::Now() + absl::Seconds(10));
+      if (!m.ok()) Die("catch-up read: " + m.status().ToString());
+      if ((*m)->type() == kf::MessageType::kInsert) ++read;
+    }
+  }
+  return Seconds(Clock::now() - start);
+}
+
 void BenchCatchup(const std::string& root, Layer layer) {
   constexpr uint64_t kEntries = 64 << 10;  // 64 MiB of 1 KiB payloads
   Wal wal(root, "catchup", layer);
@@ -270,35 +294,27 @@ void BenchCatchup(const std::string& root, Layer layer) {
   }
   window.WaitEmpty();
   const uint64_t log_bytes = wal.LogBytes();
-  DropCache(wal.dir);
-  const double raw = RawReadSeconds(wal.dir, log_bytes);
-  DropCache(wal.dir);
-  uint64_t read = 0;
-  const auto start = Clock::now();
-  if (layer == Layer::kBackend) {
-    auto scanner = wal.backend->Read({.start = kf::wal::ReadOptions::Start::kEarliest});
-    if (!scanner.ok()) Die(scanner.status().ToString());
-    while (read < kEntries) {
-      auto e = (*scanner)->Next(absl::Now() + absl::Seconds(10));
-      if (!e.ok()) Die("catch-up read: " + e.status().ToString());
-      ++read;
-    }
-  } else {
-    auto scanner = wal.adaptor->Read({});
-    if (!scanner.ok()) Die(scanner.status().ToString());
-    while (read < kEntries) {
-      auto m = (*scanner)->Next({}, absl::Now() + absl::Seconds(10));
-      if (!m.ok()) Die("catch-up read: " + m.status().ToString());
-      if ((*m)->type() == kf::MessageType::kInsert) ++read;
-    }
-  }
-  const double catchup = Seconds(Clock::now() - start);
+  // The disk's read bandwidth swung from 670 to 1780 MiB/s between runs: raw reads and
+  // catch-up passes alternate (kRounds of each, cold cache before each) and each side's rounds
+  // are summed.
+  double raw = 0, catchup = 0;
+  std::string rounds;  // each round's catch-up/raw MiB/s
   const double mib = static_cast<double>(log_bytes) / (1 << 20);
+  for (int round = 0; round < kRounds; ++round) {
+    DropCache(wal.dir);
+    const double round_raw = RawReadSeconds(wal.dir, log_bytes);
+    DropCache(wal.dir);
+    const double round_catchup = CatchupSeconds(wal, kEntries);
+    raw += round_raw;
+    catchup += round_catchup;
+    absl::StrAppendFormat(&rounds, " %.0f/%.0f", mib / round_catchup, mib / round_raw);
+  }
   std::printf(
       "(d) %s, catch-up read of %.0f MiB (%llu entries), cold cache: %.1f MiB/s (%.0f entries/s)"
       " | seq 1MiB read of the same files %.1f MiB/s | ratio %.2f (recovery replay bar >= 0.5)\n",
-      LayerName(layer), mib, static_cast<unsigned long long>(kEntries), mib / catchup,
-      static_cast<double>(kEntries) / catchup, mib / raw, raw / catchup);
+      LayerName(layer), mib, static_cast<unsigned long long>(kEntries), mib * kRounds / catchup,
+      static_cast<double>(kEntries) * kRounds / catchup, mib * kRounds / raw, raw / catchup);
+  std::printf("    each round, catch-up/raw MiB/s:%s\n", rounds.c_str());
 }
 
 // (b) ---------------------------------------------------------------------------------------
