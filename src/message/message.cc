@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cstring>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -106,7 +107,7 @@ absl::Status DecodeEntry(std::string_view entry, std::vector<Properties::value_t
   if (!IsValidUtf8(v)) {
     return Malformed(absl::StrCat("value of property '", ToAbsl(k), "' is not UTF-8"));
   }
-  props->emplace_back(std::string(k), std::string(v));
+  props->emplace_back(std::piecewise_construct, std::forward_as_tuple(k), std::forward_as_tuple(v));
   return absl::OkStatus();
 }
 
