@@ -8,7 +8,6 @@
 
 #include "cli/capture_testing.h"
 #include "client/fake_streaming_node.h"
-#include "client/wire.h"
 #include "common/errors.h"
 #include "gtest/gtest.h"
 #include "kingfisher/v1/message.pb.h"
@@ -80,7 +79,7 @@ Args TxnArgs(const FakeStreamingNode& node, uint64_t count) {
 }
 
 MessageType TypeOf(const kingfisher::v1::ProduceRequest& r) {
-  return client::FromWire(r.message()).type();
+  return client::testing::SentMessage(r).type();
 }
 
 // Every request for a message of `type` is answered with `code` (nothing appended).
@@ -160,7 +159,7 @@ TEST(CommandsTest, ProduceRollbackWithoutTxnIsAUsageError) {
 
 TEST(CommandsTest, ConsumeStopsAtLimitAndSkipsTimeTicksUnlessAsked) {
   FakeStreamingNode node;
-  std::vector<kingfisher::v1::Message> log;
+  std::vector<MutableMessage> log;
   for (int i = 0; i < 4; ++i) {
     MutableMessage m = i % 2 == 0 ? MutableMessage(MessageType::kInsert, "opaque")
                                   : NewTimeTickMessage(TimeTick(100 + i));
@@ -168,9 +167,7 @@ TEST(CommandsTest, ConsumeStopsAtLimitAndSkipsTimeTicksUnlessAsked) {
       m.set_vchannel("kf-dml_0_x");
       m.set_timetick(TimeTick(100 + i));
     }
-    kingfisher::v1::Message w;
-    client::ToWire(m, &w);
-    log.push_back(w);
+    log.push_back(std::move(m));
   }
   node.SetConsumeLog(log);
   Args a;

@@ -15,7 +15,6 @@
 #include "cli/npy_testing.h"
 #include "client/fake_collections.h"
 #include "client/fake_streaming_node.h"
-#include "client/wire.h"
 #include "common/errors.h"
 #include "gtest/gtest.h"
 #include "kingfisher/client.h"
@@ -54,8 +53,7 @@ class InsertCommandTest : public ::testing::Test {
   // The Insert batches the node appended, by vchannel, in append order.
   std::map<std::string, std::vector<v1::InsertBatch>> Batches() {
     std::map<std::string, std::vector<v1::InsertBatch>> out;
-    for (const auto& w : node_.appended()) {
-      MutableMessage m = client::FromWire(w);
+    for (const MutableMessage& m : node_.appended()) {
       if (m.type() != MessageType::kInsert) continue;
       auto b = DecodeInsertBatch(m.payload());
       EXPECT_TRUE(b.ok()) << b.status();
@@ -252,7 +250,7 @@ TEST_F(InsertCommandTest, AllocateIdsFailureSendsNothing) {
 void FailEvery(FakeStreamingNode* node, MessageType type, std::string vchannel,
                StreamingCode code) {
   node->SetErrorInjector([=](const v1::ProduceRequest& r) -> std::optional<v1::Error> {
-    MutableMessage m = client::FromWire(r.message());
+    MutableMessage m = client::testing::SentMessage(r);
     if (m.type() != type || (!vchannel.empty() && m.vchannel() != vchannel)) {
       return std::nullopt;
     }
@@ -358,7 +356,7 @@ TEST_F(InsertCommandTest, DeleteGroupsPksByShard) {
       << lines[1];
   auto appended = node_.appended();
   ASSERT_EQ(appended.size(), 2u);
-  MutableMessage m = client::FromWire(appended[0]);
+  const MutableMessage& m = appended[0];
   EXPECT_EQ(m.type(), MessageType::kDelete);
   auto pks = DecodeDeletePks(m.payload());
   ASSERT_TRUE(pks.ok());

@@ -18,12 +18,12 @@ absl::StatusOr<kingfisher::ConsumedMessage> DecodeConsumed(kingfisher::v1::Consu
     }
     out.id = *id;
   }
-  MutableMessage msg;
-  *msg.mutable_payload() = std::move(*m->mutable_message()->mutable_payload());
-  msg.mutable_properties()->reserve(m->message().properties().size());
-  for (auto& [key, value] : *m->mutable_message()->mutable_properties()) {
-    msg.SetProperty(key, std::move(value));
+  absl::StatusOr<MutableMessage> decoded = MutableMessage::Decode(m->message());
+  if (!decoded.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("undecodable message in consume stream: ", decoded.status().message()));
   }
+  MutableMessage& msg = *decoded;
   out.type = msg.type();
   out.timetick = msg.timetick().value_or(TimeTick(0));
   if (auto lc = msg.last_confirmed()) {

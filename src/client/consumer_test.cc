@@ -2,7 +2,6 @@
 #include <vector>
 
 #include "client/fake_streaming_node.h"
-#include "client/wire.h"
 #include "common/text_codec.h"
 #include "gtest/gtest.h"
 #include "kingfisher/client.h"
@@ -16,14 +15,12 @@ using testing::ConnectTo;
 using testing::FakeStreamingNode;
 namespace v1 = kingfisher::v1;
 
-v1::Message WireMessage(MessageType type, uint64_t tt, const trace::Context& source = {}) {
+MutableMessage WireMessage(MessageType type, uint64_t tt, const trace::Context& source = {}) {
   MutableMessage m(type, "p");
   if (type != MessageType::kTimeTick) m.set_vchannel("kf-dml_0_orders");
   m.set_timetick(TimeTick(tt));
   InjectTraceContext(source, &m);
-  v1::Message out;
-  ToWire(m, &out);
-  return out;
+  return m;
 }
 
 kingfisher::ConsumerOptions AllOf(std::string vchannel) {
@@ -35,7 +32,7 @@ kingfisher::ConsumerOptions AllOf(std::string vchannel) {
 
 TEST(ConsumerTest, ResumesAfterTransportFailureWithoutGapOrDuplicate) {
   FakeStreamingNode node;
-  std::vector<v1::Message> log;
+  std::vector<MutableMessage> log;
   for (int i = 0; i < 10; ++i) log.push_back(WireMessage(MessageType::kInsert, 100 + i));
   // The 4th message's LCMID is the 2nd (a txn begun there was still open).
   MutableMessage lc;
@@ -72,7 +69,7 @@ TEST(ConsumerTest, ResumesAfterTransportFailureWithoutGapOrDuplicate) {
 
 TEST(ConsumerTest, PolicyIsSentAsGiven) {
   FakeStreamingNode node;
-  std::vector<v1::Message> log;
+  std::vector<MutableMessage> log;
   for (int i = 0; i < 5; ++i) log.push_back(WireMessage(MessageType::kInsert, 100 + i));
   node.SetConsumeLog(log);
   auto client = ConnectTo(node);

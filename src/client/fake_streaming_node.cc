@@ -1,8 +1,9 @@
 #include "client/fake_streaming_node.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
-#include "client/wire.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 
@@ -26,6 +27,15 @@ v1::Error MakeWireError(StreamingCode code, std::string message) {
   e.set_streaming_code(static_cast<int>(code));
   e.set_message(std::move(message));
   return e;
+}
+
+MutableMessage SentMessage(const v1::ProduceRequest& r) {
+  absl::StatusOr<MutableMessage> m = MutableMessage::Decode(r.message());
+  if (!m.ok()) {
+    std::fprintf(stderr, "undecodable ProduceRequest.message: %s\n", m.status().ToString().c_str());
+    std::abort();
+  }
+  return *std::move(m);
 }
 
 FakeStreamingNode::FakeStreamingNode(const std::string& listen,
@@ -69,7 +79,7 @@ int FakeStreamingNode::produce_streams() const {
   return streams_;
 }
 
-std::vector<v1::Message> FakeStreamingNode::appended() const {
+std::vector<MutableMessage> FakeStreamingNode::appended() const {
   absl::MutexLock l(&mu_);
   return appended_;
 }
@@ -86,12 +96,12 @@ std::map<int64_t, FakeStreamingNode::TxnRecord> FakeStreamingNode::txns() const 
   return txns_;
 }
 
-void FakeStreamingNode::SetConsumeLog(std::vector<v1::Message> log) {
+void FakeStreamingNode::SetConsumeLog(std::vector<MutableMessage> log) {
   absl::MutexLock l(&mu_);
   consume_log_ = std::move(log);
 }
 
-void FakeStreamingNode::SetConsumeInner(size_t index, std::vector<v1::Message> inner) {
+void FakeStreamingNode::SetConsumeInner(size_t index, std::vector<MutableMessage> inner) {
   absl::MutexLock l(&mu_);
   inner_[index] = std::move(inner);
 }
@@ -107,37 +117,41 @@ std::vector<v1::ConsumeRequest::Create> FakeStreamingNode::consume_creates() con
 }
 
 v1::ProduceResponse FakeStreamingNode::AppendLocked(const v1::ProduceRequest& req) {
-  const auto& props = req.message().properties();
-  auto ik = props.find("_ik");
-  if (ik != props.end()) {
-    auto it = by_key_.find(ik->second);
+  v1::ProduceResponse r;
+  r.set_request_id(req.request_id());
+  absl::StatusOr<MutableMessage> m = MutableMessage::Decode(req.message());
+  if (!m.ok()) {
+    *r.mutable_error() = MakeWireError(StreamingCode::kInvalidArgument, m.status().ToString());
+    return r;
+  }
+  const std::optional<std::string> ik =
+      m->idempotency_key() ? std::optional<std::string>(*m->idempotency_key()) : std::nullopt;
+  if (ik) {
+    auto it = by_key_.find(*ik);
     if (it != by_key_.end()) {
       v1::ProduceResponse dup = it->second;
       dup.set_request_id(req.request_id());
       return dup;
     }
   }
-  v1::ProduceResponse r;
-  r.set_request_id(req.request_id());
   uint64_t offset = appended_.size() + 1;
-  auto txn = AdmitTxnLocked(req.message(), 1000 + offset);
+  auto txn = AdmitTxnLocked(*m, 1000 + offset);
   if (auto* err = std::get_if<v1::Error>(&txn)) {
     *r.mutable_error() = *err;
     return r;
   }
   if (auto& ctx = std::get<v1::TxnContext>(txn); ctx.txn_id() != 0) *r.mutable_txn() = ctx;
-  appended_.push_back(req.message());
+  appended_.push_back(*std::move(m));
   r.set_message_id(MessageId::Local(offset).Encode());
   r.set_timetick(1000 + offset);
   r.set_last_confirmed(MessageId::Local(offset).Encode());
   r.set_term(1);
-  if (ik != props.end()) by_key_[ik->second] = r;
+  if (ik) by_key_[*ik] = r;
   return r;
 }
 
-std::variant<v1::Error, v1::TxnContext> FakeStreamingNode::AdmitTxnLocked(const v1::Message& wire,
+std::variant<v1::Error, v1::TxnContext> FakeStreamingNode::AdmitTxnLocked(const MutableMessage& m,
                                                                           uint64_t timetick) {
-  MutableMessage m = FromWire(wire);
   auto txn = m.txn();
   const MessageType type = m.type();
   if (type == MessageType::kBeginTxn) {
@@ -224,8 +238,8 @@ grpc::Status FakeStreamingNode::Consume(
   if (!stream->Read(&req) || !req.has_create()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "first request must be create");
   }
-  std::vector<v1::Message> log;
-  std::map<size_t, std::vector<v1::Message>> inner;
+  std::vector<MutableMessage> log;
+  std::map<size_t, std::vector<MutableMessage>> inner;
   int break_after;
   {
     absl::MutexLock l(&mu_);
@@ -256,12 +270,12 @@ grpc::Status FakeStreamingNode::Consume(
     v1::ConsumeResponse r;
     v1::ConsumedMessage* m = r.mutable_batch()->add_messages();
     m->set_message_id(MessageId::Local(i + 1).Encode());
-    *m->mutable_message() = log[i];
+    log[i].EncodeTo(m->mutable_message());
     if (auto it = inner.find(i); it != inner.end()) {
       for (size_t j = 0; j < it->second.size(); ++j) {
         auto* in = m->add_inner();
         in->set_message_id(MessageId::Local(1000 + j).Encode());
-        *in->mutable_message() = it->second[j];
+        it->second[j].EncodeTo(in->mutable_message());
       }
     }
     if (!stream->Write(r)) return grpc::Status::OK;

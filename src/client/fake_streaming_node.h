@@ -21,6 +21,7 @@
 #include "grpcpp/server.h"
 #include "kingfisher/client.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
+#include "message/message.h"
 #include "message/message_id.h"
 
 namespace kf::client::testing {
@@ -32,6 +33,9 @@ std::unique_ptr<kingfisher::Client> ConnectTo(const FakeStreamingNode& node, int
 
 // A per-request error as the server sends it (SPEC §3 code mapping).
 kingfisher::v1::Error MakeWireError(StreamingCode code, std::string message = "injected");
+
+// The message a request carries, decoded; aborts on bytes the client library cannot have sent.
+MutableMessage SentMessage(const kingfisher::v1::ProduceRequest& r);
 
 class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
  public:
@@ -57,7 +61,7 @@ class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
   std::vector<kingfisher::v1::ProduceRequest> produce_requests() const;
   int produce_streams() const;
   // Messages appended (after deduplication), in order.
-  std::vector<kingfisher::v1::Message> appended() const;
+  std::vector<MutableMessage> appended() const;
 
   // --- Transactions, enforced as the WAL does (SPEC §3) ---
   // A BeginTxn gets txn id = its timetick (answered in ProduceResponse.txn); a body
@@ -76,9 +80,9 @@ class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
 
   // --- Consume behaviour ---
   // The log served to consumers: message i has id Local(i + 1).
-  void SetConsumeLog(std::vector<kingfisher::v1::Message> log);
+  void SetConsumeLog(std::vector<MutableMessage> log);
   // Inner messages of log entry `index` (a synthetic Txn); they get ids Local(1000 + j).
-  void SetConsumeInner(size_t index, std::vector<kingfisher::v1::Message> inner);
+  void SetConsumeInner(size_t index, std::vector<MutableMessage> inner);
   // The first consume stream sends `n` messages and then ends with UNAVAILABLE.
   void BreakFirstConsumeStreamAfter(int n);
   std::vector<kingfisher::v1::ConsumeRequest::Create> consume_creates() const;
@@ -96,7 +100,7 @@ class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
   // The txn verdict on a message about to be appended at `timetick`: an error, or the
   // TxnContext to answer with (txn_id 0 = not a txn message). Updates txns_ when admitted.
   std::variant<kingfisher::v1::Error, kingfisher::v1::TxnContext> AdmitTxnLocked(
-      const kingfisher::v1::Message& m, uint64_t timetick) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      const MutableMessage& m, uint64_t timetick) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::unique_ptr<grpc::Server> server_;
   std::string endpoint_;
@@ -108,12 +112,12 @@ class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
       injector_ ABSL_GUARDED_BY(mu_);
   std::vector<kingfisher::v1::ProduceRequest> requests_ ABSL_GUARDED_BY(mu_);
   int streams_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<kingfisher::v1::Message> appended_ ABSL_GUARDED_BY(mu_);
+  std::vector<MutableMessage> appended_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, kingfisher::v1::ProduceResponse> by_key_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, TxnRecord> txns_ ABSL_GUARDED_BY(mu_);
 
-  std::vector<kingfisher::v1::Message> consume_log_ ABSL_GUARDED_BY(mu_);
-  std::map<size_t, std::vector<kingfisher::v1::Message>> inner_ ABSL_GUARDED_BY(mu_);
+  std::vector<MutableMessage> consume_log_ ABSL_GUARDED_BY(mu_);
+  std::map<size_t, std::vector<MutableMessage>> inner_ ABSL_GUARDED_BY(mu_);
   int break_consume_after_ ABSL_GUARDED_BY(mu_) = -1;
   std::vector<kingfisher::v1::ConsumeRequest::Create> creates_ ABSL_GUARDED_BY(mu_);
 };

@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/channel_ready.h"
-#include "client/wire.h"
 #include "common/absl_compat.h"
 #include "common/errors.h"
 #include "message/message_trace.h"
@@ -192,7 +191,7 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   auto [ctx, span] =
       StartSpanForMessage(op->logical, &copy, "wal.dist_append", trace::SpanKind::kProducer);
   OverwriteTraceContext(ctx, &copy);
-  ToWire(copy, req.mutable_message());
+  copy.EncodeTo(req.mutable_message());
   req.set_pchannel(op->pchannel);
   req.set_term((*stream)->route().term);
   op->route_version = (*stream)->route().version;

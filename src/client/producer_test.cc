@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "client/fake_streaming_node.h"
-#include "client/wire.h"
 #include "common/errors.h"
 #include "gtest/gtest.h"
 #include "kingfisher/client.h"
@@ -17,6 +16,7 @@ namespace {
 using kingfisher::AppendResult;
 using testing::ConnectTo;
 using testing::FakeStreamingNode;
+using testing::SentMessage;
 namespace v1 = kingfisher::v1;
 
 kingfisher::Message Insert(std::string vchannel, std::string payload) {
@@ -26,8 +26,7 @@ kingfisher::Message Insert(std::string vchannel, std::string payload) {
 }
 
 std::string Ik(const v1::ProduceRequest& r) {
-  auto it = r.message().properties().find("_ik");
-  return it == r.message().properties().end() ? "" : it->second;
+  return std::string(SentMessage(r).idempotency_key().value_or(""));
 }
 
 v1::Error MakeError(StreamingCode code) { return testing::MakeWireError(code); }
@@ -65,7 +64,8 @@ TEST(ProducerTest, StampsVersionTypeVChannelAndIncreasingKeys) {
   auto reqs = node.produce_requests();
   ASSERT_EQ(reqs.size(), 3u);
   for (int i = 0; i < 3; ++i) {
-    const auto& p = reqs[i].message().properties();
+    const MutableMessage sent = SentMessage(reqs[i]);
+    const Properties& p = sent.properties();
     EXPECT_EQ(p.at("_ik"), producer->producer_id() + ":" + std::to_string(i + 1));
     EXPECT_EQ(p.at("_v"), "2");
     EXPECT_EQ(p.at("_t"), "2");
@@ -336,7 +336,7 @@ TEST(ProducerTest, TracesAutocommitAndDistAppendPerAttempt) {
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(dist[i].kind, trace::SpanKind::kProducer);
     EXPECT_EQ(dist[i].parent_span_id, autocommit[0].context.span_id);
-    MutableMessage sent = FromWire(reqs[i].message());
+    MutableMessage sent = SentMessage(reqs[i]);
     trace::SpanContext sc = ExtractTraceContext(trace::Context(), sent).span_context();
     bool matches_some = false;
     for (auto& d : dist) matches_some |= (d.context.span_id == sc.span_id);

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "client/fake_streaming_node.h"
-#include "client/wire.h"
 #include "common/errors.h"
 #include "gtest/gtest.h"
 #include "kingfisher/client.h"
@@ -20,6 +19,7 @@ namespace {
 using kingfisher::AppendResult;
 using testing::FakeStreamingNode;
 using testing::MakeWireError;
+using testing::SentMessage;
 using TxnPhase = FakeStreamingNode::TxnPhase;
 namespace v1 = kingfisher::v1;
 
@@ -31,12 +31,12 @@ kingfisher::Message Body(std::string payload) {
   return m;
 }
 
-MessageType TypeOf(const v1::ProduceRequest& r) { return FromWire(r.message()).type(); }
+MessageType TypeOf(const v1::ProduceRequest& r) { return SentMessage(r).type(); }
 int64_t TxnIdOf(const v1::ProduceRequest& r) {
-  auto t = FromWire(r.message()).txn();
+  auto t = SentMessage(r).txn();
   return t ? t->txn_id() : -1;
 }
-std::string PayloadOf(const v1::ProduceRequest& r) { return r.message().payload(); }
+std::string PayloadOf(const v1::ProduceRequest& r) { return SentMessage(r).payload(); }
 
 // A producer on a fake node; tracing records every span.
 class TransactionTest : public ::testing::Test {
@@ -73,14 +73,14 @@ TEST_F(TransactionTest, BeginBodiesCommitCarryTheTxnId) {
   auto reqs = node.produce_requests();
   ASSERT_EQ(reqs.size(), 4u);
   EXPECT_EQ(TypeOf(reqs[0]), MessageType::kBeginTxn);
-  EXPECT_EQ(FromWire(reqs[0].message()).txn()->keepalive_ms(), 2500);
+  EXPECT_EQ(SentMessage(reqs[0]).txn()->keepalive_ms(), 2500);
   EXPECT_EQ(TypeOf(reqs[1]), MessageType::kInsert);
   EXPECT_EQ(TypeOf(reqs[2]), MessageType::kDelete);
-  EXPECT_EQ(FromWire(reqs[2].message()).vchannel(), kVChannel);
+  EXPECT_EQ(SentMessage(reqs[2]).vchannel(), kVChannel);
   EXPECT_EQ(TypeOf(reqs[3]), MessageType::kCommitTxn);
   for (size_t i = 1; i < 4; ++i) EXPECT_EQ(TxnIdOf(reqs[i]), id.value()) << i;
   for (size_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(reqs[i].message().properties().at("_ik"),
+    EXPECT_EQ(SentMessage(reqs[i]).properties().at("_ik"),
               producer->producer_id() + ":" + std::to_string(i + 1));
   }
   auto txns = node.txns();
@@ -126,7 +126,7 @@ TEST_F(TransactionTest, TxnOfTwoBodiesIsFourAppendsCarryingTheWalTxnContext) {
   for (size_t i = 0; i < reqs.size(); ++i) {
     // The sent `_tc` is this message's wal.dist_append, a child of wal.txn.
     trace::SpanContext sent =
-        ExtractTraceContext(trace::Context(), FromWire(reqs[i].message())).span_context();
+        ExtractTraceContext(trace::Context(), SentMessage(reqs[i])).span_context();
     EXPECT_EQ(sent.trace_id, wal_txn.context.trace_id) << i;
     int matches = 0;
     for (const auto& d : dist) {
@@ -248,7 +248,7 @@ TEST_F(TransactionTest, CommitWaitsForBodiesBeingRetried) {
   EXPECT_EQ(record.bodies.size(), 2u);
   std::vector<std::string> b1_keys;
   for (const auto& r : node.produce_requests()) {
-    if (PayloadOf(r) == "b1") b1_keys.push_back(r.message().properties().at("_ik"));
+    if (PayloadOf(r) == "b1") b1_keys.push_back(SentMessage(r).properties().at("_ik"));
   }
   ASSERT_EQ(b1_keys.size(), 2u);
   EXPECT_EQ(b1_keys[0], b1_keys[1]);  // the retry kept the key

@@ -125,11 +125,10 @@ class ConsumeStreamTest : public ::testing::Test {
     while (got.size() < n && c.stream->Read(&resp)) {
       EXPECT_FALSE(resp.has_error()) << resp.DebugString();
       for (const kingfisher::v1::ConsumedMessage& m : resp.batch().messages()) {
-        if (m.message().properties().at("_t") !=
-            std::to_string(static_cast<int>(MessageType::kInsert))) {
-          continue;  // TimeTicks
-        }
-        const std::string& p = m.message().payload();
+        auto msg = MutableMessage::Decode(m.message());
+        EXPECT_TRUE(msg.ok()) << msg.status();
+        if (!msg.ok() || msg->type() != MessageType::kInsert) continue;  // TimeTicks
+        const std::string& p = msg->payload();
         int i = -1;
         EXPECT_TRUE(absl::SimpleAtoi(p.substr(0, p.find(':')), &i)) << p.substr(0, 32);
         got.push_back(i);

@@ -9,24 +9,9 @@
 
 namespace kf::rpc {
 
-MutableMessage MessageFromProto(kingfisher::v1::Message&& proto) {
-  MutableMessage msg;
-  *msg.mutable_payload() = std::move(*proto.mutable_payload());
-  for (auto& [key, value] : *proto.mutable_properties()) {
-    msg.SetProperty(key, std::move(value));
-  }
-  return msg;
-}
-
-void MessageToProto(const MutableMessage& msg, kingfisher::v1::Message* out) {
-  out->set_payload(msg.payload());
-  auto* props = out->mutable_properties();
-  for (const auto& [key, value] : msg.properties()) (*props)[key] = value;
-}
-
 void ConsumedToProto(const ImmutableMessage& msg, kingfisher::v1::ConsumedMessage* out) {
   out->set_message_id(msg.id().Encode());
-  MessageToProto(msg.message(), out->mutable_message());
+  msg.message().EncodeTo(out->mutable_message());
   if (const wal::TxnMessage* txn = wal::AsTxnMessage(msg)) {
     for (const ImmutableMessagePtr& inner : txn->inner()) ConsumedToProto(*inner, out->add_inner());
   }

@@ -14,12 +14,6 @@
 
 namespace kf::rpc {
 
-// Takes payload and properties from `proto` (moved out). No validation: that is
-// ValidateProducedMessage's job.
-MutableMessage MessageFromProto(kingfisher::v1::Message&& proto);
-
-void MessageToProto(const MutableMessage& msg, kingfisher::v1::Message* out);
-
 // A delivered message on the wire.
 void ConsumedToProto(const ImmutableMessage& msg, kingfisher::v1::ConsumedMessage* out);
 

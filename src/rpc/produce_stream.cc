@@ -136,13 +136,18 @@ void ProduceStream::HandleRequest() {
     Respond(ErrorResponse(request_id, OnShutdownError()), false);
     return;
   }
-  if (!req.has_message()) {
+  if (req.message().empty()) {
     Respond(ErrorResponse(request_id, StreamingError(StreamingCode::kInvalidArgument,
                                                      "ProduceRequest has no message")),
             false);
     return;
   }
-  MutableMessage msg = MessageFromProto(std::move(*req.mutable_message()));
+  absl::StatusOr<MutableMessage> decoded = MutableMessage::Decode(req.message());
+  if (!decoded.ok()) {
+    Respond(ErrorResponse(request_id, decoded.status()), false);
+    return;
+  }
+  MutableMessage msg = *std::move(decoded);
   absl::Status valid = ValidateProducedMessage(
       msg, ValidationOptions{.max_payload_bytes = options_->max_payload_bytes});
   if (!valid.ok()) {

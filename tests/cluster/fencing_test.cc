@@ -27,7 +27,6 @@
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "message/message.h"
 #include "message/properties.h"
-#include "rpc/message_convert.h"
 #include "rpc/status_convert.h"
 
 namespace kf::cluster_testing {
@@ -70,7 +69,7 @@ class RawNode {
     req.set_request_id(1);
     req.set_pchannel(PChannel(0));
     req.set_term(term);
-    rpc::MessageToProto(m, req.mutable_message());
+    m.EncodeTo(req.mutable_message());
     return stream_->Write(req);
   }
 

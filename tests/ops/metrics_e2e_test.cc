@@ -21,7 +21,6 @@
 #include "kingfisher/producer.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "message/message.h"
-#include "rpc/message_convert.h"
 #include "server_process.h"
 
 namespace kf {
@@ -219,7 +218,7 @@ class MetricsE2ETest : public ::testing::Test {
     m.set_vchannel(vchannel);
     kingfisher::v1::ProduceRequest req;
     req.set_request_id(7);
-    rpc::MessageToProto(m, req.mutable_message());
+    m.EncodeTo(req.mutable_message());
     kingfisher::v1::ProduceResponse resp;
     EXPECT_TRUE(stream->Write(req));
     EXPECT_TRUE(stream->Read(&resp));

@@ -15,7 +15,6 @@
 #include "grpcpp/grpcpp.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "message/message.h"
-#include "rpc/message_convert.h"
 #include "rpc/status_convert.h"
 #include "server_process.h"
 
@@ -31,15 +30,29 @@ using ConsumeStream = grpc::ClientReaderWriter<ConsumeRequest, ConsumeResponse>;
 
 constexpr char kVChannel[] = "kf-dml_0_orders";
 
-ProduceRequest InsertRequest(uint64_t request_id, const std::string& vchannel,
-                             const std::string& payload) {
+MutableMessage InsertMessage(const std::string& vchannel, const std::string& payload) {
   MutableMessage m(MessageType::kInsert, payload);
   m.set_vchannel(vchannel);
+  return m;
+}
+
+ProduceRequest RequestOf(uint64_t request_id, const MutableMessage& m) {
   ProduceRequest req;
   req.set_request_id(request_id);
-  rpc::MessageToProto(m, req.mutable_message());
+  m.EncodeTo(req.mutable_message());
   return req;
 }
+
+ProduceRequest InsertRequest(uint64_t request_id, const std::string& vchannel,
+                             const std::string& payload) {
+  return RequestOf(request_id, InsertMessage(vchannel, payload));
+}
+
+// A consumed message, decoded.
+struct Consumed {
+  std::string message_id;
+  MutableMessage message;
+};
 
 absl::Status ErrorOf(const ProduceResponse& r) {
   return r.has_error() ? rpc::FromProtoError(r.error()) : absl::OkStatus();
@@ -83,8 +96,8 @@ class Client {
 
   // Consumes `vchannel` from the start until `want` non-TimeTick messages arrived (or the
   // deadline passes); returns them.
-  std::vector<kingfisher::v1::ConsumedMessage> ConsumeAll(
-      const std::string& vchannel, size_t want, absl::Duration timeout = absl::Seconds(20)) {
+  std::vector<Consumed> ConsumeAll(const std::string& vchannel, size_t want,
+                                   absl::Duration timeout = absl::Seconds(20)) {
     auto ctx = Ctx(timeout);
     auto stream = node_->Consume(ctx.get());
     ConsumeRequest create;
@@ -94,18 +107,17 @@ class Client {
     ConsumeResponse resp;
     EXPECT_TRUE(stream->Read(&resp));
     EXPECT_TRUE(resp.created()) << resp.DebugString();
-    std::vector<kingfisher::v1::ConsumedMessage> out;
+    std::vector<Consumed> out;
     while (out.size() < want && stream->Read(&resp)) {
       if (!resp.has_batch() || resp.batch().messages().empty()) {
         ADD_FAILURE() << "unexpected consume response " << resp.DebugString();
         break;
       }
       for (const kingfisher::v1::ConsumedMessage& m : resp.batch().messages()) {
-        const auto& props = m.message().properties();
-        auto t = props.find("_t");
-        if (t == props.end() ||
-            t->second != std::to_string(static_cast<int>(MessageType::kTimeTick))) {
-          out.push_back(m);
+        absl::StatusOr<MutableMessage> msg = MutableMessage::Decode(m.message());
+        EXPECT_TRUE(msg.ok()) << msg.status();
+        if (msg.ok() && msg->type() != MessageType::kTimeTick) {
+          out.push_back({m.message_id(), *std::move(msg)});
         }
       }
     }
@@ -184,9 +196,9 @@ TEST_F(StandaloneServerTest, ProduceConsumeRoundTripAndStatus) {
   auto messages = client.ConsumeAll(kVChannel, kCount);
   ASSERT_EQ(messages.size(), static_cast<size_t>(kCount));
   for (int i = 1; i <= kCount; ++i) {
-    EXPECT_EQ(messages[i - 1].message().payload(), absl::StrCat("payload-", i));
-    EXPECT_EQ(messages[i - 1].message_id(), acks[i].message_id());
-    EXPECT_EQ(messages[i - 1].message().properties().at("_vc"), kVChannel);
+    EXPECT_EQ(messages[i - 1].message.payload(), absl::StrCat("payload-", i));
+    EXPECT_EQ(messages[i - 1].message_id, acks[i].message_id());
+    EXPECT_EQ(messages[i - 1].message.properties().at("_vc"), kVChannel);
   }
 
   // /healthz on the HTTP port.
@@ -221,13 +233,13 @@ TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
     EXPECT_FALSE(s.message().empty());
   };
 
-  ProduceRequest unknown_type = InsertRequest(1, kVChannel, "x");
-  (*unknown_type.mutable_message()->mutable_properties())["_t"] = "77";
-  expect_invalid(unknown_type, "unknown message type");
+  MutableMessage unknown_type = InsertMessage(kVChannel, "x");
+  unknown_type.SetProperty("_t", "77");
+  expect_invalid(RequestOf(1, unknown_type), "unknown message type");
 
-  ProduceRequest reserved = InsertRequest(2, kVChannel, "x");
-  (*reserved.mutable_message()->mutable_properties())["_tt"] = "abc";
-  expect_invalid(reserved, "user-set reserved property _tt");
+  MutableMessage reserved = InsertMessage(kVChannel, "x");
+  reserved.SetProperty("_tt", "abc");
+  expect_invalid(RequestOf(2, reserved), "user-set reserved property _tt");
 
   expect_invalid(InsertRequest(3, kVChannel, std::string(2000, 'p')), "oversize payload");
 
@@ -236,8 +248,7 @@ TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
   // Garbage where the message should be: field 4 holds bytes that are no Message.
   ProduceRequest garbage;
   garbage.set_request_id(5);
-  garbage.GetReflection()->MutableUnknownFields(&garbage)->AddLengthDelimited(
-      4, std::string("\xff\xff\xff\xff\x0f\x12garbage", 13));
+  garbage.set_message(std::string("\xff\xff\xff\xff\x0f\x12garbage", 13));
   expect_invalid(garbage, "garbage bytes as the message");
 
   // A stale term is ABORTED / UNMATCHED_CHANNEL_TERM (the client re-resolves the assignment).
@@ -295,7 +306,7 @@ TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
   // And a later valid consumer still works: only the good message was written.
   auto messages = client.ConsumeAll(kVChannel, 1);
   ASSERT_EQ(messages.size(), 1u);
-  EXPECT_EQ(messages[0].message().payload(), "good");
+  EXPECT_EQ(messages[0].message.payload(), "good");
 
   ProcessResult stopped = server->Stop();
   EXPECT_EQ(stopped.exit_code, 0) << stopped.output;
@@ -311,8 +322,8 @@ TEST_F(StandaloneServerTest, PayloadAboveTheGrpcDefaultLimitRoundTrips) {
   ASSERT_TRUE(ErrorOf(r).ok()) << ErrorOf(r);
   auto messages = client.ConsumeAll(kVChannel, 1);
   ASSERT_EQ(messages.size(), 1u);
-  EXPECT_EQ(messages[0].message().payload().size(), big.size());
-  EXPECT_EQ(messages[0].message().payload(), big);
+  EXPECT_EQ(messages[0].message.payload().size(), big.size());
+  EXPECT_EQ(messages[0].message.payload(), big);
   EXPECT_EQ(server->Stop().exit_code, 0);
 }
 
@@ -370,7 +381,7 @@ TEST_F(StandaloneServerTest, SigtermWithAppendsInFlightKeepsEveryAck) {
   Client client(restarted->address());
   auto messages = client.ConsumeAll(kVChannel, acked.size());
   std::map<std::string, std::string> found;
-  for (const auto& m : messages) found[m.message().payload()] = m.message_id();
+  for (const auto& m : messages) found[m.message.payload()] = m.message_id;
   for (const auto& [payload, id] : acked) {
     auto it = found.find(payload);
     ASSERT_NE(it, found.end()) << "acked message " << payload << " lost";
@@ -394,14 +405,16 @@ TEST_F(StandaloneServerTest, CrashHookDiesBeforeTheAck) {
     Client client(server->address());
     auto ctx = client.Ctx();
     auto stream = client.node()->Produce(ctx.get());
-    ProduceRequest first = InsertRequest(1, kVChannel, "first");
-    (*first.mutable_message()->mutable_properties())["_ik"] = "p1:1";
+    MutableMessage first_message = InsertMessage(kVChannel, "first");
+    first_message.set_idempotency_key("p1:1");
+    ProduceRequest first = RequestOf(1, first_message);
     ASSERT_TRUE(stream->Write(first));
     ProduceResponse r;
     ASSERT_TRUE(stream->Read(&r));
     EXPECT_TRUE(ErrorOf(r).ok());
-    ProduceRequest second = InsertRequest(2, kVChannel, "second");
-    (*second.mutable_message()->mutable_properties())["_ik"] = "p1:2";
+    MutableMessage second_message = InsertMessage(kVChannel, "second");
+    second_message.set_idempotency_key("p1:2");
+    ProduceRequest second = RequestOf(2, second_message);
     ASSERT_TRUE(stream->Write(second));
     EXPECT_FALSE(stream->Read(&r)) << "the ack of the crashing append must never arrive";
     stream->Finish();
@@ -414,14 +427,15 @@ TEST_F(StandaloneServerTest, CrashHookDiesBeforeTheAck) {
   auto restarted = StartServer();
   ASSERT_NE(restarted, nullptr);
   Client client(restarted->address());
-  ProduceRequest retry = InsertRequest(3, kVChannel, "second");
-  (*retry.mutable_message()->mutable_properties())["_ik"] = "p1:2";
+  MutableMessage retry_message = InsertMessage(kVChannel, "second");
+  retry_message.set_idempotency_key("p1:2");
+  ProduceRequest retry = RequestOf(3, retry_message);
   ProduceResponse r = client.ProduceOne(retry);
   ASSERT_TRUE(ErrorOf(r).ok()) << ErrorOf(r);
   auto messages = client.ConsumeAll(kVChannel, 2);
   ASSERT_EQ(messages.size(), 2u);
-  EXPECT_EQ(messages[1].message().payload(), "second");
-  EXPECT_EQ(messages[1].message_id(), r.message_id());
+  EXPECT_EQ(messages[1].message.payload(), "second");
+  EXPECT_EQ(messages[1].message_id, r.message_id());
   EXPECT_EQ(restarted->Stop().exit_code, 0);
 }
 

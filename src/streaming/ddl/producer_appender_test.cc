@@ -65,9 +65,10 @@ TEST(ProducerAppenderTest, SendsTheCopyAsGivenUnderOneDistAppendPerAttempt) {
   const auto requests = node.produce_requests();
   ASSERT_EQ(requests.size(), 2u);
   for (const auto& req : requests) {
-    EXPECT_EQ(req.message().properties().at("_ik"), "bc42:1");
-    EXPECT_EQ(req.message().properties().at("_vc"), "kf-dml_0_7v0");
-    EXPECT_TRUE(req.message().properties().contains("_bh"));
+    const MutableMessage sent = client::testing::SentMessage(req);
+    EXPECT_EQ(sent.properties().at("_ik"), "bc42:1");
+    EXPECT_EQ(sent.properties().at("_vc"), "kf-dml_0_7v0");
+    EXPECT_TRUE(sent.properties().contains("_bh"));
   }
   ASSERT_EQ(node.appended().size(), 1u);  // the retry was deduplicated
   EXPECT_TRUE(r->id.valid());
