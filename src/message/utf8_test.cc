@@ -1,5 +1,6 @@
 #include "message/utf8.h"
 
+#include <cstdint>
 #include <random>
 #include <string>
 
@@ -8,34 +9,27 @@
 namespace kf {
 namespace {
 
-// Table 3-7 of the Unicode standard, one byte at a time: what IsValidUtf8's word-at-a-time
-// ASCII path must agree with.
+// An independent formulation, one code point at a time: decode it, then reject overlong forms,
+// surrogates and values above U+10FFFF by value. IsValidUtf8 (byte bounds, eight ASCII bytes at
+// a time) must agree with it.
 bool ReferenceIsValidUtf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c < 0x80) {
-      len = 1;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (s.size() - i < len) return false;
+    const size_t len = c < 0x80         ? 1
+                       : c >> 5 == 0x6  ? 2
+                       : c >> 4 == 0xE  ? 3
+                       : c >> 3 == 0x1E ? 4
+                                        : 0;
+    if (len == 0 || s.size() - i < len) return false;
+    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
     for (size_t k = 1; k < len; ++k) {
       const auto b = static_cast<unsigned char>(s[i + k]);
-      if (k == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80) return false;
+      if (b >> 6 != 0x2) return false;
+      cp = cp << 6 | (b & 0x3F);
     }
+    static constexpr uint32_t kMinOfLength[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMinOfLength[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
     i += len;
   }
   return true;
@@ -61,9 +55,22 @@ TEST(IsValidUtf8, KnownGoodAndBad) {
 
 TEST(IsValidUtf8, AgreesWithTheByteAtATimeReference) {
   std::mt19937_64 rng(5);
-  const std::string pieces[] = {
-      "a",    "0123456789abcdef", "\xC3\xA9",         "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\x80",
-      "\xC3", "\xED\xA0\x80",     "\xF4\x90\x80\x80", "\xFF",         "\xE0\x80\x80"};
+  const std::string pieces[] = {"a",
+                                "0123456789abcdef",
+                                "\xC3\xA9",
+                                "\xE2\x82\xAC",
+                                "\xF0\x9F\x98\x80",
+                                "\x80",
+                                "\xC3",
+                                "\xED\xA0\x80",
+                                "\xF4\x90\x80\x80",
+                                "\xFF",
+                                "\xE0\x80\x80",
+                                "\xC0\x80",
+                                "\xE0\x9F\xBF",
+                                "\xF0\x8F\xBF\xBF",
+                                "\xED\xBF\xBF",
+                                "\xF4\x8F\xBF\xBF"};
   int valid = 0;
   for (int i = 0; i < 20000; ++i) {
     std::string s;
