@@ -53,6 +53,17 @@ std::string StartRun(const std::string& program, const BenchDirs& dirs) {
   return MakeRunDir(dirs.dir, program);
 }
 
+namespace {
+void WriteAll(int fd, const std::string& bytes, const std::string& path) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) Die("write " + path);
+    done += static_cast<size_t>(n);
+  }
+}
+}  // namespace
+
 std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
                                  size_t max_ops, uint64_t preallocate) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -66,14 +77,37 @@ std::vector<double> RawWriteSync(const std::string& path, size_t size, double se
   const auto start = Clock::now();
   while (Seconds(Clock::now() - start) < seconds && lat.size() < max_ops) {
     const auto t0 = Clock::now();
-    size_t done = 0;
-    while (done < size) {
-      ssize_t n = ::write(fd, buf.data() + done, size - done);
-      if (n < 0) Die("write " + path);
-      done += static_cast<size_t>(n);
-    }
+    WriteAll(fd, buf, path);
     if (::fdatasync(fd) != 0) Die("fdatasync " + path);
     lat.push_back(Seconds(Clock::now() - t0));
+  }
+  ::close(fd);
+  ::unlink(path.c_str());
+  return lat;
+}
+
+std::vector<double> PacedGroupCommit(const std::string& path, size_t size, double rate,
+                                     double seconds) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) Die("open " + path);
+  const auto total = static_cast<uint64_t>(seconds * rate);
+  const std::chrono::duration<double> interval(1.0 / rate);
+  const auto start = Clock::now();
+  auto due = [&](uint64_t i) {
+    return start + std::chrono::duration_cast<Clock::duration>(interval * static_cast<double>(i));
+  };
+  std::vector<double> lat;
+  lat.reserve(total);
+  std::string group;
+  for (uint64_t next = 0; next < total;) {
+    std::this_thread::sleep_until(due(next));  // pacing the open loop
+    uint64_t end = next + 1;                   // every message due by now joins the group
+    for (const auto now = Clock::now(); end < total && due(end) <= now;) ++end;
+    group.assign((end - next) * size, 'g');
+    WriteAll(fd, group, path);
+    if (::fdatasync(fd) != 0) Die("fdatasync " + path);
+    const auto durable = Clock::now();
+    for (; next < end; ++next) lat.push_back(Seconds(durable - due(next)));
   }
   ::close(fd);
   ::unlink(path.c_str());

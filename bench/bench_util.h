@@ -52,6 +52,14 @@ std::string StartRun(const std::string& program, const BenchDirs& dirs);
 std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
                                  size_t max_ops = SIZE_MAX, uint64_t preallocate = 0);
 
+// The disk alone under an open loop: an ideal group-committing log receiving `rate` messages
+// of `size` bytes per second for `seconds`. Each round writes every message due by then with
+// one write + fdatasync; a message's latency runs from its due time to the end of the
+// fdatasync that covered it, so a stalled fdatasync delays the messages queued behind it as it
+// would a WAL's. Returns per-message latencies in seconds.
+std::vector<double> PacedGroupCommit(const std::string& path, size_t size, double rate,
+                                     double seconds);
+
 // Raw loop of `rounds` round trips between two threads that take turns by waiting on a flag
 // under an absl::Mutex (Await): each round trip is two wake-ups of a sleeping thread. Returns
 // per-round-trip latencies in seconds. The baseline for latencies made of thread hand-offs (a

@@ -12,9 +12,10 @@
 //   2. open loop at --rate messages/s with at most --inflight unacknowledged appends (a send
 //      that finds the window full waits and is counted as "late").
 // Baselines printed next to each phase, measured in the same run: the append-ack latency of
-// the same appends, one --size write + fdatasync on the data dir's filesystem, and a thread wake
-// round trip (both measured before the server starts and after it stops, and pooled). Each
-// phase also prints CPU and context switches per message of both processes: a message crosses
+// the same appends, one --size write + fdatasync on the data dir's filesystem, a thread wake
+// round trip and, for phase 2, the disk alone under the same open loop (an ideal group-committing
+// log: PacedGroupCommit), each measured before the server starts and after it stops, and pooled.
+// Each phase also prints CPU and context switches per message of both processes: a message crosses
 // about a dozen threads between append and delivery, and where waking a sleeping thread costs
 // tens of microseconds (a VM) those hand-offs, not the disk, set the latency.
 //
@@ -250,7 +251,8 @@ struct PhaseResult {
   std::vector<double> e2e;  // seconds
   std::vector<double> ack;  // seconds
   uint64_t sent = 0;
-  uint64_t late = 0;  // phase 2: sends delayed by a full window
+  uint64_t late = 0;   // phase 2: sends delayed by a full window
+  bool paced = false;  // an open loop (phase 2): the paced baseline applies
   double elapsed = 0;
   double server_cpu = 0, client_cpu = 0;  // seconds
   uint64_t server_switches = 0, client_switches = 0;
@@ -321,6 +323,7 @@ PhaseResult RunRate(const Flags& f, kingfisher::Producer& producer, Receivers& r
                     pid_t server) {
   constexpr uint64_t kPhase = 2;
   PhaseResult r;
+  r.paced = true;
   const ProcessMeter meter(server);
   const auto total = static_cast<uint64_t>(f.seconds * f.rate);
   receiver.BeginPhase(kPhase, total);
@@ -381,8 +384,10 @@ PhaseResult RunRate(const Flags& f, kingfisher::Producer& producer, Receivers& r
   return r;
 }
 
+// `paced`: the disk alone at the phase's rate (phase 2), printed next to its p99.
 void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& sync,
-            const kf::bench::Quantiles& wake, uint64_t consumers) {
+            const kf::bench::Quantiles& wake, const kf::bench::Quantiles* paced,
+            uint64_t consumers) {
   const auto e = kf::bench::Summarize(r.e2e);
   const auto a = kf::bench::Summarize(r.ack);
   std::printf(
@@ -394,6 +399,11 @@ void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& 
       r.late > 0 ? (", " + std::to_string(r.late) + " late (window full)").c_str() : "", e.count,
       e.p50 * 1e6, e.p90 * 1e6, e.p99 * 1e6, e.max * 1e6, a.p50 * 1e6, a.p99 * 1e6, sync.p50 * 1e6,
       sync.p99 * 1e6);
+  if (paced != nullptr) {
+    std::printf(
+        "  the disk alone at this rate (group commit, no server) us: p50 %.0f p99 %.0f max %.0f\n",
+        paced->p50 * 1e6, paced->p99 * 1e6, paced->max * 1e6);
+  }
   const double n = static_cast<double>(std::max<uint64_t>(r.sent, 1));
   std::printf(
       "  mean in flight %.1f | CPU per message: server %.0f us, this process (producer + "
@@ -454,6 +464,11 @@ int main(int argc, char** argv) {
   std::vector<double> sync_samples = kf::bench::RawWriteSync(raw, f.size, raw_seconds, 3000);
   const auto before = kf::bench::Summarize(sync_samples);
   std::vector<double> wake_samples = kf::bench::WakeRoundTrips(kWakeRounds);
+  // Phase 2's baseline: the disk's own stalls at that rate (this VM's fdatasync stalls for
+  // 2-80 ms now and then, and an open loop queues behind a stall).
+  const std::string paced_raw = root + "/paced.raw";
+  std::vector<double> paced_samples;
+  if (f.phase2) paced_samples = kf::bench::PacedGroupCommit(paced_raw, f.size, f.rate, raw_seconds);
 
   std::vector<std::pair<std::string, PhaseResult>> results;
   {
@@ -497,6 +512,11 @@ int main(int argc, char** argv) {
   const auto after = kf::bench::Summarize(after_samples);
   sync_samples.insert(sync_samples.end(), after_samples.begin(), after_samples.end());
   const auto sync = kf::bench::Summarize(std::move(sync_samples));
+  if (f.phase2) {
+    after_samples = kf::bench::PacedGroupCommit(paced_raw, f.size, f.rate, raw_seconds);
+    paced_samples.insert(paced_samples.end(), after_samples.begin(), after_samples.end());
+  }
+  const auto paced = kf::bench::Summarize(std::move(paced_samples));
   after_samples = kf::bench::WakeRoundTrips(kWakeRounds);
   wake_samples.insert(wake_samples.end(), after_samples.begin(), after_samples.end());
   const auto wake = kf::bench::Summarize(std::move(wake_samples));
@@ -509,7 +529,9 @@ int main(int argc, char** argv) {
       "baseline: thread wake round trip (two threads taking turns, two wake-ups): p50 %.0f us "
       "p99 %.0f us\n",
       wake.p50 * 1e6, wake.p99 * 1e6);
-  for (const auto& [name, r] : results) Report(name.c_str(), r, sync, wake, f.consumers);
+  for (const auto& [name, r] : results) {
+    Report(name.c_str(), r, sync, wake, r.paced ? &paced : nullptr, f.consumers);
+  }
   std::error_code ec;
   stdfs::remove_all(root, ec);
   return 0;
