@@ -7,8 +7,26 @@
 namespace kf {
 namespace {
 
+// Byte-wise, inline: property keys are a few bytes (the reserved ones two or three), where a
+// call to memcmp costs more than the comparison.
+bool Less(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[i]);
+  }
+  return a.size() < b.size();
+}
+
+bool Equal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 bool KeyLess(const Properties::value_type& entry, std::string_view key) {
-  return std::string_view(entry.first) < key;
+  return Less(entry.first, key);
 }
 
 }  // namespace
@@ -20,13 +38,13 @@ Properties::Properties(std::initializer_list<value_type> entries) {
 
 std::vector<Properties::value_type>::iterator Properties::LowerBound(std::string_view key) {
   // Messages are built and decoded in key order mostly: check the back before searching.
-  if (entries_.empty() || std::string_view(entries_.back().first) < key) return entries_.end();
+  if (entries_.empty() || Less(entries_.back().first, key)) return entries_.end();
   return std::lower_bound(entries_.begin(), entries_.end(), key, KeyLess);
 }
 
 Properties::const_iterator Properties::find(std::string_view key) const {
   auto it = std::lower_bound(entries_.begin(), entries_.end(), key, KeyLess);
-  return it != entries_.end() && it->first == key ? it : entries_.end();
+  return it != entries_.end() && Equal(it->first, key) ? it : entries_.end();
 }
 
 const std::string& Properties::at(std::string_view key) const {
@@ -37,14 +55,14 @@ const std::string& Properties::at(std::string_view key) const {
 
 bool Properties::emplace(std::string key, std::string value) {
   auto it = LowerBound(key);
-  if (it != entries_.end() && it->first == key) return false;
+  if (it != entries_.end() && Equal(it->first, key)) return false;
   entries_.emplace(it, std::move(key), std::move(value));
   return true;
 }
 
 void Properties::insert_or_assign(std::string key, std::string value) {
   auto it = LowerBound(key);
-  if (it != entries_.end() && it->first == key) {
+  if (it != entries_.end() && Equal(it->first, key)) {
     it->second = std::move(value);
   } else {
     entries_.emplace(it, std::move(key), std::move(value));
@@ -53,7 +71,7 @@ void Properties::insert_or_assign(std::string key, std::string value) {
 
 void Properties::Assign(std::string_view key, std::string_view value) {
   auto it = LowerBound(key);
-  if (it != entries_.end() && it->first == key) {
+  if (it != entries_.end() && Equal(it->first, key)) {
     it->second.assign(value);
   } else {
     entries_.emplace(it, std::piecewise_construct, std::forward_as_tuple(key),
@@ -63,7 +81,7 @@ void Properties::Assign(std::string_view key, std::string_view value) {
 
 std::string& Properties::operator[](std::string_view key) {
   auto it = LowerBound(key);
-  if (it == entries_.end() || it->first != key) {
+  if (it == entries_.end() || !Equal(it->first, key)) {
     it = entries_.emplace(it, std::piecewise_construct, std::forward_as_tuple(key),
                           std::forward_as_tuple());
   }
@@ -72,7 +90,7 @@ std::string& Properties::operator[](std::string_view key) {
 
 size_t Properties::erase(std::string_view key) {
   auto it = LowerBound(key);
-  if (it == entries_.end() || it->first != key) return 0;
+  if (it == entries_.end() || !Equal(it->first, key)) return 0;
   entries_.erase(it);
   return 1;
 }

@@ -1,5 +1,7 @@
 #include "message/properties.h"
 
+#include <map>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,6 +26,51 @@ TEST(PropertiesTest, KeepsKeysSortedWhateverTheInsertionOrder) {
   p.emplace("z", "");
   p.emplace("", "empty key");
   EXPECT_EQ(Keys(p), (std::vector<std::string>{"", "_ik", "_t", "_tt", "_vc", "z"}));
+}
+
+// Keys compare byte-wise as unsigned (std::string's order): random operations on keys that are
+// prefixes of each other, differ in one byte, or hold bytes >= 0x80 agree with std::map.
+TEST(PropertiesTest, AgreesWithStdMapOnRandomKeysAndOperations) {
+  std::mt19937 rng(7);
+  const std::string alphabet = std::string("_ab\x7f\x80\xff", 6);
+  auto random_key = [&] {
+    std::string k(rng() % 5, '\0');
+    for (char& c : k) c = alphabet[rng() % alphabet.size()];
+    return k;
+  };
+  for (int round = 0; round < 200; ++round) {
+    Properties p;
+    std::map<std::string, std::string> model;
+    for (int op = 0; op < 40; ++op) {
+      const std::string k = random_key(), v = std::to_string(op);
+      switch (rng() % 5) {
+        case 0:
+          EXPECT_EQ(p.emplace(k, v), model.emplace(k, v).second);
+          break;
+        case 1:
+          p.insert_or_assign(k, v);
+          model.insert_or_assign(k, v);
+          break;
+        case 2:
+          p.Assign(k, v);
+          model[k] = v;
+          break;
+        case 3:
+          EXPECT_EQ(p.erase(k), model.erase(k));
+          break;
+        case 4:
+          EXPECT_EQ(p.contains(k), model.contains(k));
+          break;
+      }
+    }
+    ASSERT_EQ(p.size(), model.size());
+    auto it = p.begin();
+    for (const auto& [k, v] : model) {
+      EXPECT_EQ(it->first, k);
+      EXPECT_EQ(it->second, v);
+      ++it;
+    }
+  }
 }
 
 TEST(PropertiesTest, EmplaceNeverOverwritesAndInsertOrAssignDoes) {
