@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "common/absl_compat.h"
 #include "common/coding.h"
@@ -34,7 +35,7 @@ size_t VarintLength(uint64_t v) {
 
 size_t LenFieldSize(size_t n) { return 1 + VarintLength(n) + n; }
 
-size_t EntrySize(const std::string& k, const std::string& v) {
+size_t EntrySize(std::string_view k, std::string_view v) {
   return LenFieldSize(k.size()) + LenFieldSize(v.size());
 }
 
@@ -54,6 +55,83 @@ char* PutLenField(char* p, char tag, std::string_view bytes) {
   std::memcpy(p, bytes.data(), bytes.size());
   return p + bytes.size();
 }
+
+// Appends a message with `payload` and the properties `for_each` yields: for_each(fn) calls
+// fn(key, value) for each property in key order, and is called twice (size, then bytes).
+template <typename ForEach>
+void EncodeMessage(std::string_view payload, const ForEach& for_each, std::string* dst) {
+  // One exact-size growth, then plain stores: this runs once per append.
+  const size_t start = dst->size();
+  size_t size = payload.empty() ? 0 : LenFieldSize(payload.size());
+  for_each([&](std::string_view k, std::string_view v) { size += LenFieldSize(EntrySize(k, v)); });
+  dst->resize(start + size);
+  char* p = dst->data() + start;
+  // proto3 omits a default (empty) bytes field; protobuf writes fields in number order and,
+  // deterministically, map entries in key order with both key and value present.
+  if (!payload.empty()) p = PutLenField(p, kPayloadTag, payload);
+  for_each([&](std::string_view k, std::string_view v) {
+    *p++ = kPropertiesTag;
+    p = PutVarint(p, EntrySize(k, v));
+    p = PutLenField(p, kEntryKeyTag, k);
+    p = PutLenField(p, kEntryValueTag, v);
+  });
+  assert(p == dst->data() + start + size);
+}
+
+// A message's properties as an AppendStamp leaves them, in key order: the stamp's replace the
+// message's (both LCMID keys go but the stamp's). Merged once, as views into the message and
+// into itself: not copyable.
+class StampedProperties {
+ public:
+  StampedProperties(const Properties& props, const AppendStamp& s) {
+    std::array<std::pair<std::string_view, std::string_view>, 4> stamp;  // in key order
+    size_t n = 0;
+    if (s.last_confirmed) {
+      lc_ = Base64Encode(s.last_confirmed->Encode());
+      stamp[n++] = {prop::kLastConfirmed, lc_};
+    } else {
+      stamp[n++] = {prop::kLastConfirmedSelf, ""};
+    }
+    const bool has_tc = s.trace_context_size > 0;
+    if (has_tc) {
+      stamp[n++] = {prop::kTraceContext,
+                    std::string_view(s.trace_context.data(), s.trace_context_size)};
+    }
+    stamp[n++] = {prop::kTimeTick, std::string_view(tt_, Base36EncodeTo(s.timetick.value(), tt_))};
+    stamp[n++] = {
+        prop::kWalTerm,
+        std::string_view(wt_, Base36EncodeTo(static_cast<uint64_t>(s.term.value()), wt_))};
+    auto replaced = [has_tc](std::string_view key) {
+      return key == prop::kLastConfirmed || key == prop::kLastConfirmedSelf ||
+             key == prop::kTimeTick || key == prop::kWalTerm ||
+             (has_tc && key == prop::kTraceContext);
+    };
+    merged_.reserve(props.size() + n);
+    auto it = props.begin();
+    for (size_t i = 0; i < n; ++i) {
+      for (; it != props.end() && std::string_view(it->first) < stamp[i].first; ++it) {
+        if (!replaced(it->first)) merged_.emplace_back(it->first, it->second);
+      }
+      merged_.push_back(stamp[i]);
+    }
+    for (; it != props.end(); ++it) {
+      if (!replaced(it->first)) merged_.emplace_back(it->first, it->second);
+    }
+  }
+  StampedProperties(const StampedProperties&) = delete;
+  StampedProperties& operator=(const StampedProperties&) = delete;
+
+  template <typename Fn>
+  void ForEach(const Fn& fn) const {
+    for (const auto& [k, v] : merged_) fn(k, v);
+  }
+
+ private:
+  absl::InlinedVector<std::pair<std::string_view, std::string_view>, 16> merged_;
+  char tt_[kMaxBase36Chars];
+  char wt_[kMaxBase36Chars];
+  std::string lc_;  // allocates only for an LCMID other than the message itself
+};
 
 absl::Status Malformed(std::string_view what) {
   return StreamingError(StreamingCode::kInvalidArgument,
@@ -286,21 +364,32 @@ std::string MutableMessage::Encode() const {
 }
 
 void MutableMessage::EncodeTo(std::string* dst) const {
-  // One exact-size growth, then plain stores: this runs once per append.
-  const size_t start = dst->size();
-  const size_t size = EncodedSize();
-  dst->resize(start + size);
-  char* p = dst->data() + start;
-  // proto3 omits a default (empty) bytes field; protobuf writes fields in number order and,
-  // deterministically, map entries in key order with both key and value present.
-  if (!payload_.empty()) p = PutLenField(p, kPayloadTag, payload_);
-  for (const auto& [k, v] : properties_) {
-    *p++ = kPropertiesTag;
-    p = PutVarint(p, EntrySize(k, v));
-    p = PutLenField(p, kEntryKeyTag, k);
-    p = PutLenField(p, kEntryValueTag, v);
+  EncodeMessage(
+      payload_,
+      [this](const auto& fn) {
+        for (const auto& [k, v] : properties_) fn(k, v);
+      },
+      dst);
+}
+
+void MutableMessage::EncodeTo(std::string* dst, const AppendStamp& stamp) const {
+  const StampedProperties stamped(properties_, stamp);
+  EncodeMessage(
+      payload_, [&](const auto& fn) { stamped.ForEach(fn); }, dst);
+}
+
+void MutableMessage::Stamp(const AppendStamp& stamp) {
+  set_timetick(stamp.timetick);
+  set_wal_term(stamp.term);
+  if (stamp.last_confirmed) {
+    set_last_confirmed(*stamp.last_confirmed);
+  } else {
+    set_last_confirmed_self();
   }
-  assert(p == dst->data() + start + size);
+  if (stamp.trace_context_size > 0) {
+    AssignProperty(prop::kTraceContext,
+                   std::string_view(stamp.trace_context.data(), stamp.trace_context_size));
+  }
 }
 
 absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string_view bytes) {

@@ -19,6 +19,7 @@
 // read-only (ImmutableMessagePtr) by tailing readers, hence const and safe for concurrent reads.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -34,6 +35,22 @@
 #include "message/properties.h"
 
 namespace kf {
+
+// What the WAL adaptor stamps on a message it persists (SPEC §1, TRACING.md §5): the timetick,
+// the WAL term, the LCMID and the `_tc` of the persisting attempt's span. Held beside the
+// message rather than applied to it: MutableMessage::EncodeTo(dst, stamp) writes exactly the
+// bytes of the message after Stamp(stamp) without changing it, so the append path encodes
+// straight into the backend's queue and stamps only a message a tailing reader keeps.
+struct AppendStamp {
+  static constexpr size_t kMaxTraceContextText = 44;  // base64 of a TraceContextHeader
+
+  TimeTick timetick;
+  Term term;                                // REQUIRES: term.value() >= 0
+  std::optional<MessageId> last_confirmed;  // `_lc`; nullopt: the message itself (`_lcs`)
+  // The `_tc` text (message_trace.h writes it); empty: `_tc` stays as it is.
+  std::array<char, kMaxTraceContextText> trace_context{};
+  size_t trace_context_size = 0;
+};
 
 class MutableMessage {
  public:
@@ -91,10 +108,15 @@ class MutableMessage {
   bool not_persisted() const;  // "_np" present
   void set_not_persisted();
 
+  // set_timetick, set_wal_term, set_last_confirmed[_self] and, if the stamp has one, `_tc`.
+  void Stamp(const AppendStamp& stamp);
+
   // Exact size of Encode().
   size_t EncodedSize() const;
   std::string Encode() const;
   void EncodeTo(std::string* dst) const;  // appends to *dst
+  // Appends the encoding of this message as Stamp(stamp) would leave it; changes nothing.
+  void EncodeTo(std::string* dst, const AppendStamp& stamp) const;
   static absl::StatusOr<MutableMessage> Decode(std::string_view bytes);
   // The type of an encoded message without decoding it (no allocation, the payload is skipped):
   // what a scan that filters by type needs. kUnknown when `_t` is absent or does not parse;

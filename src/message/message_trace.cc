@@ -22,6 +22,7 @@ namespace {
 // length. No allocation: this runs twice per append.
 constexpr size_t kMaxHeaderBytes = 2 + 16 + 2 + 8 + 3;
 constexpr size_t kMaxHeaderText = Base64EncodedSize(kMaxHeaderBytes);
+static_assert(kMaxHeaderText <= AppendStamp::kMaxTraceContextText);
 
 size_t EncodeTraceContextHeader(const trace::SpanContext& sc, char* out) {
   std::array<char, kMaxHeaderBytes> buf;
@@ -155,12 +156,14 @@ const std::shared_ptr<trace::Span>& NoopSpan() {
   return *span;
 }
 
+void SetTimeTickAttribute(TimeTick tt, trace::Span* span) {
+  span->SetAttribute("message.timetick", static_cast<int64_t>(tt.value()));
+}
+
 void SetMessageAttributes(const MutableMessage& msg, trace::Span* span) {
   span->SetAttribute("message.type", std::string(MessageTypeName(msg.type())));
   span->SetAttribute("message.vchannel", std::string(msg.vchannel()));
-  if (auto tt = msg.timetick()) {
-    span->SetAttribute("message.timetick", static_cast<int64_t>(tt->value()));
-  }
+  if (auto tt = msg.timetick()) SetTimeTickAttribute(*tt, span);
   span->SetAttribute("message.replicate", msg.HasProperty(prop::kReplicate));
   if (auto txn = msg.txn()) span->SetAttribute("txn.id", int64_t{txn->txn_id()});
   if (auto bh = msg.broadcast_header()) {
@@ -201,6 +204,22 @@ std::pair<trace::Context, std::shared_ptr<trace::Span>> StartSpanForMessage(
   auto [child, span] = trace::StartWalSpan(ctx, name, kind);
   // Attributes only when recording: decoding headers per message is wasted when tracing is off.
   if (span->IsRecording()) SetMessageAttributes(*msg, span.get());
+  return {std::move(child), std::move(span)};
+}
+
+std::pair<trace::Context, std::shared_ptr<trace::Span>> StartSpanForStampedMessage(
+    const trace::Context& ctx, const MutableMessage& msg, std::string_view name,
+    AppendStamp* stamp) {
+  if (IsTimeTick(msg)) return {ctx, NoopSpan()};
+  auto [child, span] = trace::StartWalSpan(ctx, name, trace::SpanKind::kInternal);
+  if (span->IsRecording()) {
+    SetMessageAttributes(msg, span.get());
+    SetTimeTickAttribute(stamp->timetick, span.get());
+  }
+  const trace::SpanContext sc = child.span_context();
+  if (sc.IsValid()) {
+    stamp->trace_context_size = EncodeTraceContextHeader(sc, stamp->trace_context.data());
+  }
   return {std::move(child), std::move(span)};
 }
 

@@ -42,4 +42,12 @@ std::pair<trace::Context, std::shared_ptr<trace::Span>> StartSpanForMessage(
     const trace::Context& ctx, const MutableMessage* msg, std::string_view name,
     trace::SpanKind kind = trace::SpanKind::kInternal);
 
+// The span of a WAL persisting attempt (`wal.appendimpl`) for a message the adaptor encodes
+// with `stamp` instead of changing it (AppendStamp): StartSpanForMessage with the attributes of
+// the stamped message, then Overwrite into the stamp (its `_tc` text becomes the new span's).
+// For a TimeTick: `ctx` itself, a no-op span, and the stamp's `_tc` left empty.
+std::pair<trace::Context, std::shared_ptr<trace::Span>> StartSpanForStampedMessage(
+    const trace::Context& ctx, const MutableMessage& msg, std::string_view name,
+    AppendStamp* stamp);
+
 }  // namespace kf

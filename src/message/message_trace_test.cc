@@ -220,6 +220,47 @@ TEST_F(MessageTraceTest, BroadcastAndTimetickLessAttributes) {
   EXPECT_EQ(spans[0].scope, "kingfisher.streaming.wal");
 }
 
+// The adaptor's persisting attempt: the span has the stamped message's attributes (its
+// timetick too) and the stamp, not the message, gets the span's `_tc`; Overwrite's rules hold.
+TEST_F(MessageTraceTest, StampedSpanAttributesAndTraceContext) {
+  Context source = SourceSpan();
+  tracing_.Reset();
+  MutableMessage msg = Insert();
+  msg.set_vchannel("v1");
+  InjectTraceContext(source, &msg);
+  const MutableMessage before = msg;
+
+  AppendStamp stamp{.timetick = TimeTick(100), .term = Term(3)};
+  auto [ctx, span] = StartSpanForStampedMessage(source, msg, "wal.appendimpl", &stamp);
+  span->End();
+  EXPECT_EQ(msg, before);
+  auto spans = tracing_.Spans();
+  ASSERT_EQ(spans.size(), 1u);
+  const trace::Attributes want = {{"message.type", std::string("Insert")},
+                                  {"message.vchannel", std::string("v1")},
+                                  {"message.timetick", int64_t{100}},
+                                  {"message.replicate", false}};
+  EXPECT_EQ(spans[0].attributes, want);
+  EXPECT_EQ(spans[0].parent_span_id, source.span_context().span_id);
+
+  // As OverwriteTraceContext with the new span would have left the message.
+  MutableMessage overwritten = msg;
+  OverwriteTraceContext(ctx, &overwritten);
+  msg.Stamp(stamp);
+  EXPECT_EQ(msg.GetProperty(prop::kTraceContext), overwritten.GetProperty(prop::kTraceContext));
+  EXPECT_EQ(ExtractTraceContext(Context(), msg).span_context().span_id, ctx.span_context().span_id);
+
+  // A TimeTick: the same context, nothing recorded, `_tc` left out of the stamp.
+  tracing_.Reset();
+  AppendStamp tick_stamp{.timetick = TimeTick(101), .term = Term(3)};
+  auto [tick_ctx, tick_span] =
+      StartSpanForStampedMessage(source, TimeTickMsg(), "wal.appendimpl", &tick_stamp);
+  tick_span->End();
+  EXPECT_EQ(tick_ctx.span(), source.span());
+  EXPECT_EQ(tick_stamp.trace_context_size, 0u);
+  EXPECT_TRUE(tracing_.Spans().empty());
+}
+
 // Scenario 5.
 TEST_F(MessageTraceTest, BrokenTraceContextLeavesContextUnchanged) {
   Context base = SourceSpan();

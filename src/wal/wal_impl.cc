@@ -40,6 +40,9 @@ struct WalImpl::Pending {
   MessageId id;                                   // the backend id, known before the enqueue
   TimeTick timetick;
   MessageId last_confirmed;  // the LCMID stamped into the message
+  // The last attempt's stamp: encoded into the entry; applied to the message only when the
+  // buffer retains it (after it is durable, off the appending thread).
+  AppendStamp stamp;
   // kCommit: the durable callback and the txn's commit gate both arrive; the second finishes.
   std::atomic<int> commit_arrivals{0};
   absl::Status gate_status;
@@ -242,7 +245,8 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
 }
 
 absl::Status WalImpl::Intercept(const std::shared_ptr<Pending>& p, TimeTick tt) {
-  // A view into the `_vc` property: std::map nodes stay put when `_tx` is set below.
+  // A view into the `_vc` property: dangles once the properties change (kBegin's set_txn below
+  // inserts `_tx`, which moves later entries), so it is not used after that.
   const std::string_view vchannel = p->msg.vchannel();
   // First, so that a rejected message neither joins a txn nor fails the vchannel's txns.
   RETURN_IF_ERROR(collections_.Admit(vchannel, p->collection));
@@ -310,21 +314,18 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
       } else {
         intercepted = true;
         p->id = backend_->NextId();
-        p->msg.set_timetick(*tt);
-        p->msg.set_wal_term(term_);
+        p->stamp = AppendStamp{.timetick = *tt, .term = term_};
         // SPEC §1: reading from the LCMID must yield every later message, so it is the Begin
         // of the oldest transaction still open (its later messages are still to come).
         if (auto begin = txns_.EarliestActiveBegin(); begin && begin->id < p->id) {
           p->last_confirmed = begin->id;
-          p->msg.set_last_confirmed(begin->id);
+          p->stamp.last_confirmed = begin->id;
         } else {
           p->last_confirmed = p->id;
-          p->msg.set_last_confirmed_self();
         }
-        auto [impl_ctx, impl_span] = StartSpanForMessage(p->append_ctx, &p->msg, "wal.appendimpl");
-        p->impl_span = impl_span;
         // The persisted `_tc` is the last attempt's span (TRACING.md §5).
-        OverwriteTraceContext(impl_ctx, &p->msg);
+        p->impl_span =
+            StartSpanForStampedMessage(p->append_ctx, p->msg, "wal.appendimpl", &p->stamp).second;
         p->timetick = *tt;
         if (p->role != Role::kPlain && p->role != Role::kTimeTick) p->txn = p->msg.txn();
         // Not retained: freed here, on the thread that allocated it, after the enqueue (frees
@@ -341,7 +342,7 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
         auto id = backend_->AppendEncoded(
             [&](std::string* out) {
               const size_t before = out->size();
-              msg.EncodeTo(out);
+              msg.EncodeTo(out, p->stamp);
               p->bytes = out->size() - before;
             },
             [p](absl::Status s) { p->wal->OnDurable(p, std::move(s)); });
@@ -427,6 +428,7 @@ void WalImpl::OnDurable(const std::shared_ptr<Pending>& p, absl::Status status) 
   // Callbacks run in WAL order, so the buffer receives every durable message in order.
   // A rejection (closed buffer) only means no tailing reader will see it.
   if (p->retain) {
+    p->msg.Stamp(p->stamp);  // now as persisted
     buffer_->Append(std::make_shared<const ImmutableMessage>(p->id, std::move(p->msg)))
         .IgnoreError();
   } else {
