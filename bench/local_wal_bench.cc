@@ -74,6 +74,7 @@ struct Wal {
   kf::wal::WalBackend* log = nullptr;  // the backend, also once the adaptor owns it
   uint64_t reclaimed = 0;              // bytes Reclaim removed
   std::string dir;
+  std::string vchannel;  // the adaptor's messages'
 
   Wal(const std::string& root, const std::string& name, Layer l) : layer(l) {
     kf::wal::local::LocalOpenerOptions o;
@@ -95,6 +96,7 @@ struct Wal {
       auto w = kf::wal::OpenWal({.pchannel = name, .tso = tso.get()}, std::move(backend));
       if (!w.ok()) Die(w.status().ToString());
       adaptor = std::move(*w);
+      vchannel = std::string(adaptor->pchannel()) + "_bench";
     }
   }
   ~Wal() {
@@ -115,7 +117,7 @@ struct Wal {
       return;
     }
     kf::MutableMessage m(kf::MessageType::kInsert, payload);
-    m.set_vchannel(std::string(adaptor->pchannel()) + "_bench");
+    m.set_vchannel(vchannel);
     if (g_idempotency_keys) {
       m.set_idempotency_key("bench:" +
                             std::to_string(next_seq.fetch_add(1, std::memory_order_relaxed)));
