@@ -25,6 +25,7 @@ namespace kf::wal {
 struct WalImpl::Pending {
   WalImpl* wal;  // the backend callback captures only the shared_ptr (fits AnyInvocable inline)
   Role role = Role::kPlain;
+  bool exclusive = false;  // an exclusive message type (fails its vchannel's txns)
   MutableMessage msg;
   AppendResultCallback done;
   std::optional<IdempotencyKey> key;
@@ -179,6 +180,7 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
   p->metered = true;
   p->started = WalMetrics::Clock::now();
   const MessageType type = msg.type();
+  p->exclusive = IsExclusiveType(type);
   if (type == MessageType::kTimeTick) {
     p->role = Role::kTimeTick;
   } else if (type == MessageType::kBeginTxn) {
@@ -203,7 +205,7 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
   }
   // A broadcast retry is answered before the `_ik` check: a duplicate leaves no `_ik` state
   // behind, and a retry under the same `_ik` comes back here.
-  if (auto key = IsExclusiveType(type) ? BroadcastKey(msg) : std::nullopt) {
+  if (auto key = p->exclusive ? BroadcastKey(msg) : std::nullopt) {
     if (broadcasts_.Begin(*key, done) == IdempotencyTable<AppendResult>::Outcome::kDuplicate) {
       metrics_.Deduplicated();
       return;
@@ -252,7 +254,7 @@ absl::Status WalImpl::Intercept(const std::shared_ptr<Pending>& p, TimeTick tt) 
   RETURN_IF_ERROR(collections_.Admit(vchannel, p->collection));
   switch (p->role) {
     case Role::kPlain:
-      if (IsExclusiveType(p->msg.type())) txns_.FailVChannel(vchannel);
+      if (p->exclusive) txns_.FailVChannel(vchannel);
       return absl::OkStatus();
     case Role::kTimeTick:
       txns_.ObserveWatermark(tt);
