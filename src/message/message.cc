@@ -56,14 +56,29 @@ char* PutLenField(char* p, char tag, std::string_view bytes) {
   return p + bytes.size();
 }
 
-// Appends a message with `payload` and the properties `for_each` yields: for_each(fn) calls
-// fn(key, value) for each property in key order, and is called twice (size, then bytes).
+// A message's properties for EncodedMessageSize and EncodeMessage: for_each(fn) calls
+// fn(key, value) for each property in key order.
+auto EachProperty(const Properties& props) {
+  return [p = &props](const auto& fn) {
+    for (const auto& [k, v] : *p) fn(k, v);
+  };
+}
+
+// The exact size of a message with `payload` and the properties `for_each` yields.
+template <typename ForEach>
+size_t EncodedMessageSize(std::string_view payload, const ForEach& for_each) {
+  size_t size = payload.empty() ? 0 : LenFieldSize(payload.size());
+  for_each([&](std::string_view k, std::string_view v) { size += LenFieldSize(EntrySize(k, v)); });
+  return size;
+}
+
+// Appends a message with `payload` and the properties `for_each` yields (called twice: size,
+// then bytes).
 template <typename ForEach>
 void EncodeMessage(std::string_view payload, const ForEach& for_each, std::string* dst) {
   // One exact-size growth, then plain stores: this runs once per append.
   const size_t start = dst->size();
-  size_t size = payload.empty() ? 0 : LenFieldSize(payload.size());
-  for_each([&](std::string_view k, std::string_view v) { size += LenFieldSize(EntrySize(k, v)); });
+  const size_t size = EncodedMessageSize(payload, for_each);
   dst->resize(start + size);
   char* p = dst->data() + start;
   // proto3 omits a default (empty) bytes field; protobuf writes fields in number order and,
@@ -352,9 +367,7 @@ bool MutableMessage::not_persisted() const { return HasProperty(prop::kNotPersis
 void MutableMessage::set_not_persisted() { AssignProperty(prop::kNotPersisted, ""); }
 
 size_t MutableMessage::EncodedSize() const {
-  size_t n = payload_.empty() ? 0 : LenFieldSize(payload_.size());
-  for (const auto& [k, v] : properties_) n += LenFieldSize(EntrySize(k, v));
-  return n;
+  return EncodedMessageSize(payload_, EachProperty(properties_));
 }
 
 std::string MutableMessage::Encode() const {
@@ -364,12 +377,7 @@ std::string MutableMessage::Encode() const {
 }
 
 void MutableMessage::EncodeTo(std::string* dst) const {
-  EncodeMessage(
-      payload_,
-      [this](const auto& fn) {
-        for (const auto& [k, v] : properties_) fn(k, v);
-      },
-      dst);
+  EncodeMessage(payload_, EachProperty(properties_), dst);
 }
 
 void MutableMessage::EncodeTo(std::string* dst, const AppendStamp& stamp) const {
