@@ -79,13 +79,6 @@ struct ClientOptions {
   // The database of every collection call.
   std::string database = "default";
   RetryPolicy retry;
-  // Set by a client embedded in a process that serves gRPC (a coordinator or node that
-  // broadcasts DDL through it). The server's threads poll all the time, so the client's
-  // discovery thread then waits without polling; otherwise it takes turns as the process's
-  // poller and hands every request it picks up to a server thread, one more thread wake-up per
-  // request. Never set it in a process without a gRPC server: nothing would read the
-  // assignment updates while the client's other calls are idle.
-  bool server_in_process = false;
 };
 
 // kfctl status / StreamingCoord.GetStatus.

@@ -70,8 +70,7 @@ absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectInProcess(
   // A failed subchannel asks for re-resolution, which gRPC 1.51 rate-limits to one per 30 s by
   // default: a restarted server (same address) could stay unreachable that long.
   args.SetInt("grpc.dns_min_time_between_resolutions_ms", 100);
-  auto router =
-      std::make_shared<Router>(options.endpoint, std::move(args), !options.server_in_process);
+  auto router = std::make_shared<Router>(options.endpoint, std::move(args));
   return ClientAccess::Make(std::make_unique<kingfisher::Client::Impl>(
       std::move(options), std::move(router), std::move(local)));
 }

@@ -11,22 +11,7 @@
 
 namespace kf::client {
 
-namespace {
-
-// A completion queue whose Next polls, as a blocking call's does, or, with `poll` false, only
-// waits for the events that other threads' polling delivers.
-std::unique_ptr<grpc::CompletionQueue> NewQueue(bool poll) {
-  grpc_completion_queue_attributes attr{GRPC_CQ_CURRENT_VERSION, GRPC_CQ_NEXT,
-                                        poll ? GRPC_CQ_DEFAULT_POLLING : GRPC_CQ_NON_POLLING,
-                                        nullptr};
-  return std::make_unique<grpc::CompletionQueue>(
-      grpc_completion_queue_create(grpc_completion_queue_factory_lookup(&attr), &attr, nullptr));
-}
-
-}  // namespace
-
-Router::Router(std::string endpoint, grpc::ChannelArguments args, bool poll)
-    : args_(std::move(args)), poll_(poll) {
+Router::Router(std::string endpoint, grpc::ChannelArguments args) : args_(std::move(args)) {
   absl::MutexLock l(&mu_);
   endpoint_ = NodeAt(endpoint);
   discovery_ = std::thread([this] { DiscoveryLoop(); });
@@ -152,7 +137,10 @@ absl::Status Router::Follow(const std::shared_ptr<Node>& node) {
     watch_ctx_ = &ctx;
   }
   auto stub = kingfisher::v1::StreamingCoord::NewStub(node->channel);
-  std::unique_ptr<grpc::CompletionQueue> cq = NewQueue(poll_);
+  // A polling queue: a call on a non-polling one aborts the process inside gRPC (1.51,
+  // polling_entity.cc: "pollset != nullptr") when it has to wait for a connection, e.g. while
+  // its server shuts down or the coordinator restarts.
+  auto cq = std::make_unique<grpc::CompletionQueue>();
   // One operation at a time, so each Next completes the one started just before it.
   void* const kTag = cq.get();
   auto completed = [&cq] {

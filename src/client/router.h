@@ -10,11 +10,6 @@
 // An endpoint without discovery (UNIMPLEMENTED: a server that predates it, or a test fake) puts
 // the router in static mode: every pchannel routes to the endpoint, term 0 (unchecked).
 //
-// Polling: gRPC makes progress only while some thread polls, and every thread blocked in a
-// completion queue takes turns as the process's one poller; one that finds another thread's
-// event hands it over with a wake-up. Where the process runs a gRPC server, whose threads
-// always poll, the discovery thread therefore waits on a non-polling queue (`poll` false).
-//
 // Thread-safety: thread-safe. Ownership: owns the channels and stubs it hands out (routes
 // share them), and the discovery thread, which the destructor stops.
 #pragma once
@@ -52,8 +47,7 @@ class Router {
     int64_t version = 0;  // of the snapshot it came from
   };
 
-  // `poll`: whether the discovery thread polls while it waits (see above).
-  Router(std::string endpoint, grpc::ChannelArguments args, bool poll = true);
+  Router(std::string endpoint, grpc::ChannelArguments args);
   ~Router();
 
   // The channel to the endpoint itself (status calls).
@@ -77,7 +71,6 @@ class Router {
   absl::Status Follow(const std::shared_ptr<Node>& node);
 
   const grpc::ChannelArguments args_;
-  const bool poll_;
   std::shared_ptr<Node> endpoint_;
 
   mutable absl::Mutex mu_;

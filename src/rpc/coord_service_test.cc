@@ -121,11 +121,11 @@ class CoordServiceTest : public ::testing::Test {
 
   // A client's Router follows the watch: Resolve routes to the node holding a pchannel and,
   // after a routing error (the caller passes the version it used), to the next owner at its new
-  // term. `poll` false: as in a serving process, only the server's threads poll.
-  void ExpectRouterFollowsFailover(bool poll) {
+  // term.
+  void ExpectRouterFollowsFailover() {
     AddNode(1);
     StartServer(/*with_oracle=*/true);
-    client::Router router(server_->address(), grpc::ChannelArguments(), poll);
+    client::Router router(server_->address(), grpc::ChannelArguments());
     ConfirmAllOn(1);
     auto first = router.Resolve("kf-dml_0", 0, absl::Now() + kWait);
     ASSERT_TRUE(first.ok()) << first.status();
@@ -139,7 +139,7 @@ class CoordServiceTest : public ::testing::Test {
     ASSERT_TRUE(moved.ok()) << moved.status();
     EXPECT_EQ(moved->node->address, "127.0.0.1:20002");
     EXPECT_EQ(moved->term, 2);
-  }  // the router's destructor cancels its watch: the test hangs if that needs polling
+  }
 
   std::filesystem::path dir_;
   std::unique_ptr<meta::EmbeddedMetaStore> store_;
@@ -179,11 +179,7 @@ TEST_F(CoordServiceTest, WatchSendsTheCurrentAssignmentThenEveryChange) {
   ctx2.TryCancel();
 }
 
-TEST_F(CoordServiceTest, RouterFollowsFailover) { ExpectRouterFollowsFailover(/*poll=*/true); }
-
-TEST_F(CoordServiceTest, RouterEmbeddedInAServingProcessFollowsFailoverWithoutPolling) {
-  ExpectRouterFollowsFailover(/*poll=*/false);
-}
+TEST_F(CoordServiceTest, RouterFollowsFailover) { ExpectRouterFollowsFailover(); }
 
 TEST_F(CoordServiceTest, GetStatusReportsNodesAndPChannels) {
   AddNode(3);

@@ -12,7 +12,6 @@ ProducerAppender::~ProducerAppender() { Close(); }
 absl::Status ProducerAppender::Open(const std::string& endpoint) {
   kingfisher::ClientOptions options = options_;
   options.endpoint = endpoint;
-  options.server_in_process = true;  // the DDL host runs in the coordinator's or node's server
   absl::StatusOr<std::unique_ptr<kingfisher::Client>> client =
       kingfisher::Client::Connect(std::move(options));
   if (!client.ok()) return client.status();

@@ -29,8 +29,7 @@ namespace kf::streaming::ddl {
 
 class ProducerAppender final : public BroadcastAppender {
  public:
-  // `options.endpoint` is ignored (Open gives it) and `server_in_process` set (the appender
-  // lives in a serving process); the rest (timeouts, retry) is used as is.
+  // `options.endpoint` is ignored (Open gives it); the rest (timeouts, retry) is used as is.
   explicit ProducerAppender(kingfisher::ClientOptions options = {});
   // Close().
   ~ProducerAppender() override;
