@@ -96,11 +96,14 @@ absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadli
       if (closed_) return absl::CancelledError("consumer closed");
       need_stream = stream_ == nullptr;
       if (need_stream) {
-        // Wait out the backoff (Close interrupts it).
+        // Wait out the backoff (Close interrupts it). A timed wait may return a little early,
+        // so the clock, not the wait's return, says whose time came.
         auto closed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_; };
-        if (mu_.AwaitWithDeadline(absl::Condition(&closed), std::min(reconnect_at_, deadline))) {
-          return absl::CancelledError("consumer closed");
+        const absl::Time until = std::min(reconnect_at_, deadline);
+        while (!closed_ && absl::Now() < until) {
+          mu_.AwaitWithDeadline(absl::Condition(&closed), until);
         }
+        if (closed_) return absl::CancelledError("consumer closed");
         if (absl::Now() < reconnect_at_) {
           return absl::DeadlineExceededError("no message before the deadline (reconnecting)");
         }
