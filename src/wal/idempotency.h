@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,48 +50,69 @@ class IdempotencyTable {
 
   enum class Outcome { kNew, kDuplicate };
 
+  // One key of BeginAll.
+  struct Begun {
+    const IdempotencyKey* key;
+    Waiter* waiter;
+    Outcome outcome = Outcome::kNew;  // out
+  };
+  // One key of FinishAll, with its append's result.
+  struct Finished {
+    const IdempotencyKey* key;
+    const absl::StatusOr<Result>* result;
+  };
+
   // Registers an append of `key`. kNew: the caller appends and later calls Complete or Fail.
   // kDuplicate: `waiter` has been (or will be, when the original finishes) called with the
   // original result; the caller must not append. `waiter` is consumed only for kDuplicate.
   Outcome Begin(const IdempotencyKey& key, Waiter& waiter) {
-    // Built only for a duplicate: a Status with a message allocates, and kNew is the hot path.
-    std::optional<absl::StatusOr<Result>> answer;
+    Begun one{&key, &waiter};
+    BeginAll(std::span<Begun>(&one, 1));
+    return one.outcome;
+  }
+
+  // Begin for several keys under one lock (an appender and the completions contend for it).
+  void BeginAll(std::span<Begun> all) {
+    // Answers built only for duplicates: a Status with a message allocates, and kNew is the
+    // hot path.
+    std::vector<std::pair<Waiter*, absl::StatusOr<Result>>> answers;
     {
       absl::MutexLock lock(&mu_);
-      Producer& p = Touch(key.producer);
-      Slot* s = p.window.Find(key.sequence);
-      if (s == nullptr) {
-        if (p.window.live() > 0 && p.window.live() >= window_ &&
-            key.sequence < p.window.front().sequence) {
-          answer = absl::FailedPreconditionError(
-              "idempotency key " + key.producer + ":" + std::to_string(key.sequence) +
-              " is older than the deduplication window; refusing a possible duplicate");
-        } else {
-          // Not trimmed here: the oldest entry is usually still in flight (the completion
-          // trims once it is done).
-          p.window.Add(key.sequence);
-          ++p.in_flight;
-          return Outcome::kNew;
-        }
-      } else if (s->state == Window::State::kDone) {
-        answer = s->result;
-      } else {
-        p.waiters[key.sequence].push_back(std::move(waiter));
-        return Outcome::kDuplicate;
-      }
+      for (Begun& b : all) b.outcome = BeginLocked(*b.key, *b.waiter, &answers);
     }
-    std::move(waiter)(*std::move(answer));
-    return Outcome::kDuplicate;
+    for (auto& [waiter, answer] : answers) {
+      Waiter& w = *waiter;
+      std::move(w)(std::move(answer));
+    }
   }
 
   // The append of `key` is durable with `result`: remember it and answer waiting duplicates.
   void Complete(const IdempotencyKey& key, const Result& result) {
-    Finish(key, result, /*keep=*/true);
+    const absl::StatusOr<Result> r = result;
+    Finished one{&key, &r};
+    FinishAll(std::span<const Finished>(&one, 1));
   }
 
   // The append of `key` failed: waiting duplicates get `status`; a later retry appends anew.
   void Fail(const IdempotencyKey& key, const absl::Status& status) {
-    Finish(key, status, /*keep=*/false);
+    const absl::StatusOr<Result> r = status;
+    Finished one{&key, &r};
+    FinishAll(std::span<const Finished>(&one, 1));
+  }
+
+  // Complete (an OK result) or Fail (an error) for several keys under one lock.
+  void FinishAll(std::span<const Finished> all) {
+    std::vector<std::pair<std::vector<Waiter>, const absl::StatusOr<Result>*>> answers;
+    {
+      absl::MutexLock lock(&mu_);
+      for (const Finished& f : all) {
+        std::vector<Waiter> waiters = FinishLocked(*f.key, *f.result);
+        if (!waiters.empty()) answers.emplace_back(std::move(waiters), f.result);
+      }
+    }
+    for (auto& [waiters, result] : answers) {
+      for (auto& w : waiters) std::move(w)(*result);
+    }
   }
 
   // Records a result found in the log while recovering.
@@ -146,31 +168,58 @@ class IdempotencyTable {
     }
   }
 
-  void Finish(const IdempotencyKey& key, const absl::StatusOr<Result>& result, bool keep) {
-    std::vector<Waiter> waiters;
-    {
-      absl::MutexLock lock(&mu_);
-      auto pit = producers_.find(key.producer);
-      if (pit == producers_.end()) return;
-      Producer& p = pit->second;
-      Slot* s = p.window.Find(key.sequence);
-      if (s == nullptr || s->state != Window::State::kInFlight) return;
-      --p.in_flight;
-      if (!p.waiters.empty()) {
-        if (auto w = p.waiters.find(key.sequence); w != p.waiters.end()) {
-          waiters = std::move(w->second);
-          p.waiters.erase(w);
-        }
+  Outcome BeginLocked(const IdempotencyKey& key, Waiter& waiter,
+                      std::vector<std::pair<Waiter*, absl::StatusOr<Result>>>* answers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Producer& p = Touch(key.producer);
+    Slot* s = p.window.Find(key.sequence);
+    if (s == nullptr) {
+      if (p.window.live() > 0 && p.window.live() >= window_ &&
+          key.sequence < p.window.front().sequence) {
+        answers->emplace_back(
+            &waiter, absl::FailedPreconditionError(
+                         "idempotency key " + key.producer + ":" + std::to_string(key.sequence) +
+                         " is older than the deduplication window; refusing a possible duplicate"));
+        return Outcome::kDuplicate;
       }
-      if (keep) {
-        s->state = Window::State::kDone;
-        s->result = *result;  // keep: only Complete, whose result is ok
-        Trim(p);
-      } else {
-        p.window.Remove(s);
+      // Not trimmed here: the oldest entry is usually still in flight (the completion trims
+      // once it is done).
+      p.window.Add(key.sequence);
+      ++p.in_flight;
+      return Outcome::kNew;
+    }
+    if (s->state == Window::State::kDone) {
+      answers->emplace_back(&waiter, s->result);
+    } else {
+      p.waiters[key.sequence].push_back(std::move(waiter));
+    }
+    return Outcome::kDuplicate;
+  }
+
+  // Settles `key` with `result` (kept when OK); returns the duplicates waiting for it.
+  std::vector<Waiter> FinishLocked(const IdempotencyKey& key, const absl::StatusOr<Result>& result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<Waiter> waiters;
+    auto pit = producers_.find(key.producer);
+    if (pit == producers_.end()) return waiters;
+    Producer& p = pit->second;
+    Slot* s = p.window.Find(key.sequence);
+    if (s == nullptr || s->state != Window::State::kInFlight) return waiters;
+    --p.in_flight;
+    if (!p.waiters.empty()) {
+      if (auto w = p.waiters.find(key.sequence); w != p.waiters.end()) {
+        waiters = std::move(w->second);
+        p.waiters.erase(w);
       }
     }
-    for (auto& w : waiters) std::move(w)(result);
+    if (result.ok()) {
+      s->state = Window::State::kDone;
+      s->result = *result;
+      Trim(p);
+    } else {
+      p.window.Remove(s);
+    }
+    return waiters;
   }
 
   const size_t window_;

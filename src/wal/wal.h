@@ -33,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
@@ -63,6 +64,13 @@ struct AppendResult {
   std::optional<kingfisher::v1::TxnContext> txn;
 };
 using AppendResultCallback = absl::AnyInvocable<void(absl::StatusOr<AppendResult>) &&>;
+
+// One message of Wal::AppendBatch, with what Wal::Append would take for it.
+struct AppendRequest {
+  trace::Context ctx;
+  MutableMessage msg;
+  AppendResultCallback done;
+};
 
 struct WalOptions {
   std::string pchannel;
@@ -141,6 +149,12 @@ class Wal {
   // with the error. A message whose `_ik` was seen before gets the original result and is not
   // appended again (if the original is still in flight, `done` waits for it).
   virtual void Append(const trace::Context& ctx, MutableMessage msg, AppendResultCallback done) = 0;
+
+  // Appends `requests` in their order, as one Append each would (same results, spans and
+  // errors), but lets the adaptor pass runs of ordinary messages through its sequencer and
+  // its bookkeeping together: what a producer with many messages queued should call. The
+  // default calls Append for each.
+  virtual void AppendBatch(std::vector<AppendRequest> requests);
 
   // Blocking convenience over Append.
   absl::StatusOr<AppendResult> AppendSync(const trace::Context& ctx, MutableMessage msg);

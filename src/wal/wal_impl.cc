@@ -47,9 +47,10 @@ struct WalImpl::Pending {
   // kCommit: the durable callback and the txn's commit gate both arrive; the second finishes.
   std::atomic<int> commit_arrivals{0};
   absl::Status gate_status;
-  // Set by the durable side before it arrives. Not built with a message: a Status with one
-  // allocates, and every append builds a Pending.
-  absl::StatusOr<AppendResult> commit_result;
+  // The settled result, for whoever finishes the append later (a CommitTxn's second arrival,
+  // a Run's end). Not built with a message: a Status with one allocates, and every append
+  // builds a Pending.
+  absl::StatusOr<AppendResult> result;
   // Wal::Append calls only (not the adaptor's own TimeTicks): reported by Finish.
   bool metered = false;
   WalMetrics::Clock::time_point started;
@@ -175,11 +176,71 @@ absl::Status WalImpl::Rejection() const {
 }
 
 void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResultCallback done) {
+  const MessageType type = msg.type();
+  auto p = Prepare(std::move(msg), std::move(done), type, WalMetrics::Clock::now());
+  if (p == nullptr) return;
+  if (p->key && Deduplicated(*p, dedup_.Begin(*p->key, p->done))) return;
+  if (Enter(ctx, *p)) Persist(std::move(p));
+}
+
+namespace {
+
+// What AppendBatch may pass through the sequencer together: messages whose admission changes
+// no transaction or collection state (so one LCMID holds for the whole run).
+bool Batchable(MessageType type, const MutableMessage& msg) {
+  return type != MessageType::kTimeTick && !IsTxnControlType(type) && !IsExclusiveType(type) &&
+         !msg.HasProperty(prop::kTxn);
+}
+
+}  // namespace
+
+void WalImpl::AppendBatch(std::vector<AppendRequest> requests) {
+  const WalMetrics::Clock::time_point started = WalMetrics::Clock::now();
+  using Table = IdempotencyTable<AppendResult>;
+  std::vector<std::pair<std::shared_ptr<Pending>, const trace::Context*>> prepared;
+  std::vector<Table::Begun> begun;
+  std::vector<std::shared_ptr<Pending>> run;
+  for (size_t i = 0; i < requests.size();) {
+    if (!Batchable(requests[i].msg.type(), requests[i].msg)) {
+      Append(requests[i].ctx, std::move(requests[i].msg), std::move(requests[i].done));
+      ++i;
+      continue;
+    }
+    // The run: Append's steps for each, with one lock of the `_ik` table for all.
+    prepared.clear();
+    begun.clear();
+    for (; i < requests.size(); ++i) {
+      AppendRequest& r = requests[i];
+      const MessageType type = r.msg.type();
+      if (!Batchable(type, r.msg)) break;
+      if (auto p = Prepare(std::move(r.msg), std::move(r.done), type, started)) {
+        if (p->key) begun.push_back({.key = &*p->key, .waiter = &p->done});
+        prepared.emplace_back(std::move(p), &r.ctx);
+      }
+    }
+    dedup_.BeginAll(std::span(begun));
+    run.clear();
+    size_t next_begun = 0;
+    for (auto& [p, ctx] : prepared) {
+      if (p->key && Deduplicated(*p, begun[next_begun++].outcome)) continue;
+      if (Enter(*ctx, *p)) run.push_back(std::move(p));
+    }
+    PersistRun(std::move(run));
+  }
+}
+
+std::shared_ptr<WalImpl::Pending> WalImpl::Prepare(MutableMessage msg, AppendResultCallback done,
+                                                   MessageType type,
+                                                   WalMetrics::Clock::time_point started) {
+  auto reject = [&](absl::Status bad) {
+    metrics_.AppendFinished(bad, started, started, 0);
+    std::move(done)(std::move(bad));
+    return nullptr;
+  };
   auto p = std::make_shared<Pending>();
   p->wal = this;
   p->metered = true;
-  p->started = WalMetrics::Clock::now();
-  const MessageType type = msg.type();
+  p->started = started;
   p->exclusive = IsExclusiveType(type);
   if (type == MessageType::kTimeTick) {
     p->role = Role::kTimeTick;
@@ -191,59 +252,57 @@ void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResult
                                                   : Role::kBody;
     p->txn_id = TxnId(txn->txn_id());
   } else if (IsTxnControlType(type) || msg.HasProperty(prop::kTxn)) {
-    absl::Status bad = StreamingError(StreamingCode::kInvalidArgument,
-                                      absl::StrCat(ToAbsl(MessageTypeName(type)),
-                                                   " needs a decodable transaction context `_tx`"));
-    metrics_.AppendFinished(bad, p->started, 0);
-    std::move(done)(std::move(bad));
-    return;
+    return reject(StreamingError(StreamingCode::kInvalidArgument,
+                                 absl::StrCat(ToAbsl(MessageTypeName(type)),
+                                              " needs a decodable transaction context `_tx`")));
   }
   if (absl::Status bad = CollectionTable::Prepare(msg, &p->collection); !bad.ok()) {
-    metrics_.AppendFinished(bad, p->started, 0);
-    std::move(done)(std::move(bad));
-    return;
+    return reject(std::move(bad));
   }
   // A broadcast retry is answered before the `_ik` check: a duplicate leaves no `_ik` state
   // behind, and a retry under the same `_ik` comes back here.
   if (auto key = p->exclusive ? BroadcastKey(msg) : std::nullopt) {
     if (broadcasts_.Begin(*key, done) == IdempotencyTable<AppendResult>::Outcome::kDuplicate) {
       metrics_.Deduplicated();
-      return;
+      return nullptr;
     }
     p->broadcast_key = std::move(*key);
   }
   if (auto ik = msg.idempotency_key()) {
     auto key = ParseIdempotencyKey(*ik);
     if (!key.ok()) {
-      metrics_.AppendFinished(key.status(), p->started, 0);
-      std::move(done)(key.status());
-      return;
-    }
-    if (dedup_.Begin(*key, done) == IdempotencyTable<AppendResult>::Outcome::kDuplicate) {
-      // The original holds the broadcast key too (same message): this copy lets it go.
-      if (p->broadcast_key) {
-        broadcasts_.Fail(*p->broadcast_key, absl::AbortedError("duplicate of an `_ik` append"));
-      }
-      metrics_.Deduplicated();
-      return;
+      if (p->broadcast_key) broadcasts_.Fail(*p->broadcast_key, key.status());
+      return reject(key.status());
     }
     p->key = std::move(*key);
   }
-  absl::Status rejection = BeginInFlight();
-  if (rejection.ok()) {
-    p->counted = true;
-    appends_since_tick_.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    if (p->key) dedup_.Fail(*p->key, rejection);
-    if (p->broadcast_key) broadcasts_.Fail(*p->broadcast_key, rejection);
-    metrics_.AppendFinished(rejection, p->started, 0);
-    std::move(done)(rejection);
-    return;
-  }
   p->done = std::move(done);
   p->msg = std::move(msg);
-  std::tie(p->append_ctx, p->append_span) = StartSpanForMessage(ctx, &p->msg, "wal.append");
-  Persist(std::move(p));
+  return p;
+}
+
+bool WalImpl::Deduplicated(Pending& p, IdempotencyTable<AppendResult>::Outcome outcome) {
+  if (outcome != IdempotencyTable<AppendResult>::Outcome::kDuplicate) return false;
+  // The original holds the broadcast key too (same message): this copy lets it go.
+  if (p.broadcast_key) {
+    broadcasts_.Fail(*p.broadcast_key, absl::AbortedError("duplicate of an `_ik` append"));
+  }
+  metrics_.Deduplicated();
+  return true;
+}
+
+bool WalImpl::Enter(const trace::Context& ctx, Pending& p) {
+  if (absl::Status rejection = BeginInFlight(); !rejection.ok()) {
+    if (p.key) dedup_.Fail(*p.key, rejection);
+    if (p.broadcast_key) broadcasts_.Fail(*p.broadcast_key, rejection);
+    metrics_.AppendFinished(rejection, p.started, p.started, 0);
+    std::move(p.done)(rejection);
+    return false;
+  }
+  p.counted = true;
+  appends_since_tick_.fetch_add(1, std::memory_order_relaxed);
+  std::tie(p.append_ctx, p.append_span) = StartSpanForMessage(ctx, &p.msg, "wal.append");
+  return true;
 }
 
 absl::Status WalImpl::Intercept(const std::shared_ptr<Pending>& p, TimeTick tt) {
@@ -298,6 +357,32 @@ void WalImpl::AbandonIntercepted(Pending& p, const absl::Status& cause) {
   }
 }
 
+void WalImpl::StampAttempt(Pending& p, TimeTick tt, const std::optional<MessageId>& lcmid) {
+  p.timetick = tt;
+  p.stamp = AppendStamp{.timetick = tt, .term = term_, .last_confirmed = lcmid};
+  p.last_confirmed = lcmid.value_or(p.id);
+  // The persisted `_tc` is the last attempt's span (TRACING.md §5).
+  p.impl_span = StartSpanForStampedMessage(p.append_ctx, p.msg, "wal.appendimpl", &p.stamp).second;
+}
+
+void WalImpl::EndFailedAttempt(Pending& p, const absl::Status& status) {
+  if (!p.impl_span) return;
+  p.impl_span->RecordError(status);
+  p.impl_span->End();
+  p.impl_span.reset();
+}
+
+namespace {
+
+// SPEC §1: reading from the LCMID must yield every later message, so it is the Begin of the
+// oldest transaction still open (its later messages are still to come); nullopt: the message.
+std::optional<MessageId> Lcmid(const TxnManager& txns, const MessageId& id) {
+  if (auto begin = txns.EarliestActiveBegin(); begin && begin->id < id) return begin->id;
+  return std::nullopt;
+}
+
+}  // namespace
+
 void WalImpl::Persist(std::shared_ptr<Pending> p) {
   absl::Duration backoff = options_.initial_backoff;
   for (int attempt = 1;; ++attempt) {
@@ -316,19 +401,7 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
       } else {
         intercepted = true;
         p->id = backend_->NextId();
-        p->stamp = AppendStamp{.timetick = *tt, .term = term_};
-        // SPEC §1: reading from the LCMID must yield every later message, so it is the Begin
-        // of the oldest transaction still open (its later messages are still to come).
-        if (auto begin = txns_.EarliestActiveBegin(); begin && begin->id < p->id) {
-          p->last_confirmed = begin->id;
-          p->stamp.last_confirmed = begin->id;
-        } else {
-          p->last_confirmed = p->id;
-        }
-        // The persisted `_tc` is the last attempt's span (TRACING.md §5).
-        p->impl_span =
-            StartSpanForStampedMessage(p->append_ctx, p->msg, "wal.appendimpl", &p->stamp).second;
-        p->timetick = *tt;
+        StampAttempt(*p, *tt, Lcmid(txns_, p->id));
         if (p->role != Role::kPlain && p->role != Role::kTimeTick) p->txn = p->msg.txn();
         // Not retained: freed here, on the thread that allocated it, after the enqueue (frees
         // on the callback thread contend for this thread's malloc arena).
@@ -368,11 +441,7 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
       }
     }
     // Nothing was enqueued.
-    if (p->impl_span) {
-      p->impl_span->RecordError(enqueue_status);
-      p->impl_span->End();
-      p->impl_span.reset();
-    }
+    EndFailedAttempt(*p, enqueue_status);
     if (intercepted) AbandonIntercepted(*p, enqueue_status);
     // A transient failure is retried, except inside a transaction: its admission cannot be
     // replayed at a new timetick, so the txn failed above and the client retries it whole.
@@ -388,16 +457,126 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
   }
 }
 
+// A run of AppendBatch: ordinary messages enqueued under one hold of the sequencer. Each
+// entry's callback settles its message in WAL order; the last of them (or the appending
+// thread, if every callback came first) finishes them all, and deletes the run.
+struct WalImpl::Run {
+  WalImpl* wal;
+  std::vector<std::shared_ptr<Pending>> items;  // the enqueued ones, in WAL order
+  // Callbacks still to come, plus one the appending thread holds until it knows `items`.
+  std::atomic<size_t> outstanding{0};
+};
+
+void WalImpl::PersistRun(std::vector<std::shared_ptr<Pending>> items) {
+  if (items.size() <= 1) {
+    if (!items.empty()) Persist(std::move(items[0]));
+    return;
+  }
+  const size_t n = items.size();
+  auto* run = new Run{.wal = this};
+  run->items.reserve(n);
+  run->outstanding.store(n + 1, std::memory_order_relaxed);
+  std::vector<std::shared_ptr<Pending>> rejected;  // by a rule: answered after the lock
+  std::vector<std::shared_ptr<Pending>> unsent;    // the backend refused: retried alone
+  absl::Status enqueue_status;
+  {
+    std::vector<MutableMessage> released;  // declared first: destroyed after the lock
+    released.reserve(n);                   // (the encoder reads its last element)
+    absl::MutexLock lock(&seq_mu_);
+    auto first = options_.tso->Allocate(static_cast<uint32_t>(n));
+    if (!first.ok()) enqueue_status = first.status();
+    // Nothing in a run opens or closes a txn: one LCMID and one retention hold for all of it.
+    const std::optional<MessageId> lcmid =
+        first.ok() ? Lcmid(txns_, backend_->NextId()) : std::nullopt;
+    const bool retain = readers_.load(std::memory_order_acquire) > 0;
+    for (size_t i = 0; i < n; ++i) {
+      std::shared_ptr<Pending>& p = items[i];
+      if (!enqueue_status.ok()) {
+        unsent.push_back(std::move(p));
+        continue;
+      }
+      const TimeTick tt(first->value() + i);
+      if (absl::Status admitted = Intercept(p, tt); !admitted.ok()) {
+        p->result = std::move(admitted);
+        rejected.push_back(std::move(p));
+        continue;
+      }
+      p->id = backend_->NextId();
+      StampAttempt(*p, tt, lcmid);
+      p->retain = retain;
+      if (!retain) released.push_back(std::move(p->msg));
+      const MutableMessage& msg = retain ? p->msg : released.back();
+      not_durable_.fetch_add(1, std::memory_order_relaxed);
+      auto id = backend_->AppendEncoded(
+          [&](std::string* out) {
+            const size_t before = out->size();
+            msg.EncodeTo(out, p->stamp);
+            p->bytes = out->size() - before;
+          },
+          // `p` stays alive: the run is finished only after this thread lets go of it.
+          [run, entry = p.get()](absl::Status s) {
+            run->wal->OnRunEntryDurable(run, *entry, std::move(s));
+          });
+      if (!id.ok()) {
+        not_durable_.fetch_sub(1, std::memory_order_relaxed);
+        if (!retain) p->msg = std::move(released.back());
+        enqueue_status = id.status();
+        unsent.push_back(std::move(p));
+        continue;
+      }
+      if (*id != p->id) BackendBroke(options_.pchannel, p->id, *id);
+      last_timetick_ = tt;
+      last_id_ = *id;
+      run->items.push_back(std::move(p));
+    }
+  }
+  ReleaseRun(run, n + 1 - run->items.size());
+  for (auto& p : rejected) Finish(p, std::move(p->result));
+  for (auto& p : unsent) {
+    EndFailedAttempt(*p, enqueue_status);
+    Persist(std::move(p));  // with a single append's retries and backoff
+  }
+}
+
+void WalImpl::OnRunEntryDurable(Run* run, Pending& p, absl::Status status) {
+  p.result = Settle(p, std::move(status));
+  ReleaseRun(run, 1);
+}
+
+void WalImpl::ReleaseRun(Run* run, size_t count) {
+  if (run->outstanding.fetch_sub(count, std::memory_order_acq_rel) != count) return;
+  std::unique_ptr<Run> owned(run);
+  // One lock of the `_ik` table and one clock read for the whole run.
+  std::vector<IdempotencyTable<AppendResult>::Finished> settled;
+  settled.reserve(run->items.size());
+  for (auto& p : run->items) {
+    if (p->key) settled.push_back({&*p->key, &p->result});
+  }
+  run->wal->dedup_.FinishAll(std::span(settled));
+  const WalMetrics::Clock::time_point now = WalMetrics::Clock::now();
+  for (auto& p : run->items) run->wal->Answer(*p, std::move(p->result), now);
+}
+
 absl::Status WalImpl::Health() const {
   absl::MutexLock lock(&state_mu_);
   return broken_;
 }
 
 void WalImpl::OnDurable(const std::shared_ptr<Pending>& p, absl::Status status) {
-  if (p->impl_span) {
-    if (!status.ok()) p->impl_span->RecordError(status);
-    p->impl_span->End();
-    p->impl_span.reset();
+  absl::StatusOr<AppendResult> result = Settle(*p, std::move(status));
+  if (p->role == Role::kCommit) {
+    p->result = std::move(result);
+    ArriveCommit(p);
+    return;
+  }
+  Finish(p, std::move(result));
+}
+
+absl::StatusOr<AppendResult> WalImpl::Settle(Pending& p, absl::Status status) {
+  if (p.impl_span) {
+    if (!status.ok()) p.impl_span->RecordError(status);
+    p.impl_span->End();
+    p.impl_span.reset();
   }
   if (!status.ok()) {
     not_durable_.fetch_sub(1, std::memory_order_relaxed);
@@ -414,67 +593,60 @@ void WalImpl::OnDurable(const std::shared_ptr<Pending>& p, absl::Status status) 
       if (broken_.ok()) broken_ = sticky;
       rejecting_.store(true);
     }
-    AbandonIntercepted(*p, sticky);
-    if (p->role == Role::kCommit) {
-      p->commit_result = sticky;
-      ArriveCommit(p);
-    } else {
-      Finish(p, sticky);
-    }
-    return;
+    AbandonIntercepted(p, sticky);
+    return sticky;
   }
-  AppendResult result{.id = p->id,
-                      .timetick = p->timetick,
-                      .last_confirmed = p->last_confirmed,
-                      .txn = std::move(p->txn)};
+  AppendResult result{.id = p.id,
+                      .timetick = p.timetick,
+                      .last_confirmed = p.last_confirmed,
+                      .txn = std::move(p.txn)};
   // Callbacks run in WAL order, so the buffer receives every durable message in order.
   // A rejection (closed buffer) only means no tailing reader will see it.
-  if (p->retain) {
-    p->msg.Stamp(p->stamp);  // now as persisted
-    buffer_->Append(std::make_shared<const ImmutableMessage>(p->id, std::move(p->msg)))
-        .IgnoreError();
+  if (p.retain) {
+    p.msg.Stamp(p.stamp);  // now as persisted
+    buffer_->Append(std::make_shared<const ImmutableMessage>(p.id, std::move(p.msg))).IgnoreError();
   } else {
-    buffer_->Skip(p->id, p->timetick);  // the buffer covers only what follows
+    buffer_->Skip(p.id, p.timetick);  // the buffer covers only what follows
   }
   not_durable_.fetch_sub(1, std::memory_order_release);
-  if (p->role == Role::kBody) txns_.BodyDurable(p->txn_id);
-  if (p->role == Role::kCommit) {
-    p->commit_result = std::move(result);
-    ArriveCommit(p);
-    return;
-  }
-  Finish(p, std::move(result));
+  if (p.role == Role::kBody) txns_.BodyDurable(p.txn_id);
+  return result;
 }
 
 void WalImpl::ArriveCommit(const std::shared_ptr<Pending>& p) {
   if (p->commit_arrivals.fetch_add(1, std::memory_order_acq_rel) != 1) return;
-  if (!p->gate_status.ok() && p->commit_result.ok()) {
+  if (!p->gate_status.ok() && p->result.ok()) {
     Finish(p, p->gate_status);
   } else {
-    Finish(p, std::move(p->commit_result));
+    Finish(p, std::move(p->result));
   }
 }
 
 void WalImpl::Finish(const std::shared_ptr<Pending>& p, absl::StatusOr<AppendResult> result) {
-  auto settle = [&result](IdempotencyTable<AppendResult>& table,
-                          const std::optional<IdempotencyKey>& key) {
-    if (!key) return;
+  if (p->key) {
+    const IdempotencyTable<AppendResult>::Finished settled{&*p->key, &result};
+    dedup_.FinishAll(std::span(&settled, 1));
+  }
+  Answer(*p, std::move(result), WalMetrics::Clock::now());
+}
+
+void WalImpl::Answer(Pending& p, absl::StatusOr<AppendResult> result,
+                     WalMetrics::Clock::time_point now) {
+  if (p.broadcast_key) {
     if (result.ok()) {
-      table.Complete(*key, *result);
+      broadcasts_.Complete(*p.broadcast_key, *result);
     } else {
-      table.Fail(*key, result.status());
+      broadcasts_.Fail(*p.broadcast_key, result.status());
     }
-  };
-  settle(dedup_, p->key);
-  settle(broadcasts_, p->broadcast_key);
-  if (p->append_span) {
-    if (!result.ok()) p->append_span->RecordError(result.status());
-    p->append_span->End();
+  }
+  if (p.append_span) {
+    if (!result.ok()) p.append_span->RecordError(result.status());
+    p.append_span->End();
   }
   // Before the callback: whoever sees the ack also sees it counted.
-  if (p->metered) metrics_.AppendFinished(result.status(), p->started, p->bytes);
-  if (p->done) std::move(p->done)(std::move(result));
-  if (p->counted) EndInFlight();
+  if (p.metered) metrics_.AppendFinished(result.status(), p.started, now, p.bytes);
+  if (p.done) std::move(p.done)(std::move(result));
+  if (p.counted) EndInFlight();
 }
 
 void WalImpl::SyncTimeTick() {
@@ -634,6 +806,10 @@ void WalImpl::Close() {
   }
   backend_->Close().IgnoreError();  // every queued callback has run; nothing left to report
   if (buffer_) buffer_->Close();    // wakes tailing readers with ON_SHUTDOWN
+}
+
+void Wal::AppendBatch(std::vector<AppendRequest> requests) {
+  for (AppendRequest& r : requests) Append(r.ctx, std::move(r.msg), std::move(r.done));
 }
 
 absl::StatusOr<AppendResult> Wal::AppendSync(const trace::Context& ctx, MutableMessage msg) {

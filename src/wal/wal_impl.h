@@ -32,6 +32,7 @@ class WalImpl final : public Wal {
   const std::string& pchannel() const override { return options_.pchannel; }
   Term term() const override { return term_; }
   void Append(const trace::Context& ctx, MutableMessage msg, AppendResultCallback done) override;
+  void AppendBatch(std::vector<AppendRequest> requests) override;
   absl::StatusOr<std::unique_ptr<Scanner>> Read(const ScanOptions& options) override;
   TimeTick LastTimeTick() const override;
   int readers() const override { return readers_.load(std::memory_order_relaxed); }
@@ -54,11 +55,29 @@ class WalImpl final : public Wal {
 
  private:
   struct Pending;
+  struct Run;
   enum class Role { kPlain, kTimeTick, kBegin, kBody, kCommit, kRollback };
 
+  // Append's steps before the sequencer, in order:
+  // Prepare: the message's role, the collection rules' inputs, the broadcast deduplication and
+  // the `_ik` parse. Null when the append already got its answer.
+  std::shared_ptr<Pending> Prepare(MutableMessage msg, AppendResultCallback done, MessageType type,
+                                   WalMetrics::Clock::time_point started);
+  // After the `_ik` table's verdict on p: true (and p answered or waiting) for a duplicate.
+  bool Deduplicated(Pending& p, IdempotencyTable<AppendResult>::Outcome outcome);
+  // Admission (false, and p answered, when the WAL rejects appends) and the `wal.append` span.
+  bool Enter(const trace::Context& ctx, Pending& p);
   // Stamps and hands one message to the backend; retries recoverable enqueue failures of
   // messages outside transactions.
   void Persist(std::shared_ptr<Pending> p);
+  // As Persist for each of `run` (ordinary messages, in order) under one hold of the
+  // sequencer; what the backend does not take goes through Persist one by one.
+  void PersistRun(std::vector<std::shared_ptr<Pending>> run);
+  // Stamps `p` at `tt` with LCMID `lcmid` (nullopt: itself) and opens its `wal.appendimpl`.
+  void StampAttempt(Pending& p, TimeTick tt, const std::optional<MessageId>& lcmid)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(seq_mu_);
+  // Ends the attempt whose enqueue failed with `status` (nothing was written).
+  static void EndFailedAttempt(Pending& p, const absl::Status& status);
   // The append interceptors, run under seq_mu_ with the message's timetick: the collection
   // rules, transaction admission, exclusive-message txn failure, watermark expiry. An error
   // rejects the append.
@@ -72,10 +91,19 @@ class WalImpl final : public Wal {
   void EndInFlight();
   // The backend callback: runs in WAL order once the message is durable (or failed).
   void OnDurable(const std::shared_ptr<Pending>& p, absl::Status status);
+  // OnDurable's work that must happen in WAL order (the buffer, the WAL's health); returns
+  // the append's result.
+  absl::StatusOr<AppendResult> Settle(Pending& p, absl::Status status);
+  // A Run's entry is settled; the last one finishes the whole run.
+  void OnRunEntryDurable(Run* run, Pending& p, absl::Status status);
+  // Lets go of `count` of the run's outstanding callbacks; the last one finishes and frees it.
+  static void ReleaseRun(Run* run, size_t count);
 
   // A CommitTxn is acknowledged once it is durable AND its txn's bodies are (the gate).
   void ArriveCommit(const std::shared_ptr<Pending>& p);
   void Finish(const std::shared_ptr<Pending>& p, absl::StatusOr<AppendResult> result);
+  // Finish after p's `_ik` state is settled: the broadcast key, spans, metrics, the callback.
+  void Answer(Pending& p, absl::StatusOr<AppendResult> result, WalMetrics::Clock::time_point now);
   void TimeTickLoop(std::stop_token stop);
   absl::Status Rejection() const ABSL_SHARED_LOCKS_REQUIRED(state_mu_);
 

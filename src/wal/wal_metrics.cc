@@ -44,11 +44,11 @@ WalMetrics::WalMetrics(metrics::Registry& r, const std::string& pchannel)
       read_catchup_(ReadMessages(r).With({pchannel, "catchup"})) {}
 
 void WalMetrics::AppendFinished(const absl::Status& status, Clock::time_point started,
-                                uint64_t bytes) {
+                                Clock::time_point now, uint64_t bytes) {
   if (status.ok()) {
     appends_ok_->Inc();
     append_bytes_->Inc(bytes);
-    append_latency_->Observe(std::chrono::duration<double>(Clock::now() - started).count());
+    append_latency_->Observe(std::chrono::duration<double>(now - started).count());
     return;
   }
   appends_->With({pchannel_, StreamingCodeName(GetStreamingCode(status))})->Inc();

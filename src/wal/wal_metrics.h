@@ -29,9 +29,10 @@ class WalMetrics {
 
   WalMetrics(metrics::Registry& registry, const std::string& pchannel);
 
-  // One Append call finished: OK once durable (latency from `started`, `bytes` appended), or
-  // failed with `status` (no latency, no bytes).
-  void AppendFinished(const absl::Status& status, Clock::time_point started, uint64_t bytes);
+  // One Append call finished at `now`: OK once durable (latency from `started`, `bytes`
+  // appended), or failed with `status` (no latency, no bytes).
+  void AppendFinished(const absl::Status& status, Clock::time_point started, Clock::time_point now,
+                      uint64_t bytes);
   void Deduplicated() { deduplicated_->Inc(); }
 
   metrics::Counter* read_tailing() const { return read_tailing_; }

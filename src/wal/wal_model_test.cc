@@ -1017,13 +1017,12 @@ class History {
   }
 
   // --- concurrent rounds ----------------------------------------------------------------------
-  std::shared_ptr<Async> Submit(MutableMessage m, std::shared_ptr<Async> out) {
-    wal().Append({}, std::move(m), [this, out](absl::StatusOr<AppendResult> r) {
-      out->result = std::move(r);
-      out->ack_seq = ack_counter_.fetch_add(1) + 1;
-      out->done.Notify();
-    });
-    return out;
+  AppendRequest Request(MutableMessage m, std::shared_ptr<Async> out) {
+    return {.ctx = {}, .msg = std::move(m), .done = [this, out](absl::StatusOr<AppendResult> r) {
+              out->result = std::move(r);
+              out->ack_seq = ack_counter_.fetch_add(1) + 1;
+              out->done.Notify();
+            }};
   }
 
   static MutableMessage Build(const RoundOp& op, const kingfisher::v1::TxnContext* ctx) {
@@ -1156,11 +1155,23 @@ class History {
     std::atomic<int> writers_left{static_cast<int>(plans.size())};
     std::vector<std::thread> threads;
     for (auto& plan : plans) {
-      threads.emplace_back([&, plan_ptr = &plan] {
+      // Some threads hand their consecutive autocommit appends and pipelined bodies over in one
+      // AppendBatch (bodies are not batchable: the WAL appends them alone, in their place).
+      const bool batched = Chance(0.5);
+      threads.emplace_back([&, plan_ptr = &plan, batched] {
         go.WaitForNotification();
         std::optional<kingfisher::v1::TxnContext> own;  // this thread's current txn
         std::vector<std::shared_ptr<Async>> inflight;
+        std::vector<AppendRequest> batch;
+        std::vector<std::shared_ptr<Async>> batch_autos;  // acknowledged before the next op
+        auto flush = [&] {
+          if (batch.empty()) return;
+          wal().AppendBatch(std::exchange(batch, {}));
+          for (auto& a : batch_autos) a->done.WaitForNotification();
+          batch_autos.clear();
+        };
         for (RoundOp& op : *plan_ptr) {
+          if (op.kind != RoundOp::Kind::kAuto && op.kind != RoundOp::Kind::kBody) flush();
           const kingfisher::v1::TxnContext* ctx = nullptr;
           if (op.kind == RoundOp::Kind::kBody || op.kind == RoundOp::Kind::kCommit ||
               op.kind == RoundOp::Kind::kRollback) {
@@ -1172,7 +1183,13 @@ class History {
               ctx = own && own->txn_id() == op.txn ? &*own : &contexts.at(op.txn);
             }
           }
-          Submit(Build(op, ctx), op.out);
+          if (batched && (op.kind == RoundOp::Kind::kAuto || op.kind == RoundOp::Kind::kBody)) {
+            batch.push_back(Request(Build(op, ctx), op.out));
+            (op.kind == RoundOp::Kind::kBody ? inflight : batch_autos).push_back(op.out);
+            continue;
+          }
+          AppendRequest r = Request(Build(op, ctx), op.out);
+          wal().Append(r.ctx, std::move(r.msg), std::move(r.done));
           if (op.kind == RoundOp::Kind::kBody) {
             inflight.push_back(op.out);  // pipelined: the commit goes out while bodies fly
             continue;
@@ -1186,6 +1203,7 @@ class History {
             }
           }
         }
+        flush();
         for (auto& a : inflight) a->done.WaitForNotification();
         writers_left.fetch_sub(1);
       });
