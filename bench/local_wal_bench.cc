@@ -13,7 +13,9 @@
 // Each WAL figure is measured twice: on the backend alone, and through the full Wal adaptor
 // (timetick stamping, message encoding, `_ik` deduplication, no-op spans) with 1 KiB payloads.
 // Usage: local_wal_bench [--dir DIR] [--seconds S] [--layer backend|wal|both] [--figures abcd]
-//                        [--no-ik]
+//                        [--no-ik] [--batch N]
+// Through the adaptor, (a) hands its messages over 64 at a time in one Wal::AppendBatch (as a
+// producer with that many queued would); --batch 1 measures one Wal::Append each.
 // --no-ik appends adaptor messages without `_ik` (no deduplication): the difference to the
 // default run is what the idempotency table costs.
 #include <fcntl.h>
@@ -29,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench_flags.h"
 #include "bench_util.h"
@@ -112,8 +115,8 @@ struct Wal {
     kf::MutableMessage m(kf::MessageType::kInsert, payload);
     m.set_vchannel(vchannel);
     if (g_idempotency_keys) {
-      m.set_idempotency_key("bench:" +
-                            std::to_string(next_seq.fetch_add(1, std::memory_order_relaxed)));
+      m.set_idempotency_key(
+          absl::StrCat("bench:", next_seq.fetch_add(1, std::memory_order_relaxed)));
     }
     return m;
   }
@@ -132,10 +135,11 @@ struct Wal {
                     });
   }
   // `count` such entries at once: through the adaptor one AppendBatch (as a producer with
-  // that many messages queued hands them over), on the backend `count` Appends.
+  // that many messages queued hands them over; one Append for a count of 1), on the backend
+  // `count` Appends.
   template <typename Done>
   void AppendMany(const std::string& payload, int count, const Done& done) {
-    if (layer == Layer::kBackend) {
+    if (layer == Layer::kBackend || count == 1) {
       for (int i = 0; i < count; ++i) Append(payload, done);
       return;
     }
@@ -174,10 +178,9 @@ struct Wal {
 constexpr int kRounds = 4;
 
 // (a) ---------------------------------------------------------------------------------------
-void BenchInFlight(const std::string& root, double seconds, Layer layer) {
+void BenchInFlight(const std::string& root, double seconds, Layer layer, int batch) {
   Wal wal(root, "inflight", layer);
   constexpr int kWindow = 4096;  // >= 1024 in flight; ~2 MiB per group over the pipeline
-  constexpr int kBatch = 64;     // appended at a time (one AppendBatch through the adaptor)
   const std::string entry(1024, 'e');
   const double round_seconds = seconds / kRounds;
   kf::bench::InFlightWindow window(kWindow);
@@ -193,15 +196,15 @@ void BenchInFlight(const std::string& root, double seconds, Layer layer) {
     const auto start = Clock::now();
     const double thread_cpu0 = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
     const double process_cpu0 = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
-    // The clock is read every kBatch appends: it is the bench's cost, not the WAL's.
+    // The clock is read every `batch` appends: it is the bench's cost, not the WAL's.
     const auto done = [&](absl::Status s) {
       if (!s.ok()) Die(s.ToString());
       acked.fetch_add(1, std::memory_order_relaxed);
       window.Release();
     };
     while (Seconds(Clock::now() - start) < round_seconds) {
-      for (int i = 0; i < kBatch; ++i) window.Acquire();
-      wal.AppendMany(entry, kBatch, done);
+      for (int i = 0; i < batch; ++i) window.Acquire();
+      wal.AppendMany(entry, batch, done);
     }
     window.WaitEmpty();
     const double round_wal = Seconds(Clock::now() - start);
@@ -232,11 +235,14 @@ void BenchInFlight(const std::string& root, double seconds, Layer layer) {
   const double process_us = process_cpu * per_append;
   const double wal_mibs = static_cast<double>(appends) * 1024 / wal_seconds / (1 << 20);
   const double seq_mibs = static_cast<double>(seq_writes) / seq_seconds;
+  const std::string how = layer == Layer::kAdaptor && batch > 1
+                              ? absl::StrFormat(" (AppendBatch of %d)", batch)
+                              : std::string();
   std::printf(
-      "(a) %s, 1KiB with 4096 in flight: %.1f MiB/s (%.0f appends/s, %.0f fdatasync/s, %.0f "
+      "(a) %s, 1KiB with 4096 in flight%s: %.1f MiB/s (%.0f appends/s, %.0f fdatasync/s, %.0f "
       "KiB/batch) | seq 1MiB write+fdatasync (alternating rounds) %.1f MiB/s | ratio %.2f (bar >= "
       "0.85)\n",
-      LayerName(layer), wal_mibs, static_cast<double>(appends) / wal_seconds,
+      LayerName(layer), how.c_str(), wal_mibs, static_cast<double>(appends) / wal_seconds,
       static_cast<double>(syncs) / wal_seconds,
       static_cast<double>(bytes) / static_cast<double>(std::max<uint64_t>(syncs, 1)) / 1024,
       seq_mibs, wal_mibs / seq_mibs);
@@ -451,6 +457,7 @@ int main(int argc, char** argv) {
   std::string layer = "both";
   std::string figures = "abcd";
   bool no_ik = false;
+  int batch = 64;
   kf::bench::FlagSet flags(argv[0]);
   flags.AddDataDir(&dir, "WAL segments, raw baseline files");
   flags.Add("--seconds", &seconds, "S", "seconds per measurement");
@@ -459,7 +466,10 @@ int main(int argc, char** argv) {
   flags.Add("--figures", &figures, "abcd", "the figures to measure (see the top of the source)");
   flags.AddSwitch("--no-ik", &no_ik,
                   "adaptor messages without `_ik`: the difference is what deduplication costs");
+  flags.Add("--batch", &batch, "N",
+            "(a): messages per AppendBatch through the adaptor (1: one Append each)");
   flags.Parse(argc, argv);
+  if (batch < 1 || batch > 1024) flags.Fail("--batch must be 1..1024");
   if (layer != "backend" && layer != "wal" && layer != "both") {
     flags.Fail("--layer must be backend, wal or both");
   }
@@ -471,7 +481,7 @@ int main(int argc, char** argv) {
   stdfs::create_directories(root);
   std::printf("local_wal_bench: dir %s, %.1f s per measurement\n", root.c_str(), seconds);
   for (Layer layer : layers) {
-    if (figures.find('a') != std::string::npos) BenchInFlight(root, seconds, layer);
+    if (figures.find('a') != std::string::npos) BenchInFlight(root, seconds, layer, batch);
     if (figures.find('b') != std::string::npos) BenchAppenders(root, seconds, layer);
     if (figures.find('c') != std::string::npos) BenchLatency(root, seconds, layer);
     if (figures.find('d') != std::string::npos) BenchCatchup(root, layer);

@@ -1,19 +1,35 @@
 #include "trace/id_generator.h"
 
+#include <cstdint>
 #include <cstring>
 #include <random>
 
 namespace kf::trace {
 namespace {
 
-// One generator per thread: no lock on the hot path. Seeded from the OS so that processes and
-// threads never share a sequence.
-std::mt19937_64& Rng() {
-  thread_local std::mt19937_64 rng([] {
+// One generator per thread: no lock on the hot path. SplitMix64 (Steele, Lea, Flood 2014):
+// a 64-bit state stepped by a constant and mixed, statistically sound for ids and a few times
+// cheaper than mt19937_64 (two spans per append draw three numbers). Seeded from the OS so
+// that processes and threads never share a sequence.
+class SplitMix64 {
+ public:
+  SplitMix64() {
     std::random_device rd;
-    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
-    return std::mt19937_64(seq);
-  }());
+    state_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }
+  uint64_t operator()() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+SplitMix64& Rng() {
+  thread_local SplitMix64 rng;
   return rng;
 }
 

@@ -71,13 +71,14 @@ class WalBackend {
   virtual absl::StatusOr<MessageId> Append(std::string data, AppendCallback done) = 0;
 
   // As Append, for an entry that `encode` appends to the string it is given (nothing else), on
-  // the calling thread before AppendEncoded returns: a backend that queues entries in a buffer
-  // lets the adaptor encode straight into it, saving an allocation and a copy per append. The
-  // default encodes into a string of its own and calls Append.
-  virtual absl::StatusOr<MessageId> AppendEncoded(absl::FunctionRef<void(std::string*)> encode,
-                                                  AppendCallback done) {
+  // the calling thread before AppendEncoded returns, told the id the entry gets: a backend that
+  // queues entries in a buffer lets the adaptor encode straight into it, saving an allocation
+  // and a copy per append. The default encodes into a string of its own, with NextId() as the
+  // id (callers that need that to hold serialise their appends, as for Append), and calls Append.
+  virtual absl::StatusOr<MessageId> AppendEncoded(
+      absl::FunctionRef<void(const MessageId& id, std::string* out)> encode, AppendCallback done) {
     std::string data;
-    encode(&data);
+    encode(NextId(), &data);
     return Append(std::move(data), std::move(done));
   }
 

@@ -38,9 +38,8 @@ struct WalImpl::Pending {
   TxnId txn_id;                                   // roles kBegin..kRollback
   std::optional<kingfisher::v1::TxnContext> txn;  // for the result (msg may be gone by then)
   bool retain = false;                            // the write-ahead buffer gets the message
-  MessageId id;                                   // the backend id, known before the enqueue
+  MessageId id;  // the backend id, set while the entry is encoded (before it can be durable)
   TimeTick timetick;
-  MessageId last_confirmed;  // the LCMID stamped into the message
   // The last attempt's stamp: encoded into the entry; applied to the message only when the
   // buffer retains it (after it is durable, off the appending thread).
   AppendStamp stamp;
@@ -59,10 +58,10 @@ struct WalImpl::Pending {
 
 namespace {
 
-[[noreturn]] void BackendBroke(const std::string& pchannel, const MessageId& predicted,
+[[noreturn]] void BackendBroke(const std::string& pchannel, const MessageId& encoded,
                                const MessageId& got) {
-  std::fprintf(stderr, "FATAL: pchannel %s: backend assigned id %s, NextId() said %s\n",
-               pchannel.c_str(), got.ToText().c_str(), predicted.ToText().c_str());
+  std::fprintf(stderr, "FATAL: pchannel %s: backend assigned id %s to the entry it encoded as %s\n",
+               pchannel.c_str(), got.ToText().c_str(), encoded.ToText().c_str());
   std::abort();
 }
 
@@ -147,20 +146,20 @@ void WalImpl::Start() {
   ticker_ = std::jthread([this](std::stop_token st) { TimeTickLoop(st); });
 }
 
-absl::Status WalImpl::BeginInFlight() {
-  in_flight_.fetch_add(1);
+absl::Status WalImpl::BeginInFlight(int64_t n) {
+  in_flight_.fetch_add(n);
   if (!rejecting_.load()) return absl::OkStatus();
   absl::Status rejection;
   {
     absl::MutexLock lock(&state_mu_);
     rejection = Rejection();
   }
-  EndInFlight();
+  EndInFlight(n);
   return rejection;
 }
 
-void WalImpl::EndInFlight() {
-  if (in_flight_.fetch_sub(1) == 1 && rejecting_.load()) {
+void WalImpl::EndInFlight(int64_t n) {
+  if (n > 0 && in_flight_.fetch_sub(n) == n && rejecting_.load()) {
     // Close may be waiting for the count to drain; releasing the mutex makes it re-check.
     absl::MutexLock lock(&state_mu_);
   }
@@ -177,56 +176,62 @@ absl::Status WalImpl::Rejection() const {
 
 void WalImpl::Append(const trace::Context& ctx, MutableMessage msg, AppendResultCallback done) {
   const MessageType type = msg.type();
-  auto p = Prepare(std::move(msg), std::move(done), type, WalMetrics::Clock::now());
-  if (p == nullptr) return;
+  if (auto p = Prepare(std::move(msg), std::move(done), type, WalMetrics::Clock::now())) {
+    AppendAlone(ctx, std::move(p));
+  }
+}
+
+void WalImpl::AppendAlone(const trace::Context& ctx, std::shared_ptr<Pending> p) {
   if (p->key && Deduplicated(*p, dedup_.Begin(*p->key, p->done))) return;
   if (Enter(ctx, *p)) Persist(std::move(p));
 }
 
-namespace {
-
-// What AppendBatch may pass through the sequencer together: messages whose admission changes
-// no transaction or collection state (so one LCMID holds for the whole run).
-bool Batchable(MessageType type, const MutableMessage& msg) {
-  return type != MessageType::kTimeTick && !IsTxnControlType(type) && !IsExclusiveType(type) &&
-         !msg.HasProperty(prop::kTxn);
-}
-
-}  // namespace
-
 void WalImpl::AppendBatch(std::vector<AppendRequest> requests) {
   const WalMetrics::Clock::time_point started = WalMetrics::Clock::now();
-  using Table = IdempotencyTable<AppendResult>;
-  std::vector<std::pair<std::shared_ptr<Pending>, const trace::Context*>> prepared;
-  std::vector<Table::Begun> begun;
-  std::vector<std::shared_ptr<Pending>> run;
-  for (size_t i = 0; i < requests.size();) {
-    if (!Batchable(requests[i].msg.type(), requests[i].msg)) {
-      Append(requests[i].ctx, std::move(requests[i].msg), std::move(requests[i].done));
-      ++i;
+  // Ordinary messages gather into a run; anything else is appended alone, in its place.
+  std::vector<std::pair<std::shared_ptr<Pending>, const trace::Context*>> run;
+  for (AppendRequest& r : requests) {
+    const MessageType type = r.msg.type();
+    auto p = Prepare(std::move(r.msg), std::move(r.done), type, started);
+    if (p == nullptr) continue;
+    if (p->role == Role::kPlain && !p->exclusive) {
+      run.emplace_back(std::move(p), &r.ctx);
       continue;
     }
-    // The run: Append's steps for each, with one lock of the `_ik` table for all.
-    prepared.clear();
-    begun.clear();
-    for (; i < requests.size(); ++i) {
-      AppendRequest& r = requests[i];
-      const MessageType type = r.msg.type();
-      if (!Batchable(type, r.msg)) break;
-      if (auto p = Prepare(std::move(r.msg), std::move(r.done), type, started)) {
-        if (p->key) begun.push_back({.key = &*p->key, .waiter = &p->done});
-        prepared.emplace_back(std::move(p), &r.ctx);
-      }
-    }
-    dedup_.BeginAll(std::span(begun));
-    run.clear();
-    size_t next_begun = 0;
-    for (auto& [p, ctx] : prepared) {
-      if (p->key && Deduplicated(*p, begun[next_begun++].outcome)) continue;
-      if (Enter(*ctx, *p)) run.push_back(std::move(p));
-    }
-    PersistRun(std::move(run));
+    AppendRun(std::exchange(run, {}));
+    AppendAlone(r.ctx, std::move(p));
   }
+  AppendRun(std::move(run));
+}
+
+void WalImpl::AppendRun(
+    std::vector<std::pair<std::shared_ptr<Pending>, const trace::Context*>> run) {
+  // AppendAlone's steps for each, with one lock of the `_ik` table for all.
+  using Table = IdempotencyTable<AppendResult>;
+  std::vector<Table::Begun> begun;
+  begun.reserve(run.size());
+  for (auto& [p, ctx] : run) {
+    if (p->key) begun.push_back({.key = &*p->key, .waiter = &p->done});
+  }
+  dedup_.BeginAll(std::span(begun));
+  std::vector<std::shared_ptr<Pending>> admitted;
+  admitted.reserve(run.size());
+  size_t next_begun = 0;
+  std::vector<const trace::Context*> contexts;
+  contexts.reserve(run.size());
+  for (auto& [p, ctx] : run) {
+    if (p->key && Deduplicated(*p, begun[next_begun++].outcome)) continue;
+    admitted.push_back(std::move(p));
+    contexts.push_back(ctx);
+  }
+  // Counted in in_flight_ at once: the completions write the same cache line.
+  if (absl::Status rejection = BeginInFlight(static_cast<int64_t>(admitted.size()));
+      !rejection.ok()) {
+    for (auto& p : admitted) Reject(*p, rejection);
+    return;
+  }
+  for (size_t i = 0; i < admitted.size(); ++i) Entered(*contexts[i], *admitted[i]);
+  PersistRun(std::move(admitted));
 }
 
 std::shared_ptr<WalImpl::Pending> WalImpl::Prepare(MutableMessage msg, AppendResultCallback done,
@@ -246,15 +251,17 @@ std::shared_ptr<WalImpl::Pending> WalImpl::Prepare(MutableMessage msg, AppendRes
     p->role = Role::kTimeTick;
   } else if (type == MessageType::kBeginTxn) {
     p->role = Role::kBegin;
-  } else if (auto txn = msg.txn()) {
+  } else if (IsTxnControlType(type) || msg.HasProperty(prop::kTxn)) {
+    auto txn = msg.txn();
+    if (!txn) {
+      return reject(StreamingError(StreamingCode::kInvalidArgument,
+                                   absl::StrCat(ToAbsl(MessageTypeName(type)),
+                                                " needs a decodable transaction context `_tx`")));
+    }
     p->role = type == MessageType::kCommitTxn     ? Role::kCommit
               : type == MessageType::kRollbackTxn ? Role::kRollback
                                                   : Role::kBody;
     p->txn_id = TxnId(txn->txn_id());
-  } else if (IsTxnControlType(type) || msg.HasProperty(prop::kTxn)) {
-    return reject(StreamingError(StreamingCode::kInvalidArgument,
-                                 absl::StrCat(ToAbsl(MessageTypeName(type)),
-                                              " needs a decodable transaction context `_tx`")));
   }
   if (absl::Status bad = CollectionTable::Prepare(msg, &p->collection); !bad.ok()) {
     return reject(std::move(bad));
@@ -292,17 +299,25 @@ bool WalImpl::Deduplicated(Pending& p, IdempotencyTable<AppendResult>::Outcome o
 }
 
 bool WalImpl::Enter(const trace::Context& ctx, Pending& p) {
-  if (absl::Status rejection = BeginInFlight(); !rejection.ok()) {
-    if (p.key) dedup_.Fail(*p.key, rejection);
-    if (p.broadcast_key) broadcasts_.Fail(*p.broadcast_key, rejection);
-    metrics_.AppendFinished(rejection, p.started, p.started, 0);
-    std::move(p.done)(rejection);
+  if (absl::Status rejection = BeginInFlight(1); !rejection.ok()) {
+    Reject(p, rejection);
     return false;
   }
+  Entered(ctx, p);
+  return true;
+}
+
+void WalImpl::Reject(Pending& p, const absl::Status& rejection) {
+  if (p.key) dedup_.Fail(*p.key, rejection);
+  if (p.broadcast_key) broadcasts_.Fail(*p.broadcast_key, rejection);
+  metrics_.AppendFinished(rejection, p.started, p.started, 0);
+  std::move(p.done)(rejection);
+}
+
+void WalImpl::Entered(const trace::Context& ctx, Pending& p) {
   p.counted = true;
   appends_since_tick_.fetch_add(1, std::memory_order_relaxed);
   std::tie(p.append_ctx, p.append_span) = StartSpanForMessage(ctx, &p.msg, "wal.append");
-  return true;
 }
 
 absl::Status WalImpl::Intercept(const std::shared_ptr<Pending>& p, TimeTick tt) {
@@ -360,7 +375,6 @@ void WalImpl::AbandonIntercepted(Pending& p, const absl::Status& cause) {
 void WalImpl::StampAttempt(Pending& p, TimeTick tt, const std::optional<MessageId>& lcmid) {
   p.timetick = tt;
   p.stamp = AppendStamp{.timetick = tt, .term = term_, .last_confirmed = lcmid};
-  p.last_confirmed = lcmid.value_or(p.id);
   // The persisted `_tc` is the last attempt's span (TRACING.md §5).
   p.impl_span = StartSpanForStampedMessage(p.append_ctx, p.msg, "wal.appendimpl", &p.stamp).second;
 }
@@ -400,8 +414,7 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
         return;
       } else {
         intercepted = true;
-        p->id = backend_->NextId();
-        StampAttempt(*p, *tt, Lcmid(txns_, p->id));
+        StampAttempt(*p, *tt, Lcmid(txns_, backend_->NextId()));
         if (p->role != Role::kPlain && p->role != Role::kTimeTick) p->txn = p->msg.txn();
         // Not retained: freed here, on the thread that allocated it, after the enqueue (frees
         // on the callback thread contend for this thread's malloc arena).
@@ -415,7 +428,8 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
         // Encoded straight into the backend's queue; runs before the entry can become durable,
         // so the callback cannot race it for p.
         auto id = backend_->AppendEncoded(
-            [&](std::string* out) {
+            [&](const MessageId& entry_id, std::string* out) {
+              p->id = entry_id;
               const size_t before = out->size();
               msg.EncodeTo(out, p->stamp);
               p->bytes = out->size() - before;
@@ -501,14 +515,14 @@ void WalImpl::PersistRun(std::vector<std::shared_ptr<Pending>> items) {
         rejected.push_back(std::move(p));
         continue;
       }
-      p->id = backend_->NextId();
       StampAttempt(*p, tt, lcmid);
       p->retain = retain;
       if (!retain) released.push_back(std::move(p->msg));
       const MutableMessage& msg = retain ? p->msg : released.back();
       not_durable_.fetch_add(1, std::memory_order_relaxed);
       auto id = backend_->AppendEncoded(
-          [&](std::string* out) {
+          [&](const MessageId& entry_id, std::string* out) {
+            p->id = entry_id;
             const size_t before = out->size();
             msg.EncodeTo(out, p->stamp);
             p->bytes = out->size() - before;
@@ -555,6 +569,10 @@ void WalImpl::ReleaseRun(Run* run, size_t count) {
   run->wal->dedup_.FinishAll(std::span(settled));
   const WalMetrics::Clock::time_point now = WalMetrics::Clock::now();
   for (auto& p : run->items) run->wal->Answer(*p, std::move(p->result), now);
+  // Counted at once, as they were (every item of a run is).
+  run->wal->not_durable_.fetch_sub(static_cast<int64_t>(run->items.size()),
+                                   std::memory_order_release);
+  run->wal->EndInFlight(static_cast<int64_t>(run->items.size()));
 }
 
 absl::Status WalImpl::Health() const {
@@ -564,6 +582,7 @@ absl::Status WalImpl::Health() const {
 
 void WalImpl::OnDurable(const std::shared_ptr<Pending>& p, absl::Status status) {
   absl::StatusOr<AppendResult> result = Settle(*p, std::move(status));
+  not_durable_.fetch_sub(1, std::memory_order_release);
   if (p->role == Role::kCommit) {
     p->result = std::move(result);
     ArriveCommit(p);
@@ -579,7 +598,6 @@ absl::StatusOr<AppendResult> WalImpl::Settle(Pending& p, absl::Status status) {
     p.impl_span.reset();
   }
   if (!status.ok()) {
-    not_durable_.fetch_sub(1, std::memory_order_relaxed);
     // The entry may or may not be durable. The backend is now unusable (its errors are sticky
     // or it was fenced); the next owner recovers `_ik` state from the log, so the client's
     // retry with the same key is safe.
@@ -598,7 +616,7 @@ absl::StatusOr<AppendResult> WalImpl::Settle(Pending& p, absl::Status status) {
   }
   AppendResult result{.id = p.id,
                       .timetick = p.timetick,
-                      .last_confirmed = p.last_confirmed,
+                      .last_confirmed = p.stamp.last_confirmed.value_or(p.id),
                       .txn = std::move(p.txn)};
   // Callbacks run in WAL order, so the buffer receives every durable message in order.
   // A rejection (closed buffer) only means no tailing reader will see it.
@@ -608,7 +626,6 @@ absl::StatusOr<AppendResult> WalImpl::Settle(Pending& p, absl::Status status) {
   } else {
     buffer_->Skip(p.id, p.timetick);  // the buffer covers only what follows
   }
-  not_durable_.fetch_sub(1, std::memory_order_release);
   if (p.role == Role::kBody) txns_.BodyDurable(p.txn_id);
   return result;
 }
@@ -628,6 +645,7 @@ void WalImpl::Finish(const std::shared_ptr<Pending>& p, absl::StatusOr<AppendRes
     dedup_.FinishAll(std::span(&settled, 1));
   }
   Answer(*p, std::move(result), WalMetrics::Clock::now());
+  if (p->counted) EndInFlight(1);
 }
 
 void WalImpl::Answer(Pending& p, absl::StatusOr<AppendResult> result,
@@ -646,12 +664,11 @@ void WalImpl::Answer(Pending& p, absl::StatusOr<AppendResult> result,
   // Before the callback: whoever sees the ack also sees it counted.
   if (p.metered) metrics_.AppendFinished(result.status(), p.started, now, p.bytes);
   if (p.done) std::move(p.done)(std::move(result));
-  if (p.counted) EndInFlight();
 }
 
 void WalImpl::SyncTimeTick() {
   if (appends_since_tick_.exchange(0, std::memory_order_relaxed) != 0) {
-    if (!BeginInFlight().ok()) return;
+    if (!BeginInFlight(1).ok()) return;
     auto p = std::make_shared<Pending>();
     p->wal = this;
     p->role = Role::kTimeTick;

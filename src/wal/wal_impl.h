@@ -58,6 +58,11 @@ class WalImpl final : public Wal {
   struct Run;
   enum class Role { kPlain, kTimeTick, kBegin, kBody, kCommit, kRollback };
 
+  // Append after Prepare: deduplication, admission, the sequencer.
+  void AppendAlone(const trace::Context& ctx, std::shared_ptr<Pending> p);
+  // AppendAlone for a run of prepared ordinary messages (with each one's context), passed
+  // through the `_ik` table and the sequencer together.
+  void AppendRun(std::vector<std::pair<std::shared_ptr<Pending>, const trace::Context*>> run);
   // Append's steps before the sequencer, in order:
   // Prepare: the message's role, the collection rules' inputs, the broadcast deduplication and
   // the `_ik` parse. Null when the append already got its answer.
@@ -67,6 +72,10 @@ class WalImpl final : public Wal {
   bool Deduplicated(Pending& p, IdempotencyTable<AppendResult>::Outcome outcome);
   // Admission (false, and p answered, when the WAL rejects appends) and the `wal.append` span.
   bool Enter(const trace::Context& ctx, Pending& p);
+  // Enter's two outcomes: p refused with `rejection`, or p counted in flight (by the caller)
+  // and its `wal.append` span opened.
+  void Reject(Pending& p, const absl::Status& rejection);
+  void Entered(const trace::Context& ctx, Pending& p);
   // Stamps and hands one message to the backend; retries recoverable enqueue failures of
   // messages outside transactions.
   void Persist(std::shared_ptr<Pending> p);
@@ -85,14 +94,14 @@ class WalImpl final : public Wal {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(seq_mu_);
   // Undoes Intercept's admission after the backend refused the message (nothing written).
   void AbandonIntercepted(Pending& p, const absl::Status& cause);
-  // Counts an append in in_flight_ unless the WAL rejects appends (closed or broken); returns
-  // the rejection then.
-  absl::Status BeginInFlight();
-  void EndInFlight();
+  // Counts `n` appends in in_flight_ unless the WAL rejects appends (closed or broken);
+  // returns the rejection then.
+  absl::Status BeginInFlight(int64_t n);
+  void EndInFlight(int64_t n);
   // The backend callback: runs in WAL order once the message is durable (or failed).
   void OnDurable(const std::shared_ptr<Pending>& p, absl::Status status);
   // OnDurable's work that must happen in WAL order (the buffer, the WAL's health); returns
-  // the append's result.
+  // the append's result. The caller then takes the entry out of not_durable_.
   absl::StatusOr<AppendResult> Settle(Pending& p, absl::Status status);
   // A Run's entry is settled; the last one finishes the whole run.
   void OnRunEntryDurable(Run* run, Pending& p, absl::Status status);
@@ -102,7 +111,8 @@ class WalImpl final : public Wal {
   // A CommitTxn is acknowledged once it is durable AND its txn's bodies are (the gate).
   void ArriveCommit(const std::shared_ptr<Pending>& p);
   void Finish(const std::shared_ptr<Pending>& p, absl::StatusOr<AppendResult> result);
-  // Finish after p's `_ik` state is settled: the broadcast key, spans, metrics, the callback.
+  // Finish after p's `_ik` state is settled: the broadcast key, spans, metrics, the callback
+  // (the caller then ends p's count in in_flight_).
   void Answer(Pending& p, absl::StatusOr<AppendResult> result, WalMetrics::Clock::time_point now);
   void TimeTickLoop(std::stop_token stop);
   absl::Status Rejection() const ABSL_SHARED_LOCKS_REQUIRED(state_mu_);

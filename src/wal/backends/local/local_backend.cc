@@ -56,11 +56,12 @@ LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchann
 LocalBackend::~LocalBackend() { (void)Close(); }
 
 absl::StatusOr<MessageId> LocalBackend::Append(std::string data, AppendCallback done) {
-  return AppendEncoded([&data](std::string* out) { out->append(data); }, std::move(done));
+  return AppendEncoded([&data](const MessageId&, std::string* out) { out->append(data); },
+                       std::move(done));
 }
 
-absl::StatusOr<MessageId> LocalBackend::AppendEncoded(absl::FunctionRef<void(std::string*)> encode,
-                                                      AppendCallback done) {
+absl::StatusOr<MessageId> LocalBackend::AppendEncoded(
+    absl::FunctionRef<void(const MessageId& id, std::string* out)> encode, AppendCallback done) {
   if (read_only_) return absl::FailedPreconditionError("local WAL: backend is read-only");
   absl::MutexLock l(&mu_);
   if (closing_) return absl::CancelledError("local WAL: backend closed");
@@ -85,7 +86,8 @@ absl::StatusOr<MessageId> LocalBackend::AppendEncoded(absl::FunctionRef<void(std
   }
   size_t at = q.bytes.size();
   q.bytes.append(kEntryOverhead, '\0');
-  encode(&q.bytes);
+  const MessageId id = MessageId::Local(next_id_);
+  encode(id, &q.bytes);
   const size_t size = q.bytes.size() - at - kEntryOverhead;
   absl::Status refused;
   if (size > options_.max_entry_bytes) {
@@ -115,7 +117,7 @@ absl::StatusOr<MessageId> LocalBackend::AppendEncoded(absl::FunctionRef<void(std
   q.callbacks.push_back(std::move(done));
   q.data_bytes += size;
   queue_bytes_ += size;
-  const MessageId id = MessageId::Local(next_id_++);
+  ++next_id_;
   if (q.callbacks.size() == 1) work_cv_.Signal();
   return id;
 }

@@ -63,8 +63,9 @@ class LocalBackend final : public WalBackend {
   std::string_view pchannel() const override { return pchannel_; }
   Term term() const override { return term_; }
   absl::StatusOr<MessageId> Append(std::string data, AppendCallback done) override;
-  absl::StatusOr<MessageId> AppendEncoded(absl::FunctionRef<void(std::string*)> encode,
-                                          AppendCallback done) override;
+  absl::StatusOr<MessageId> AppendEncoded(
+      absl::FunctionRef<void(const MessageId& id, std::string* out)> encode,
+      AppendCallback done) override;
   absl::StatusOr<std::unique_ptr<BackendScanner>> Read(const ReadOptions& options) override;
   MessageId NextId() const override;
   absl::StatusOr<MessageId> TailStart(uint64_t bytes) override;

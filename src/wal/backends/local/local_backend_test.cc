@@ -255,11 +255,13 @@ TEST_F(LocalBackendTest, RefusedEntriesLeaveNothingInTheLog) {
   o.max_entry_bytes = 100;
   auto opener = NewLocalOpener(o);
   auto b = OpenOrDie(opener.get());
-  auto oversize = [](std::string* out) { out->append(101, 'x'); };
+  auto oversize = [](const MessageId&, std::string* out) { out->append(101, 'x'); };
   EXPECT_TRUE(absl::IsInvalidArgument(b->AppendEncoded(oversize, nullptr).status()));
   absl::Notification release;
   ParkWriter(b.get(), "first", &release);
-  ASSERT_TRUE(b->AppendEncoded([](std::string* out) { out->append("second"); }, nullptr).ok());
+  ASSERT_TRUE(
+      b->AppendEncoded([](const MessageId&, std::string* out) { out->append("second"); }, nullptr)
+          .ok());
   EXPECT_TRUE(absl::IsInvalidArgument(b->AppendEncoded(oversize, nullptr).status()));
   ASSERT_TRUE(b->Append("third", nullptr).ok());
   release.Notify();
