@@ -397,6 +397,27 @@ std::optional<MessageId> Lcmid(const TxnManager& txns, const MessageId& id) {
 
 }  // namespace
 
+absl::StatusOr<MessageId> WalImpl::Enqueue(Pending& p, const MutableMessage& msg,
+                                           AppendCallback done) {
+  not_durable_.fetch_add(1, std::memory_order_relaxed);
+  // Encoded straight into the backend's queue; runs before the entry can become durable, so
+  // the callback cannot race it for p.
+  auto id = backend_->AppendEncoded(
+      [&](const MessageId& entry_id, std::string* out) {
+        p.id = entry_id;
+        const size_t before = out->size();
+        msg.EncodeTo(out, p.stamp);
+        p.bytes = out->size() - before;
+      },
+      std::move(done));
+  if (!id.ok()) {
+    not_durable_.fetch_sub(1, std::memory_order_relaxed);
+  } else if (*id != p.id) {
+    BackendBroke(options_.pchannel, p.id, *id);
+  }
+  return id;
+}
+
 void WalImpl::Persist(std::shared_ptr<Pending> p) {
   absl::Duration backoff = options_.initial_backoff;
   for (int attempt = 1;; ++attempt) {
@@ -424,24 +445,13 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
         // Taken out of p: the callback owns p once the backend has the entry.
         std::optional<CollectionAppend> ddl;
         if (p->collection.kind == CollectionAppend::Kind::kDdl) ddl = std::move(p->collection);
-        not_durable_.fetch_add(1, std::memory_order_relaxed);
-        // Encoded straight into the backend's queue; runs before the entry can become durable,
-        // so the callback cannot race it for p.
-        auto id = backend_->AppendEncoded(
-            [&](const MessageId& entry_id, std::string* out) {
-              p->id = entry_id;
-              const size_t before = out->size();
-              msg.EncodeTo(out, p->stamp);
-              p->bytes = out->size() - before;
-            },
-            [p](absl::Status s) { p->wal->OnDurable(p, std::move(s)); });
+        auto id = Enqueue(*p, msg, [p](absl::Status s) { p->wal->OnDurable(p, std::move(s)); });
         if (!id.ok()) {  // for the retry
           if (!p->retain) p->msg = std::move(released);
           if (ddl) p->collection = *std::move(ddl);
         }
         if (id.ok()) {
           // From here the callback owns p (it may already have run).
-          if (*id != p->id) BackendBroke(options_.pchannel, p->id, *id);
           // Under the lock that orders appends: every later append sees the DDL's effect. If
           // the entry then fails to become durable the WAL is broken and appends nothing more.
           if (ddl) collections_.Apply(*ddl);
@@ -450,7 +460,6 @@ void WalImpl::Persist(std::shared_ptr<Pending> p) {
           last_id_ = *id;
           return;
         }
-        not_durable_.fetch_sub(1, std::memory_order_relaxed);
         enqueue_status = id.status();
       }
     }
@@ -519,26 +528,16 @@ void WalImpl::PersistRun(std::vector<std::shared_ptr<Pending>> items) {
       p->retain = retain;
       if (!retain) released.push_back(std::move(p->msg));
       const MutableMessage& msg = retain ? p->msg : released.back();
-      not_durable_.fetch_add(1, std::memory_order_relaxed);
-      auto id = backend_->AppendEncoded(
-          [&](const MessageId& entry_id, std::string* out) {
-            p->id = entry_id;
-            const size_t before = out->size();
-            msg.EncodeTo(out, p->stamp);
-            p->bytes = out->size() - before;
-          },
-          // `p` stays alive: the run is finished only after this thread lets go of it.
-          [run, entry = p.get()](absl::Status s) {
-            run->wal->OnRunEntryDurable(run, *entry, std::move(s));
-          });
+      // `p` stays alive: the run is finished only after this thread lets go of it.
+      auto id = Enqueue(*p, msg, [run, entry = p.get()](absl::Status s) {
+        run->wal->OnRunEntryDurable(run, *entry, std::move(s));
+      });
       if (!id.ok()) {
-        not_durable_.fetch_sub(1, std::memory_order_relaxed);
         if (!retain) p->msg = std::move(released.back());
         enqueue_status = id.status();
         unsent.push_back(std::move(p));
         continue;
       }
-      if (*id != p->id) BackendBroke(options_.pchannel, p->id, *id);
       last_timetick_ = tt;
       last_id_ = *id;
       run->items.push_back(std::move(p));

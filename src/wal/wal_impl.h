@@ -85,6 +85,10 @@ class WalImpl final : public Wal {
   // Stamps `p` at `tt` with LCMID `lcmid` (nullopt: itself) and opens its `wal.appendimpl`.
   void StampAttempt(Pending& p, TimeTick tt, const std::optional<MessageId>& lcmid)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(seq_mu_);
+  // Hands p's entry (`msg`, which is p's message or its released copy, with p's stamp) to the
+  // backend, counted in not_durable_ unless the backend refuses it.
+  absl::StatusOr<MessageId> Enqueue(Pending& p, const MutableMessage& msg, AppendCallback done)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(seq_mu_);
   // Ends the attempt whose enqueue failed with `status` (nothing was written).
   static void EndFailedAttempt(Pending& p, const absl::Status& status);
   // The append interceptors, run under seq_mu_ with the message's timetick: the collection
