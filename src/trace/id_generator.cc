@@ -8,9 +8,10 @@ namespace kf::trace {
 namespace {
 
 // One generator per thread: no lock on the hot path. SplitMix64 (Steele, Lea, Flood 2014):
-// a 64-bit state stepped by a constant and mixed, statistically sound for ids and a few times
-// cheaper than mt19937_64 (two spans per append draw three numbers). Seeded from the OS so
-// that processes and threads never share a sequence.
+// a 64-bit state stepped by a constant and mixed, statistically sound for ids, with no state
+// array to refill as mt19937_64 has (which showed in the append path's profile: two spans per
+// append draw three numbers). Seeded from the OS so that processes and threads never share a
+// sequence.
 class SplitMix64 {
  public:
   SplitMix64() {

@@ -146,6 +146,21 @@ TEST_P(WalCollectionsTest, BroadcastRetriesGetTheOriginalResult) {
   EXPECT_EQ(Log().size(), 2u);
 }
 
+// A copy refused for its malformed `_ik` leaves no broadcast state behind: the broadcaster's
+// retry is appended, not made to wait for an original that never was.
+TEST_P(WalCollectionsTest, BroadcastCopyWithABadIdempotencyKeyLeavesNoTrace) {
+  MutableMessage bad = CreateCollection(kVc, 42, 4, 7);
+  bad.set_idempotency_key("nocolon");
+  EXPECT_TRUE(IsCode(Append(std::move(bad)), StreamingCode::kInvalidArgument));
+  auto retry = std::make_shared<std::promise<absl::StatusOr<AppendResult>>>();
+  auto answered = retry->get_future();
+  wal_->Append({}, CreateCollection(kVc, 42, 4, 7), [retry](auto r) { retry->set_value(r); });
+  ASSERT_EQ(answered.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "the retry waits for the refused copy";
+  EXPECT_TRUE(answered.get().ok());
+  EXPECT_EQ(Log().size(), 1u);
+}
+
 TEST_P(WalCollectionsTest, ReopenRebuildsStateAndBroadcastDedupe) {
   const std::string other = "kf-dml_0_43v0";
   ASSERT_TRUE(Append(CreateCollection(kVc, 42, 4, 1)).ok());
