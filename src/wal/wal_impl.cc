@@ -214,23 +214,24 @@ void WalImpl::AppendRun(
     if (p->key) begun.push_back({.key = &*p->key, .waiter = &p->done});
   }
   dedup_.BeginAll(std::span(begun));
+  // The duplicates drop out; the rest keep their order.
+  size_t next_begun = 0;
+  std::erase_if(run, [&](const auto& entry) {
+    const std::shared_ptr<Pending>& p = entry.first;
+    return p->key && Deduplicated(*p, begun[next_begun++].outcome);
+  });
   std::vector<std::shared_ptr<Pending>> admitted;
   admitted.reserve(run.size());
-  size_t next_begun = 0;
-  std::vector<const trace::Context*> contexts;
-  contexts.reserve(run.size());
-  for (auto& [p, ctx] : run) {
-    if (p->key && Deduplicated(*p, begun[next_begun++].outcome)) continue;
-    admitted.push_back(std::move(p));
-    contexts.push_back(ctx);
-  }
   // Counted in in_flight_ at once: the completions write the same cache line.
-  if (absl::Status rejection = BeginInFlight(static_cast<int64_t>(admitted.size()));
-      !rejection.ok()) {
-    for (auto& p : admitted) Reject(*p, rejection);
-    return;
+  absl::Status rejection = BeginInFlight(static_cast<int64_t>(run.size()));
+  for (auto& [p, ctx] : run) {
+    if (!rejection.ok()) {
+      Reject(*p, rejection);
+      continue;
+    }
+    Entered(*ctx, *p);
+    admitted.push_back(std::move(p));
   }
-  for (size_t i = 0; i < admitted.size(); ++i) Entered(*contexts[i], *admitted[i]);
   PersistRun(std::move(admitted));
 }
 
