@@ -33,7 +33,7 @@ absl::StatusOr<kingfisher::ConsumedMessage> DecodeConsumed(kingfisher::v1::Consu
   }
   out.vchannel = std::string(msg.vchannel());
   out.payload = std::move(*msg.mutable_payload());
-  out.properties = std::move(*msg.mutable_properties());
+  out.properties = msg.TakeProperties();
   for (auto& inner : *m->mutable_inner()) {
     auto in = DecodeConsumed(&inner);
     if (!in.ok()) return in.status();

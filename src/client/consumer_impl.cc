@@ -214,17 +214,17 @@ void ConsumerImpl::Deliver(kingfisher::ConsumedMessage* m, bool remote) {
   // One wal.dist_consume per delivered message, child of the message-carried context. The
   // span and `_tc` need the properties only: they are moved in and back, the payload stays.
   MutableMessage msg;
-  *msg.mutable_properties() = std::move(m->properties);
+  msg.SetProperties(std::move(m->properties));
   trace::Context parent = ExtractTraceContext(trace::Context(), msg);
   if (!remote) {  // no network hop, no wal.dist_consume: the message's own context
-    m->properties = std::move(*msg.mutable_properties());
+    m->properties = msg.TakeProperties();
     m->trace = std::move(parent);
     return;
   }
   auto [ctx, span] =
       StartSpanForMessage(parent, &msg, "wal.dist_consume", trace::SpanKind::kConsumer);
   OverwriteTraceContext(ctx, &msg);
-  m->properties = std::move(*msg.mutable_properties());
+  m->properties = msg.TakeProperties();
   CopyTraceContextToInner(m);
   span->End();
   m->trace = std::move(ctx);

@@ -37,8 +37,8 @@ TEST(ConsumerTest, ResumesAfterTransportFailureWithoutGapOrDuplicate) {
   // The 4th message's LCMID is the 2nd (a txn begun there was still open).
   MutableMessage lc;
   lc.set_last_confirmed(MessageId::Local(2));
-  (*log[3].mutable_properties())[std::string(prop::kLastConfirmed)] =
-      std::string(*lc.GetProperty(prop::kLastConfirmed));
+  log[3].SetProperty(std::string(prop::kLastConfirmed),
+                     std::string(*lc.GetProperty(prop::kLastConfirmed)));
   node.SetConsumeLog(log);
   node.BreakFirstConsumeStreamAfter(4);
   auto client = ConnectTo(node);

@@ -1,12 +1,15 @@
 #include "message/message.h"
 
+#include <algorithm>
+#include <bit>
 #include <cassert>
+#include <charconv>
 #include <cstring>
+#include <iterator>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "common/absl_compat.h"
 #include "common/coding.h"
@@ -23,6 +26,10 @@ constexpr char kPayloadTag = 0x0A;     // Message.payload = 1
 constexpr char kPropertiesTag = 0x12;  // Message.properties = 2
 constexpr char kEntryKeyTag = 0x0A;    // entry.key = 1
 constexpr char kEntryValueTag = 0x12;  // entry.value = 2
+
+// The room a message's slot text gets when it first outgrows its inline buffer: what a stamped
+// message's slot values take (the `_tc` alone is 44 bytes).
+constexpr size_t kSlotTextReserve = 120;
 
 size_t VarintLength(uint64_t v) {
   size_t n = 1;
@@ -56,15 +63,8 @@ char* PutLenField(char* p, char tag, std::string_view bytes) {
   return p + bytes.size();
 }
 
-// A message's properties for EncodedMessageSize and EncodeMessage: for_each(fn) calls
-// fn(key, value) for each property in key order.
-auto EachProperty(const Properties& props) {
-  return [p = &props](const auto& fn) {
-    for (const auto& [k, v] : *p) fn(k, v);
-  };
-}
-
-// The exact size of a message with `payload` and the properties `for_each` yields.
+// The exact size of a message with `payload` and the properties `for_each` yields: for_each(fn)
+// calls fn(key, value) for each property in key order.
 template <typename ForEach>
 size_t EncodedMessageSize(std::string_view payload, const ForEach& for_each) {
   size_t size = payload.empty() ? 0 : LenFieldSize(payload.size());
@@ -73,7 +73,7 @@ size_t EncodedMessageSize(std::string_view payload, const ForEach& for_each) {
 }
 
 // Appends a message with `payload` and the properties `for_each` yields (called twice: size,
-// then bytes).
+// then bytes; cheaper than collecting them).
 template <typename ForEach>
 void EncodeMessage(std::string_view payload, const ForEach& for_each, std::string* dst) {
   // One exact-size growth, then plain stores: this runs once per append.
@@ -92,61 +92,6 @@ void EncodeMessage(std::string_view payload, const ForEach& for_each, std::strin
   });
   assert(p == dst->data() + start + size);
 }
-
-// A message's properties as an AppendStamp leaves them, in key order: the stamp's replace the
-// message's (both LCMID keys go but the stamp's). Merged once, as views into the message and
-// into itself: not copyable.
-class StampedProperties {
- public:
-  StampedProperties(const Properties& props, const AppendStamp& s) {
-    std::array<std::pair<std::string_view, std::string_view>, 4> stamp;  // in key order
-    size_t n = 0;
-    if (s.last_confirmed) {
-      lc_ = Base64Encode(s.last_confirmed->Encode());
-      stamp[n++] = {prop::kLastConfirmed, lc_};
-    } else {
-      stamp[n++] = {prop::kLastConfirmedSelf, ""};
-    }
-    const bool has_tc = s.trace_context_size > 0;
-    if (has_tc) {
-      stamp[n++] = {prop::kTraceContext,
-                    std::string_view(s.trace_context.data(), s.trace_context_size)};
-    }
-    stamp[n++] = {prop::kTimeTick, std::string_view(tt_, Base36EncodeTo(s.timetick.value(), tt_))};
-    stamp[n++] = {
-        prop::kWalTerm,
-        std::string_view(wt_, Base36EncodeTo(static_cast<uint64_t>(s.term.value()), wt_))};
-    auto replaced = [has_tc](std::string_view key) {
-      return key == prop::kLastConfirmed || key == prop::kLastConfirmedSelf ||
-             key == prop::kTimeTick || key == prop::kWalTerm ||
-             (has_tc && key == prop::kTraceContext);
-    };
-    merged_.reserve(props.size() + n);
-    auto it = props.begin();
-    for (size_t i = 0; i < n; ++i) {
-      for (; it != props.end() && std::string_view(it->first) < stamp[i].first; ++it) {
-        if (!replaced(it->first)) merged_.emplace_back(it->first, it->second);
-      }
-      merged_.push_back(stamp[i]);
-    }
-    for (; it != props.end(); ++it) {
-      if (!replaced(it->first)) merged_.emplace_back(it->first, it->second);
-    }
-  }
-  StampedProperties(const StampedProperties&) = delete;
-  StampedProperties& operator=(const StampedProperties&) = delete;
-
-  template <typename Fn>
-  void ForEach(const Fn& fn) const {
-    for (const auto& [k, v] : merged_) fn(k, v);
-  }
-
- private:
-  absl::InlinedVector<std::pair<std::string_view, std::string_view>, 16> merged_;
-  char tt_[kMaxBase36Chars];
-  char wt_[kMaxBase36Chars];
-  std::string lc_;  // allocates only for an LCMID other than the message itself
-};
 
 absl::Status Malformed(std::string_view what) {
   return StreamingError(StreamingCode::kInvalidArgument,
@@ -176,7 +121,9 @@ absl::Status GetLenField(std::string_view* in, std::string_view what, std::strin
   return absl::OkStatus();
 }
 
-absl::Status DecodeEntry(std::string_view entry, std::vector<Properties::value_type>* props) {
+// One map entry's key and value (either may be absent: empty).
+absl::Status DecodeEntry(std::string_view entry, std::string_view* key_out,
+                         std::string_view* value_out) {
   std::optional<std::string_view> key, value;
   while (!entry.empty()) {
     const char tag = entry.front();
@@ -195,12 +142,12 @@ absl::Status DecodeEntry(std::string_view entry, std::vector<Properties::value_t
     RETURN_IF_ERROR(GetLenField(&entry, "property entry", &field));
     *slot = field;
   }
-  std::string_view k = key.value_or(""), v = value.value_or("");
-  if (!IsValidUtf8(k)) return Malformed("property key is not UTF-8");
-  if (!IsValidUtf8(v)) {
-    return Malformed(absl::StrCat("value of property '", ToAbsl(k), "' is not UTF-8"));
+  *key_out = key.value_or("");
+  *value_out = value.value_or("");
+  if (!IsValidUtf8(*key_out)) return Malformed("property key is not UTF-8");
+  if (!IsValidUtf8(*value_out)) {
+    return Malformed(absl::StrCat("value of property '", ToAbsl(*key_out), "' is not UTF-8"));
   }
-  props->emplace_back(std::piecewise_construct, std::forward_as_tuple(k), std::forward_as_tuple(v));
   return absl::OkStatus();
 }
 
@@ -215,59 +162,202 @@ std::optional<int64_t> ParseDecimal(std::string_view s) {
   return v;
 }
 
-}  // namespace
-
-MutableMessage::MutableMessage(MessageType type, std::string payload)
-    : payload_(std::move(payload)) {
-  // Room for what the append path stamps (timetick, term, LCMID, vchannel, `_ik`, `_tc`): one
-  // allocation per message.
-  properties_.reserve(8);
-  properties_.emplace(std::string(prop::kType), std::to_string(static_cast<int32_t>(type)));
-  properties_.emplace(std::string(prop::kVersion), std::string(prop::kCurrentVersion));
-}
-
-MessageType MutableMessage::type() const {
-  auto raw = GetProperty(prop::kType);
-  if (!raw) return MessageType::kUnknown;
-  auto n = ParseDecimal(*raw);
+MessageType ParseType(std::string_view s) {
+  auto n = ParseDecimal(s);
   if (!n) return MessageType::kUnknown;
   return MessageTypeFromNumber(*n).value_or(MessageType::kUnknown);
 }
 
+}  // namespace
+
+MutableMessage::MutableMessage(MessageType type, std::string payload)
+    : payload_(std::move(payload)) {
+  char number[16];
+  const auto end = std::to_chars(number, number + sizeof(number), static_cast<int32_t>(type)).ptr;
+  Assign(kT, std::string_view(number, static_cast<size_t>(end - number)));
+  Assign(kV, prop::kCurrentVersion);
+}
+
+MutableMessage::MutableMessage(MutableMessage&& other) noexcept
+    : payload_(std::move(other.payload_)),
+      slot_text_(std::move(other.slot_text_)),
+      slot_refs_(other.slot_refs_),
+      present_(std::exchange(other.present_, 0)),
+      type_(std::exchange(other.type_, MessageType::kUnknown)),
+      others_(std::move(other.others_)) {}
+
+MutableMessage& MutableMessage::operator=(MutableMessage&& other) noexcept {
+  if (this == &other) return *this;
+  payload_ = std::move(other.payload_);
+  slot_text_ = std::move(other.slot_text_);
+  slot_refs_ = other.slot_refs_;
+  present_ = std::exchange(other.present_, 0);
+  type_ = std::exchange(other.type_, MessageType::kUnknown);
+  others_ = std::move(other.others_);
+  return *this;
+}
+
+bool operator==(const MutableMessage& a, const MutableMessage& b) {
+  if (a.payload_ != b.payload_ || a.present_ != b.present_ || a.others_ != b.others_) {
+    return false;
+  }
+  for (uint32_t p = a.present_; p != 0; p &= p - 1) {
+    const int slot = std::countr_zero(p);
+    if (a.SlotValue(slot) != b.SlotValue(slot)) return false;
+  }
+  return true;
+}
+
+int MutableMessage::SlotOf(std::string_view key) {
+  static_assert(std::is_sorted(kSlotKeys.begin(), kSlotKeys.end()));
+  if (key.size() < 2 || key[0] != '_') return -1;
+  const char c = key[1];
+  switch (key.size()) {
+    case 2:
+      return c == 't' ? kT : c == 'v' ? kV : -1;
+    case 3: {
+      const char d = key[2];
+      switch (c) {
+        case 'i':
+          return d == 'k' ? kIk : -1;
+        case 'l':
+          return d == 'c' ? kLc : -1;
+        case 't':
+          return d == 'c' ? kTc : d == 't' ? kTt : d == 'x' ? kTx : -1;
+        case 'v':
+          return d == 'c' ? kVc : -1;
+        case 'w':
+          return d == 't' ? kWt : -1;
+        default:
+          return -1;
+      }
+    }
+    case 4:
+      return key == prop::kLastConfirmedSelf ? kLcs : -1;
+    default:
+      return -1;
+  }
+}
+
+void MutableMessage::Assign(int slot, std::string_view value) {
+  SlotRef& ref = slot_refs_[slot];
+  if (Has(slot) && value.size() <= ref.size) {
+    std::memmove(slot_text_.data() + ref.offset, value.data(), value.size());  // may alias
+    ref.size = static_cast<uint32_t>(value.size());
+  } else if (slot_text_.size() + value.size() <= slot_text_.capacity()) {
+    // No reallocation, so a `value` viewing into slot_text_ stays valid.
+    ref = {.offset = static_cast<uint32_t>(slot_text_.size()),
+           .size = static_cast<uint32_t>(value.size())};
+    slot_text_.append(value);
+  } else {
+    // Out of room: a new text with only the live values (outgrown and erased ones stayed
+    // behind until now) and room to grow, so that a message allocates about once.
+    present_ &= ~Bit(slot);
+    size_t live = value.size();
+    for (uint32_t p = present_; p != 0; p &= p - 1) live += slot_refs_[std::countr_zero(p)].size;
+    std::string text;
+    text.reserve(std::max(2 * live, kSlotTextReserve));
+    for (uint32_t p = present_; p != 0; p &= p - 1) {
+      SlotRef& r = slot_refs_[std::countr_zero(p)];
+      const size_t offset = text.size();
+      text.append(slot_text_, r.offset, r.size);
+      r.offset = static_cast<uint32_t>(offset);
+    }
+    ref = {.offset = static_cast<uint32_t>(text.size()),
+           .size = static_cast<uint32_t>(value.size())};
+    text.append(value);  // before slot_text_ goes: `value` may view into it
+    slot_text_ = std::move(text);
+  }
+  present_ |= Bit(slot);
+  if (slot == kT) type_ = ParseType(SlotValue(slot));
+}
+
+void MutableMessage::Erase(int slot) {
+  present_ &= ~Bit(slot);
+  slot_refs_[slot] = {};
+  if (slot == kT) type_ = MessageType::kUnknown;
+}
+
 std::optional<std::string_view> MutableMessage::GetProperty(std::string_view key) const {
-  auto it = properties_.find(key);
-  if (it == properties_.end()) return std::nullopt;
+  if (const int slot = SlotOf(key); slot >= 0) return Get(slot);
+  auto it = others_.find(key);
+  if (it == others_.end()) return std::nullopt;
   return std::string_view(it->second);
 }
 
 bool MutableMessage::HasProperty(std::string_view key) const {
-  return properties_.find(key) != properties_.end();
+  if (const int slot = SlotOf(key); slot >= 0) return Has(slot);
+  return others_.contains(key);
 }
 
 void MutableMessage::SetProperty(std::string key, std::string value) {
-  properties_.insert_or_assign(std::move(key), std::move(value));
+  if (const int slot = SlotOf(key); slot >= 0) return Assign(slot, value);
+  others_.insert_or_assign(std::move(key), std::move(value));
 }
 
 void MutableMessage::AssignProperty(std::string_view key, std::string_view value) {
-  properties_.Assign(key, value);
+  if (const int slot = SlotOf(key); slot >= 0) return Assign(slot, value);
+  others_.Assign(key, value);
 }
 
-void MutableMessage::EraseProperty(std::string_view key) { properties_.erase(key); }
-
-std::string_view MutableMessage::vchannel() const {
-  return GetProperty(prop::kVChannel).value_or(std::string_view());
+void MutableMessage::EraseProperty(std::string_view key) {
+  if (const int slot = SlotOf(key); slot >= 0) return Erase(slot);
+  others_.erase(key);
 }
+
+Properties MutableMessage::properties() const {
+  std::vector<Properties::value_type> all;
+  all.reserve(static_cast<size_t>(std::popcount(present_)) + others_.size());
+  ForEachProperty([&](std::string_view k, std::string_view v) { all.emplace_back(k, v); });
+  Properties out;
+  (void)out.Adopt(std::move(all));  // in key order, no duplicates
+  return out;
+}
+
+void MutableMessage::ClearProperties() {
+  slot_text_.clear();
+  slot_refs_ = {};
+  present_ = 0;
+  type_ = MessageType::kUnknown;
+  others_ = Properties();
+}
+
+void MutableMessage::SetProperties(Properties properties) {
+  ClearProperties();
+  for (auto& [k, v] : properties.TakeEntries()) SetProperty(std::move(k), std::move(v));
+}
+
+Properties MutableMessage::TakeProperties() {
+  std::vector<Properties::value_type> all;
+  all.reserve(static_cast<size_t>(std::popcount(present_)) + others_.size());
+  std::vector<Properties::value_type> others = others_.TakeEntries();
+  auto it = others.begin();
+  for (uint32_t p = present_; p != 0; p &= p - 1) {
+    const int slot = std::countr_zero(p);
+    for (; it != others.end() && std::string_view(it->first) < kSlotKeys[slot]; ++it) {
+      all.push_back(std::move(*it));
+    }
+    all.emplace_back(kSlotKeys[slot], SlotValue(slot));
+  }
+  std::move(it, others.end(), std::back_inserter(all));
+  ClearProperties();
+  Properties out;
+  (void)out.Adopt(std::move(all));  // in key order, no duplicates
+  return out;
+}
+
+std::string_view MutableMessage::vchannel() const { return Get(kVc).value_or(std::string_view()); }
 
 void MutableMessage::set_vchannel(std::string v) {
   if (v.empty()) {
-    EraseProperty(prop::kVChannel);
+    Erase(kVc);
   } else {
-    SetProperty(std::string(prop::kVChannel), std::move(v));
+    Assign(kVc, v);
   }
 }
 
 std::optional<TimeTick> MutableMessage::timetick() const {
-  auto raw = GetProperty(prop::kTimeTick);
+  auto raw = Get(kTt);
   if (!raw) return std::nullopt;
   auto v = Base36Decode(*raw);
   if (!v) return std::nullopt;
@@ -276,11 +366,11 @@ std::optional<TimeTick> MutableMessage::timetick() const {
 
 void MutableMessage::set_timetick(TimeTick t) {
   char buf[kMaxBase36Chars];
-  AssignProperty(prop::kTimeTick, std::string_view(buf, Base36EncodeTo(t.value(), buf)));
+  Assign(kTt, std::string_view(buf, Base36EncodeTo(t.value(), buf)));
 }
 
 std::optional<Term> MutableMessage::wal_term() const {
-  auto raw = GetProperty(prop::kWalTerm);
+  auto raw = Get(kWt);
   if (!raw) return std::nullopt;
   auto v = Base36Decode(*raw);
   if (!v || *v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
@@ -289,12 +379,11 @@ std::optional<Term> MutableMessage::wal_term() const {
 
 void MutableMessage::set_wal_term(Term t) {
   char buf[kMaxBase36Chars];
-  AssignProperty(prop::kWalTerm,
-                 std::string_view(buf, Base36EncodeTo(static_cast<uint64_t>(t.value()), buf)));
+  Assign(kWt, std::string_view(buf, Base36EncodeTo(static_cast<uint64_t>(t.value()), buf)));
 }
 
 std::optional<MessageId> MutableMessage::last_confirmed() const {
-  auto raw = GetProperty(prop::kLastConfirmed);
+  auto raw = Get(kLc);
   if (!raw) return std::nullopt;
   auto bytes = Base64Decode(*raw);
   if (!bytes) return std::nullopt;
@@ -303,18 +392,16 @@ std::optional<MessageId> MutableMessage::last_confirmed() const {
   return *id;
 }
 
-bool MutableMessage::last_confirmed_is_self() const {
-  return HasProperty(prop::kLastConfirmedSelf);
-}
+bool MutableMessage::last_confirmed_is_self() const { return Has(kLcs); }
 
 void MutableMessage::set_last_confirmed(const MessageId& id) {
-  EraseProperty(prop::kLastConfirmedSelf);
-  SetProperty(std::string(prop::kLastConfirmed), Base64Encode(id.Encode()));
+  Erase(kLcs);
+  Assign(kLc, Base64Encode(id.Encode()));
 }
 
 void MutableMessage::set_last_confirmed_self() {
-  EraseProperty(prop::kLastConfirmed);
-  AssignProperty(prop::kLastConfirmedSelf, "");
+  Erase(kLc);
+  Assign(kLcs, "");
 }
 
 namespace {
@@ -356,18 +443,14 @@ void MutableMessage::set_replicate_header(const kingfisher::v1::ReplicateHeader&
   SetProtoProperty(this, prop::kReplicate, h);
 }
 
-std::optional<std::string_view> MutableMessage::idempotency_key() const {
-  return GetProperty(prop::kIdempotencyKey);
-}
-void MutableMessage::set_idempotency_key(std::string k) {
-  SetProperty(std::string(prop::kIdempotencyKey), std::move(k));
-}
+std::optional<std::string_view> MutableMessage::idempotency_key() const { return Get(kIk); }
+void MutableMessage::set_idempotency_key(std::string k) { Assign(kIk, k); }
 
 bool MutableMessage::not_persisted() const { return HasProperty(prop::kNotPersisted); }
 void MutableMessage::set_not_persisted() { AssignProperty(prop::kNotPersisted, ""); }
 
 size_t MutableMessage::EncodedSize() const {
-  return EncodedMessageSize(payload_, EachProperty(properties_));
+  return EncodedMessageSize(payload_, [this](const auto& fn) { ForEachProperty(fn); });
 }
 
 std::string MutableMessage::Encode() const {
@@ -377,13 +460,38 @@ std::string MutableMessage::Encode() const {
 }
 
 void MutableMessage::EncodeTo(std::string* dst) const {
-  EncodeMessage(payload_, EachProperty(properties_), dst);
+  EncodeMessage(
+      payload_, [this](const auto& fn) { ForEachProperty(fn); }, dst);
 }
 
 void MutableMessage::EncodeTo(std::string* dst, const AppendStamp& stamp) const {
-  const StampedProperties stamped(properties_, stamp);
+  // The stamp's slots replace the message's (both LCMID keys go but the stamp's).
+  std::array<std::string_view, kSlotCount> stamped;
+  uint32_t replaced = Bit(kLc) | Bit(kLcs) | Bit(kTt) | Bit(kWt);
+  uint32_t stamped_bits = Bit(kTt) | Bit(kWt);
+  std::string lc;  // allocates only for an LCMID other than the message itself
+  if (stamp.last_confirmed) {
+    lc = Base64Encode(stamp.last_confirmed->Encode());
+    stamped[kLc] = lc;
+    stamped_bits |= Bit(kLc);
+  } else {
+    stamped_bits |= Bit(kLcs);  // empty value
+  }
+  if (stamp.trace_context_size > 0) {
+    stamped[kTc] = std::string_view(stamp.trace_context.data(), stamp.trace_context_size);
+    stamped_bits |= Bit(kTc);
+    replaced |= Bit(kTc);
+  }
+  char tt[kMaxBase36Chars], wt[kMaxBase36Chars];
+  stamped[kTt] = std::string_view(tt, Base36EncodeTo(stamp.timetick.value(), tt));
+  stamped[kWt] =
+      std::string_view(wt, Base36EncodeTo(static_cast<uint64_t>(stamp.term.value()), wt));
+  const uint32_t present = (present_ & ~replaced) | stamped_bits;
+  const auto value = [&](int slot) -> std::string_view {
+    return (stamped_bits & Bit(slot)) != 0 ? stamped[slot] : SlotValue(slot);
+  };
   EncodeMessage(
-      payload_, [&](const auto& fn) { stamped.ForEach(fn); }, dst);
+      payload_, [&](const auto& fn) { Merge(present, value, fn); }, dst);
 }
 
 void MutableMessage::Stamp(const AppendStamp& stamp) {
@@ -395,15 +503,13 @@ void MutableMessage::Stamp(const AppendStamp& stamp) {
     set_last_confirmed_self();
   }
   if (stamp.trace_context_size > 0) {
-    AssignProperty(prop::kTraceContext,
-                   std::string_view(stamp.trace_context.data(), stamp.trace_context_size));
+    Assign(kTc, std::string_view(stamp.trace_context.data(), stamp.trace_context_size));
   }
 }
 
 absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string_view bytes) {
   MutableMessage m;
-  std::vector<Properties::value_type> properties;
-  properties.reserve(8);  // what a stamped message carries: one allocation
+  std::vector<Properties::value_type> others;  // usually none: no allocation
   bool seen_payload = false;
   while (!bytes.empty()) {
     const char tag = bytes.front();
@@ -416,13 +522,22 @@ absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string_view bytes) {
       m.payload_.assign(field);
     } else if (tag == kPropertiesTag) {
       RETURN_IF_ERROR(GetLenField(&bytes, "property entry", &field));
-      RETURN_IF_ERROR(DecodeEntry(field, &properties));
+      std::string_view key, value;
+      RETURN_IF_ERROR(DecodeEntry(field, &key, &value));
+      if (const int slot = SlotOf(key); slot < 0) {
+        others.emplace_back(std::piecewise_construct, std::forward_as_tuple(key),
+                            std::forward_as_tuple(value));
+      } else if (m.Has(slot)) {
+        return Malformed(absl::StrCat("duplicate property key '", ToAbsl(key), "'"));
+      } else {
+        m.Assign(slot, value);
+      }
     } else {
       return Malformed(absl::StrCat("unknown field number or wire type (tag byte 0x",
                                     absl::Hex(static_cast<unsigned char>(tag)), ")"));
     }
   }
-  if (auto dup = m.properties_.Adopt(std::move(properties))) {
+  if (auto dup = m.others_.Adopt(std::move(others))) {
     return Malformed(absl::StrCat("duplicate property key '", *dup, "'"));
   }
   return m;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <string>
 
@@ -409,6 +410,90 @@ TEST(MutableMessageTest, EncodingWithAStampEqualsStampingThenEncoding) {
     EXPECT_EQ(decoded->last_confirmed_is_self(), !stamp.last_confirmed.has_value());
     EXPECT_EQ(decoded->last_confirmed(), stamp.last_confirmed);
   }
+}
+
+// Reserved keys live in slots, the rest in a sorted map; to a caller they are one map. Random
+// edits (every reserved key, keys sorting around them, values growing and shrinking so that
+// slot values are rewritten in place, moved and compacted) against a std::map model.
+TEST(MutableMessageTest, PropertiesBehaveAsOneMap) {
+  std::mt19937_64 rng(7);
+  const std::vector<std::string> keys = {"",    "A",    "_",     "_bh", "_h",  "_ik", "_ik0", "_l",
+                                         "_lc", "_lcs", "_lcs0", "_np", "_rh", "_t",  "_tc",  "_tt",
+                                         "_tx", "_u",   "_ur",   "_v",  "_vc", "_w",  "_wt",  "z"};
+  for (int round = 0; round < 300; ++round) {
+    MutableMessage m;
+    std::map<std::string, std::string> model;
+    for (int op = 0; op < 40; ++op) {
+      const std::string& key = keys[rng() % keys.size()];
+      const std::string value(rng() % 4 == 0 ? rng() % 200 : rng() % 8, 'a' + rng() % 26);
+      switch (rng() % 4) {
+        case 0:
+          m.SetProperty(key, value);
+          model[key] = value;
+          break;
+        case 1:
+          m.AssignProperty(key, value);
+          model[key] = value;
+          break;
+        case 2:
+          m.EraseProperty(key);
+          model.erase(key);
+          break;
+        default:  // a value copied from the message itself
+          if (auto v = m.GetProperty(keys[rng() % keys.size()])) {
+            model[key] = std::string(*v);
+            m.AssignProperty(key, *v);
+          }
+      }
+      for (const std::string& k : keys) {
+        auto it = model.find(k);
+        ASSERT_EQ(m.GetProperty(k),
+                  it == model.end() ? std::nullopt : std::optional<std::string_view>(it->second))
+            << "round " << round << " op " << op << " key '" << k << "'";
+      }
+    }
+    const Properties all = m.properties();
+    const std::map<std::string, std::string> all_as_map(all.begin(), all.end());
+    ASSERT_EQ(all_as_map, model);
+    EXPECT_EQ(m.type(), MessageType::kUnknown);  // values of letters never parse as a type
+    Message pb;
+    for (const auto& [k, v] : model) (*pb.mutable_properties())[k] = v;
+    ASSERT_EQ(m.Encode(), DeterministicSerialize(pb)) << "round " << round;
+    ASSERT_EQ(m.EncodedSize(), m.Encode().size());
+    auto decoded = MutableMessage::Decode(m.Encode());
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_EQ(*decoded, m);
+    MutableMessage copy = m;
+    EXPECT_EQ(copy, m);
+    MutableMessage moved = std::move(copy);
+    EXPECT_EQ(moved, m);
+    EXPECT_EQ(copy, MutableMessage());  // NOLINT(bugprone-use-after-move): left empty
+    MutableMessage taken = m;
+    MutableMessage rebuilt;
+    rebuilt.SetProperties(taken.TakeProperties());
+    EXPECT_EQ(rebuilt, m);
+    EXPECT_EQ(taken, MutableMessage());
+  }
+}
+
+TEST(MutableMessageTest, TypeFollowsTheTypeProperty) {
+  MutableMessage m(MessageType::kInsert, "");
+  EXPECT_EQ(m.type(), MessageType::kInsert);
+  m.SetProperty("_t", "901");
+  EXPECT_EQ(m.type(), MessageType::kCommitTxn);
+  m.AssignProperty("_t", "1");
+  EXPECT_EQ(m.type(), MessageType::kTimeTick);
+  m.AssignProperty("_t", "01");
+  EXPECT_EQ(m.type(), MessageType::kUnknown);
+  m.AssignProperty("_t", "1");
+  m.EraseProperty("_t");
+  EXPECT_EQ(m.type(), MessageType::kUnknown);
+  auto decoded = MutableMessage::Decode(MutableMessage(MessageType::kDelete, "x").Encode());
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->type(), MessageType::kDelete);
+  MutableMessage with_all;
+  with_all.SetProperties(MutableMessage(MessageType::kFlush, "").properties());
+  EXPECT_EQ(with_all.type(), MessageType::kFlush);
 }
 
 TEST(ImmutableMessageTest, ResolvesFields) {

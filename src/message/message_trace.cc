@@ -47,14 +47,7 @@ size_t EncodeTraceContextHeader(const trace::SpanContext& sc, char* out) {
   return Base64EncodeTo(std::string_view(buf.data(), n), out);
 }
 
-// msg.type() == kTimeTick without parsing: `_t` is canonical decimal, so the type is TimeTick
-// exactly when the text is TimeTick's number.
-bool IsTimeTick(const MutableMessage& msg) {
-  constexpr std::string_view kTimeTickNumber = "1";
-  static_assert(static_cast<int32_t>(MessageType::kTimeTick) == 1);
-  auto t = msg.GetProperty(prop::kType);
-  return t && *t == kTimeTickNumber;
-}
+bool IsTimeTick(const MutableMessage& msg) { return msg.type() == MessageType::kTimeTick; }
 
 template <size_t N>
 bool CopyBytes(std::string_view in, std::array<uint8_t, N>* out) {

@@ -79,6 +79,8 @@ class Properties {
   // any order, and inserting each in place would be quadratic). A repeated key is returned and
   // leaves the properties unchanged.
   std::optional<std::string> Adopt(std::vector<value_type> entries);
+  // Moves the entries out (in key order); the properties are left empty.
+  std::vector<value_type> TakeEntries() { return std::exchange(entries_, {}); }
 
   friend bool operator==(const Properties&, const Properties&) = default;
 

@@ -45,32 +45,43 @@ bool In(const std::array<std::string_view, N>& set, std::string_view key) {
   return false;
 }
 
-absl::Status CheckUtf8(const Properties& p) {
-  for (const auto& [k, v] : p) {
-    if (!IsValidUtf8(k)) return Invalid("property key is not valid UTF-8");
-    if (!IsValidUtf8(v)) return Invalid("value of property '", k, "' is not valid UTF-8");
-  }
+absl::Status CheckUtf8(std::string_view k, std::string_view v) {
+  if (!IsValidUtf8(k)) return Invalid("property key is not valid UTF-8");
+  if (!IsValidUtf8(v)) return Invalid("value of property '", ToAbsl(k), "' is not valid UTF-8");
   return absl::OkStatus();
 }
 
-absl::Status CheckReservedKeys(const MutableMessage& m, bool ddl) {
-  for (const auto& [key, value] : m.properties()) {
-    if (!IsReservedKey(key) || In(kClientKeys, key)) continue;
-    if (key == prop::kBroadcast) {
-      if (ddl) continue;
-      return Invalid("property '_bh' is set only by the broadcaster, and only on DDL messages (",
-                     Name(m.type()), " is not DDL)");
-    }
-    if (In(kWalKeys, key)) {
-      return Invalid("property '", key, "' is set only by the WAL; a producer must not set it");
-    }
-    if (key == prop::kReplicate) {
-      return Invalid("property '_rh' is set only by the replicate service");
-    }
-    return Invalid("property key '", key,
-                   "' is reserved: keys starting with '_' belong to the system");
-  }
+absl::Status CheckUtf8(const Properties& p) {
+  for (const auto& [k, v] : p) RETURN_IF_ERROR(CheckUtf8(k, v));
   return absl::OkStatus();
+}
+
+absl::Status CheckReservedKey(const MutableMessage& m, bool ddl, std::string_view key) {
+  if (!IsReservedKey(key) || In(kClientKeys, key)) return absl::OkStatus();
+  if (key == prop::kBroadcast) {
+    if (ddl) return absl::OkStatus();
+    return Invalid("property '_bh' is set only by the broadcaster, and only on DDL messages (",
+                   Name(m.type()), " is not DDL)");
+  }
+  if (In(kWalKeys, key)) {
+    return Invalid("property '", ToAbsl(key),
+                   "' is set only by the WAL; a producer must not set it");
+  }
+  if (key == prop::kReplicate) {
+    return Invalid("property '_rh' is set only by the replicate service");
+  }
+  return Invalid("property key '", ToAbsl(key),
+                 "' is reserved: keys starting with '_' belong to the system");
+}
+
+// The first property for which `check(key, value)` fails, in key order.
+template <typename Check>
+absl::Status CheckEach(const MutableMessage& m, const Check& check) {
+  absl::Status status;
+  m.ForEachProperty([&](std::string_view key, std::string_view value) {
+    if (status.ok()) status = check(key, value);
+  });
+  return status;
 }
 
 absl::Status CheckTxn(const MutableMessage& m, MessageType t, bool ddl) {
@@ -155,8 +166,10 @@ absl::Status ValidateProducedMessage(const MutableMessage& m, const ValidationOp
     return Invalid("unsupported message version '", ToAbsl(*v), "' (property '_v'; want ",
                    ToAbsl(prop::kCurrentVersion), ")");
   }
-  RETURN_IF_ERROR(CheckUtf8(m.properties()));
-  RETURN_IF_ERROR(CheckReservedKeys(m, ddl));
+  RETURN_IF_ERROR(
+      CheckEach(m, [](std::string_view k, std::string_view v) { return CheckUtf8(k, v); }));
+  RETURN_IF_ERROR(CheckEach(
+      m, [&](std::string_view k, std::string_view) { return CheckReservedKey(m, ddl, k); }));
   if (ddl && !m.broadcast_header()) {
     return Invalid("property '_bh' is not a base64 BroadcastHeader");
   }
