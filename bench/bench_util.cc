@@ -1,6 +1,8 @@
 #include "bench_util.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -112,6 +114,16 @@ std::vector<double> PacedGroupCommit(const std::string& path, size_t size, doubl
   ::close(fd);
   ::unlink(path.c_str());
   return lat;
+}
+
+void FutexWait(std::atomic<int>* word, int expected) {
+  static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
+  syscall(SYS_futex, reinterpret_cast<int*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr,
+          0);
+}
+
+void FutexWake(std::atomic<int>* word) {
+  syscall(SYS_futex, reinterpret_cast<int*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
 std::vector<double> WakeRoundTrips(size_t rounds) {

@@ -60,30 +60,45 @@ std::vector<double> RawWriteSync(const std::string& path, size_t size, double se
 std::vector<double> PacedGroupCommit(const std::string& path, size_t size, double rate,
                                      double seconds);
 
+// Blocks while *word == expected (or until a wake or a signal): FUTEX_WAIT_PRIVATE.
+void FutexWait(std::atomic<int>* word, int expected);
+// Wakes one thread blocked in FutexWait on `word`.
+void FutexWake(std::atomic<int>* word);
+
 // Raw loop of `rounds` round trips between two threads that take turns by waiting on a flag
 // under an absl::Mutex (Await): each round trip is two wake-ups of a sleeping thread. Returns
 // per-round-trip latencies in seconds. The baseline for latencies made of thread hand-offs (a
 // message crosses several threads between its append and its delivery).
 std::vector<double> WakeRoundTrips(size_t rounds);
 
-// One ack an appender thread blocks on. Not std::promise: its set_value makes two futex calls
-// (glibc's call_once wakes unconditionally) besides the one that wakes the waiter, and on a
-// VM a futex call costs microseconds, which the 64-appender figure would charge to the WAL.
+// One ack an appender thread blocks on: a bare futex, so that setting it costs one futex call
+// (none when the waiter has not slept yet) and waiting at most one per wake-up. Not
+// std::promise (its set_value makes two more futex calls: glibc's call_once wakes
+// unconditionally) and not absl::Notification (a mutex and a condition around the same call):
+// on a VM a futex call costs microseconds, which the 64-appender figure would charge to the WAL.
 template <typename T>
 class Ack {
  public:
   void Set(T value) {
     value_ = std::move(value);
-    done_.Notify();
+    // After the exchange the waiter may return and destroy *this: the wake only uses the
+    // address, and a stray wake of a later futex at it is spurious, which futex waiters allow.
+    if (state_.exchange(kDone, std::memory_order_acq_rel) == kSleeping) FutexWake(&state_);
   }
   T Wait() {
-    done_.WaitForNotification();
+    int state = kPending;
+    if (state_.compare_exchange_strong(state, kSleeping, std::memory_order_acquire)) {
+      do {
+        FutexWait(&state_, kSleeping);
+      } while (state_.load(std::memory_order_acquire) != kDone);
+    }
     return std::move(value_);
   }
 
  private:
+  enum : int { kPending, kDone, kSleeping };
   T value_{};
-  absl::Notification done_;  // safe to destroy once WaitForNotification returned
+  std::atomic<int> state_{kPending};
 };
 
 // A window of at most `size` operations in flight, for a thread that issues asynchronous

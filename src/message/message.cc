@@ -242,7 +242,8 @@ int MutableMessage::SlotOf(std::string_view key) {
 void MutableMessage::Assign(int slot, std::string_view value) {
   SlotRef& ref = slot_refs_[slot];
   if (Has(slot) && value.size() <= ref.size) {
-    std::memmove(slot_text_.data() + ref.offset, value.data(), value.size());  // may alias
+    // May alias; a null view (empty) must not reach memmove.
+    if (!value.empty()) std::memmove(slot_text_.data() + ref.offset, value.data(), value.size());
     ref.size = static_cast<uint32_t>(value.size());
   } else if (slot_text_.size() + value.size() <= slot_text_.capacity()) {
     // No reallocation, so a `value` viewing into slot_text_ stays valid.
@@ -475,7 +476,8 @@ void MutableMessage::EncodeTo(std::string* dst, const AppendStamp& stamp) const 
     stamped[kLc] = lc;
     stamped_bits |= Bit(kLc);
   } else {
-    stamped_bits |= Bit(kLcs);  // empty value
+    stamped[kLcs] = "";  // not a null view: its bytes go to memcpy
+    stamped_bits |= Bit(kLcs);
   }
   if (stamp.trace_context_size > 0) {
     stamped[kTc] = std::string_view(stamp.trace_context.data(), stamp.trace_context_size);
