@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 
 namespace kf::bench {
 
