@@ -31,6 +31,10 @@ class FaultInjectionFileSystem::File final : public WritableFile {
     absl::ReaderMutexLock l(&fs_->mu_);
     return fs_->PreallocateLocked(path_, generation_, base_.get(), size);
   }
+  absl::Status ZeroFill(uint64_t offset, uint64_t len) override {
+    absl::ReaderMutexLock l(&fs_->mu_);
+    return fs_->ZeroFillLocked(path_, generation_, base_.get(), offset, len);
+  }
   absl::Status Close() override { return base_->Close(); }
   uint64_t Size() const override { return base_->Size(); }
 
@@ -157,6 +161,23 @@ absl::Status FaultInjectionFileSystem::PreallocateLocked(const std::string& path
   absl::MutexLock k(&knob_mu_);
   auto it = files_.find(path);
   if (it != files_.end()) it->second.preallocated = std::max(it->second.preallocated, size);
+  return absl::OkStatus();
+}
+
+absl::Status FaultInjectionFileSystem::ZeroFillLocked(const std::string& path, uint64_t generation,
+                                                      WritableFile* base, uint64_t offset,
+                                                      uint64_t len) {
+  RETURN_IF_ERROR(CheckAlive(generation));
+  RETURN_IF_ERROR(base->ZeroFill(offset, len));
+  // Durable zeros read like a synced reservation. The real call also makes earlier appends
+  // durable; not counting them keeps less after a crash than a real disk might, never more.
+  absl::MutexLock k(&knob_mu_);
+  auto it = files_.find(path);
+  if (it != files_.end()) {
+    FileState& f = it->second;
+    f.preallocated = std::max(f.preallocated, offset + len);
+    f.durable_prealloc = std::max(f.durable_prealloc, offset + len);
+  }
   return absl::OkStatus();
 }
 

@@ -94,6 +94,8 @@ class FaultInjectionFileSystem final : public FileSystem {
                               uint64_t size);
   absl::Status PreallocateLocked(const std::string& path, uint64_t generation, WritableFile* base,
                                  uint64_t size);
+  absl::Status ZeroFillLocked(const std::string& path, uint64_t generation, WritableFile* base,
+                              uint64_t offset, uint64_t len);
   absl::Status CheckAlive(uint64_t generation) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckNotDead() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   Fault NextWriteFault(size_t* partial_bytes);

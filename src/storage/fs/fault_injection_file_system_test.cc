@@ -161,5 +161,21 @@ TEST_F(FaultInjectionTest, CrashDropsUnsyncedPreallocation) {
   EXPECT_EQ(Contents("log"), "durable");
 }
 
+// Zeros from ZeroFill are durable at once; appends over them after the last Sync read back as
+// zeros, and the zero fill does not count as a Sync of the appends.
+TEST_F(FaultInjectionTest, CrashKeepsZeroFillAndDropsUnsyncedAppendsOverIt) {
+  auto w = fs_.OpenWritable(Path("log"), OpenMode::kCreateExclusive);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(fs_.SyncDir(dir_).ok());
+  ASSERT_TRUE((*w)->Append("durable").ok());
+  ASSERT_TRUE((*w)->Sync().ok());
+  ASSERT_TRUE((*w)->Append("lost").ok());
+  ASSERT_TRUE((*w)->ZeroFill(4096, 4096).ok());
+  ASSERT_TRUE((*w)->Append("lost too").ok());
+  EXPECT_EQ(fs_.sync_count(), 1u);
+  ASSERT_TRUE(fs_.SimulateCrash().ok());
+  EXPECT_EQ(Contents("log"), std::string("durable") + std::string(8192 - 7, '\0'));
+}
+
 }  // namespace
 }  // namespace kf::fs

@@ -40,6 +40,14 @@ class WritableFile {
   // bytes only. The reservation is durable after the next Sync. UNIMPLEMENTED where the file
   // system cannot preallocate.
   virtual absl::Status Preallocate(uint64_t size) = 0;
+  // Writes zeros to [offset, offset + len) and makes them durable, metadata included. Appends
+  // into the range later overwrite blocks that are allocated and already written, so their
+  // fdatasync flushes data only: no extent conversion, no new size, no journal commit, so no
+  // jbd2 or kworker hop that a busy CPU delays (docs/local-wal-format.md). `offset` is a multiple
+  // of 4096 at or past the end of the appended bytes; the caller keeps its appends out of the
+  // range until the call returns (they may run meanwhile elsewhere in the file). Size() is
+  // unchanged. UNIMPLEMENTED where not supported.
+  virtual absl::Status ZeroFill(uint64_t offset, uint64_t len) = 0;
   virtual absl::Status Close() = 0;
   // Bytes in the file as seen through this handle (initial size + appended - truncated; the
   // initial size of a preallocated file includes its reserved zeros).

@@ -79,6 +79,27 @@ TEST(PosixFileSystemTest, PreallocateKeepsAppendPosition) {
   EXPECT_EQ(ReadFileToString(&fs, path)->substr(0, 8), std::string("abcdefg") + '\0');
 }
 
+// Zeros land at the offset, past the data, which they leave alone; appends then go on at the
+// data's end and overwrite them.
+TEST(PosixFileSystemTest, ZeroFillWritesZerosPastTheData) {
+  PosixFileSystem fs;
+  TempDir tmp("fs_test");
+  const std::string path = JoinPath(tmp.path(), "f");
+  auto w = fs.OpenWritable(path, OpenMode::kCreateExclusive);
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_TRUE((*w)->Append(std::string(5000, 'a')).ok());
+  ASSERT_TRUE((*w)->ZeroFill(8192, 3 * 4096).ok());
+  EXPECT_EQ((*w)->Size(), 5000u);
+  EXPECT_EQ(*fs.GetFileSize(path), 8192u + 3 * 4096);
+  ASSERT_TRUE((*w)->Append(std::string(4000, 'b')).ok());
+  ASSERT_TRUE((*w)->Sync().ok());
+  auto content = ReadFileToString(&fs, path);
+  ASSERT_TRUE(content.ok());
+  EXPECT_EQ(*content, std::string(5000, 'a') + std::string(4000, 'b') +
+                          std::string(8192 + 3 * 4096 - 9000, '\0'));
+  ASSERT_TRUE((*w)->Close().ok());
+}
+
 TEST(PosixFileSystemTest, WriteFileAtomicallyReplaces) {
   PosixFileSystem fs;
   TempDir tmp("fs_test");

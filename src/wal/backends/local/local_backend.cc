@@ -41,6 +41,7 @@ LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchann
     absl::MutexLock l(&mu_);
     next_id_ = init.next_offset;
   }
+  zero_ahead_ = std::make_unique<ZeroAhead>(kZeroAheadBytes, options_.segment_bytes);
   // Named, so that top, perf and /proc attribute CPU and context switches to them.
   completer_ = std::jthread([this] {
     pthread_setname_np(pthread_self(), "kf-wal-done");
@@ -256,6 +257,7 @@ absl::Status LocalBackend::WriteGroup(Queue& group, std::vector<Written>* writte
     if (pos > 0 && pos >= options_.segment_bytes) {
       // The old segment must be durable and cut to its data before the new one holds
       // anything, so recovery never sees a torn or zero-padded segment that is not the last.
+      zero_ahead_->Detach();
       RETURN_IF_ERROR(active_->Truncate(pos));
       RETURN_IF_ERROR(active_->Sync());
       RETURN_IF_ERROR(Roll(batch.base));
@@ -267,6 +269,7 @@ absl::Status LocalBackend::WriteGroup(Queue& group, std::vector<Written>* writte
     const size_t size = end - batch.start;
     SealBatch(bytes, size, batch.count);
     ReserveFor(pos + size);
+    zero_ahead_->BeforeWrite(active_, pos + size, group.bytes.size());
     RETURN_IF_ERROR(active_->Append(std::string_view(bytes, size)));
     written->push_back(Written{active_segment_.get(), pos, size, batch.base, batch.count});
     pos += size;
@@ -427,7 +430,8 @@ absl::Status LocalBackend::Close() {
   if (completer_.joinable()) completer_.join();  // every callback has run after this
   absl::Status s;
   if (active_ != nullptr) {
-    // Give back the unused reservation (recovery would cut it too); best effort.
+    zero_ahead_->Detach();
+    // Give back the unused reservation and zeros (recovery would cut them too); best effort.
     bool healthy;
     {
       absl::MutexLock l(&mu_);

@@ -11,8 +11,9 @@
 // its data, so an fdatasync flushes data only (no file-size journal commit). One thread does it
 // all: writing is a page-cache copy, small next to the fdatasync, so a separate sync thread
 // would win little throughput and cost every lone append one more thread wake-up (tens of
-// microseconds on a VM). A write or sync error is sticky: that group and everything after fail,
-// nothing is written again. A higher fence fails the group with FENCED.
+// microseconds on a VM). While groups are small, a ZeroAhead thread writes zeros just past the
+// data, so their fdatasyncs flush data only. A write or sync error is sticky: that group and
+// everything after fail, nothing is written again. A higher fence fails the group with FENCED.
 //
 // Thread-safety: thread-safe. Callbacks run on the writer thread without locks held; they
 // must be cheap and must not call Close().
@@ -31,6 +32,7 @@
 #include "wal/backend.h"
 #include "wal/backends/local/local_opener.h"
 #include "wal/backends/local/log_state.h"
+#include "wal/backends/local/zero_ahead.h"
 
 namespace kf::wal::local {
 
@@ -170,6 +172,11 @@ class LocalBackend final : public WalBackend {
   std::deque<Completion> completions_ ABSL_GUARDED_BY(done_mu_);
   bool completer_busy_ ABSL_GUARDED_BY(done_mu_) = false;  // running a popped group
   bool writer_done_ ABSL_GUARDED_BY(done_mu_) = false;
+
+  // Zeroes the active segment ahead of small groups (writer only; null when read-only).
+  // Destroyed after the writer thread, which uses it.
+  std::unique_ptr<ZeroAhead> zero_ahead_;
+  static constexpr uint64_t kZeroAheadBytes = 4 << 20;
 
   absl::Mutex close_mu_;  // serialises Close()
   std::jthread completer_;
