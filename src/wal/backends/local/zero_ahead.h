@@ -38,7 +38,7 @@ class ZeroAhead {
   // Lets go of the file (waiting for a chunk in flight) before it is truncated or closed.
   void Detach();
 
-  // Bytes zeroed so far, over every file (tests, metrics).
+  // Bytes zeroed so far, over every file (for tests).
   uint64_t zeroed_bytes() const;
 
  private:
