@@ -25,8 +25,7 @@ void ZeroAhead::BeforeWrite(const std::shared_ptr<fs::WritableFile>& file, uint6
                             uint64_t group_bytes) {
   absl::MutexLock l(&mu_);
   if (file != file_) {
-    mu_.Await(absl::Condition(
-        +[](bool* busy) { return !*busy; }, &busy_));
+    AwaitIdle();
     file_ = file;
     zeroed_ = 0;
     failed_ = false;
@@ -45,9 +44,13 @@ void ZeroAhead::BeforeWrite(const std::shared_ptr<fs::WritableFile>& file, uint6
 
 void ZeroAhead::Detach() {
   absl::MutexLock l(&mu_);
+  AwaitIdle();
+  file_.reset();
+}
+
+void ZeroAhead::AwaitIdle() {
   mu_.Await(absl::Condition(
       +[](bool* busy) { return !*busy; }, &busy_));
-  file_.reset();
 }
 
 uint64_t ZeroAhead::zeroed_bytes() const {

@@ -43,6 +43,8 @@ class ZeroAhead {
 
  private:
   void Loop();
+  // Waits until no chunk is in flight, so file_ may change.
+  void AwaitIdle() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t NextStart() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
