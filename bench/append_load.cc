@@ -19,8 +19,7 @@ namespace {
 constexpr int kWarmupAppends = 20;
 
 kingfisher::Message NewMessage(const std::string& vchannel, size_t payload_bytes) {
-  kingfisher::Message m(kingfisher::MessageType::kInsert, std::string(payload_bytes, 'p'));
-  m.set_vchannel(vchannel);
+  kingfisher::Message m{.type = kingfisher::MessageType::kInsert, .vchannel = vchannel, .payload = std::string(payload_bytes, 'p')};
   return m;
 }
 

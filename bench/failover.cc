@@ -1,5 +1,6 @@
 #include "failover.h"
 
+#include <chrono>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -60,8 +61,7 @@ class Writer {
  private:
   void Loop() {
     while (!stop_) {
-      kingfisher::Message m(kingfisher::MessageType::kInsert, payload_);
-      m.set_vchannel(vchannel_);
+      kingfisher::Message m{.type = kingfisher::MessageType::kInsert, .vchannel = vchannel_, .payload = payload_};
       auto r = producer_->AppendSync(std::move(m));
       const auto now = Clock::now();
       std::function<void()> kill;

@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "bench_util.h"
-#include "client/in_process.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "streaming/node/local_wal_transport.h"
 #include "wal/backends/local/local_opener.h"
 
 namespace kf::bench {
@@ -39,7 +39,7 @@ InProcessWals::InProcessWals(const std::string& dir, const std::vector<std::stri
 
   kingfisher::ClientOptions options;
   options.endpoint = "127.0.0.1:" + std::to_string(port);
-  auto client = client::ConnectInProcess(
+  auto client = streaming::node::ConnectInProcess(
       options, [this](const std::string& pchannel, int64_t) -> std::shared_ptr<wal::Wal> {
         auto it = wals_.find(pchannel);
         return it == wals_.end() ? nullptr : it->second;

@@ -1,5 +1,6 @@
 #include "local_cluster.h"
 
+#include <chrono>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -46,7 +47,7 @@ LocalCluster::LocalCluster(LocalClusterOptions options)
   kingfisher::ClientOptions client_options;
   client_options.endpoint = coord_->address();
   // Failover trials wait for a moved pchannel within one append: far above a lease TTL.
-  client_options.append_timeout = absl::Seconds(60);
+  client_options.append_timeout = std::chrono::seconds(60);
   auto client = kingfisher::Client::Connect(client_options);
   if (!client.ok()) Die("connect: " + client.status().ToString());
   client_ = *std::move(client);

@@ -21,6 +21,7 @@
 //
 // Usage: tailing_bench [--seconds S] [--rate N] [--inflight N] [--size BYTES] [--dir DIR]
 //                      [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both] [--consumers N]
+#include <chrono>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -86,7 +87,7 @@ Clock::time_point Stamp(kingfisher::Message* m) {
   const Clock::time_point now = Clock::now();
   const int64_t ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-  std::memcpy(m->mutable_payload()->data() + 16, &ns, 8);
+  std::memcpy(m->payload.data() + 16, &ns, 8);
   return now;
 }
 
@@ -141,7 +142,7 @@ class Receiver {
     uint64_t last_seq = 0;
     uint64_t last_seq_phase = ~uint64_t{0};
     while (!stop_) {
-      auto m = consumer_->Next(absl::Now() + absl::Milliseconds(200));
+      auto m = consumer_->Next(kingfisher::Clock::now() + std::chrono::milliseconds(200));
       const int64_t now = NowNs();
       if (absl::IsDeadlineExceeded(m.status())) continue;
       if (!m.ok()) {
@@ -224,8 +225,7 @@ class Receivers {
 };
 
 kingfisher::Message NewMessage(const Flags& f, uint64_t phase, uint64_t seq) {
-  kingfisher::Message m(kingfisher::MessageType::kInsert, MakePayload(f.size, phase, seq));
-  m.set_vchannel(f.vchannel);
+  kingfisher::Message m{.type = kingfisher::MessageType::kInsert, .vchannel = f.vchannel, .payload = MakePayload(f.size, phase, seq)};
   return m;
 }
 

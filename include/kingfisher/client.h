@@ -42,22 +42,17 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
 #include "kingfisher/collections.h"
 #include "kingfisher/consumer.h"
 #include "kingfisher/producer.h"
-
-namespace kf::client {
-class ClientAccess;
-}  // namespace kf::client
 
 namespace kingfisher {
 
 // Exponential backoff with equal jitter between retries of one operation. Retries always stop
 // at the operation's deadline; max_attempts additionally bounds them (0 = only the deadline).
 struct RetryPolicy {
-  absl::Duration initial_backoff = absl::Milliseconds(20);
-  absl::Duration max_backoff = absl::Seconds(1);
+  Duration initial_backoff = std::chrono::milliseconds(20);
+  Duration max_backoff = std::chrono::seconds(1);
   double multiplier = 2.0;
   int max_attempts = 0;
 };
@@ -67,15 +62,15 @@ struct ClientOptions {
   std::string endpoint = "127.0.0.1:19530";
   // Overall deadline of one Append (all attempts and backoff included), unless the call
   // passes its own.
-  absl::Duration append_timeout = absl::Seconds(30);
+  Duration append_timeout = std::chrono::seconds(30);
   // Deadline of one append attempt, waiting for the connection included (streams are opened
   // wait-for-ready); an attempt that gets no answer in time is treated as an ambiguous failure
   // (the stream is reset and the append retried with the same `_ik`).
-  absl::Duration attempt_timeout = absl::Seconds(10);
+  Duration attempt_timeout = std::chrono::seconds(10);
   // Deadline of unary calls such as GetStatus, DescribeCollection, AllocateIds.
-  absl::Duration status_timeout = absl::Seconds(10);
+  Duration status_timeout = std::chrono::seconds(10);
   // Deadline of one DDL call (CreateCollection, ...) unless the call passes its own.
-  absl::Duration ddl_timeout = absl::Seconds(60);
+  Duration ddl_timeout = std::chrono::seconds(60);
   // The database of every collection call.
   std::string database = "default";
   RetryPolicy retry;
@@ -112,7 +107,7 @@ class Client {
   // The coordinator's view of nodes and pchannel assignments.
   absl::StatusOr<ClusterStatus> GetStatus();
 
-  // Collection DDL and catalog reads (SPEC §5), in options().database, answered by the
+  // Collection DDL and catalog reads (docs/semantics.md §5), in options().database, answered by the
   // endpoint's Collections service (the coordinator or the standalone server). A DDL returns
   // once it is applied on every vchannel and its catalog transition committed.
   absl::StatusOr<CollectionInfo> CreateCollection(const CollectionSpec& spec,
@@ -128,11 +123,12 @@ class Client {
   // timestamp oracle: primary keys for inserted rows.
   absl::StatusOr<std::vector<int64_t>> AllocateIds(uint32_t count);
 
+  // The library's internals (an incomplete type here).
   class Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  const Impl& impl() const { return *impl_; }
 
  private:
-  friend class kf::client::ClientAccess;  // the in-process fast path (src/client/in_process.h)
-  explicit Client(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,5 +1,5 @@
-// Collections in the client API (SPEC §5): the value types of Client::CreateCollection and
-// friends, and the insert/delete helpers that route rows to a collection's shards.
+// Collections in the client API (docs/semantics.md §5): the value types of Client::CreateCollection
+// and friends, and the insert/delete helpers that route rows to a collection's shards.
 //
 // A collection has `shards` vchannels `<pchannel>_<id>v<shard>`; a row with primary key `pk`
 // belongs to shard ShardOfPk(pk, shards), so every Insert and Delete of that pk goes to the same
@@ -9,11 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
+#include "kingfisher/message.h"
 #include "kingfisher/types.h"
 
 namespace kingfisher {
@@ -47,8 +48,8 @@ struct CollectionInfo {
 struct DdlOptions {
   // Fail with RESOURCE_ACQUIRED (ABORTED) instead of waiting while another DDL holds the name.
   bool no_wait = false;
-  // Overall deadline; absl::InfinitePast() means now + ClientOptions::ddl_timeout.
-  absl::Time deadline = absl::InfinitePast();
+  // Overall deadline; nullopt means now + ClientOptions::ddl_timeout.
+  std::optional<Deadline> deadline;
   // The caller's trace context: the parent of the coordinator's `wal.broadcast`.
   TraceContext trace;
 };

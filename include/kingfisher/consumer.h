@@ -1,13 +1,15 @@
-// Consumer: reads one vchannel (or a whole pchannel) in timetick order (SPEC §3 "Reading").
+// Consumer: reads one vchannel (or a whole pchannel) in timetick order (docs/semantics.md §3
+// "Reading").
 //
 // A Consumer owns one Consume stream. After a transport failure it reconnects by itself (with
 // backoff, inside the caller's Next deadline) and resumes strictly after the last message
 // Next returned: no gap, no duplicate. It resumes from that message's LCMID with a
-// TimeTickGT(its timetick) filter (SPEC §1), so a transaction begun before it and committed
-// after it is still delivered whole. Messages of other vchannels are dropped by the server;
-// pchannel-level messages (TimeTicks) are delivered so the reader can advance its watermark.
+// TimeTickGT(its timetick) filter (docs/semantics.md §1), so a transaction begun before it and
+// committed after it is still delivered whole. Messages of other vchannels are dropped by the
+// server; pchannel-level messages (TimeTicks) are delivered so the reader can advance its
+// watermark.
 //
-// Tracing (TRACING.md §5 "Remote consumer"): for every delivered non-TimeTick message Next
+// Tracing (docs/tracing.md §5 "Remote consumer"): for every delivered non-TimeTick message Next
 // starts and ends one `wal.dist_consume` span (CONSUMER) as a child of the message's `_tc`, and
 // overwrites the delivered `_tc` with it; a Txn message gets one span and the `_tc` of the Txn
 // and of all its inner messages is overwritten. ConsumedMessage::trace is that span's context
@@ -17,14 +19,14 @@
 // wakes a blocked Next. Ownership: the caller owns the Consumer; it shares the Client's channel.
 #pragma once
 
+#include <cstddef>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
+#include "kingfisher/message.h"
 #include "kingfisher/types.h"
 
 namespace kingfisher {
@@ -64,20 +66,6 @@ struct ConsumerOptions {
   size_t buffer_messages = 1024;
 };
 
-struct ConsumedMessage {
-  MessageId id;
-  MessageType type = MessageType::kUnknown;
-  TimeTick timetick;
-  MessageId last_confirmed;  // invalid if the message carries none
-  std::string vchannel;      // "" = pchannel-level
-  Properties properties;     // all properties, reserved ones included
-  std::string payload;
-  std::vector<ConsumedMessage> messages;  // Txn: Begin, bodies, Commit in order
-  TraceContext trace;                     // the wal.dist_consume context (background for TimeTick)
-
-  std::optional<TxnId> txn_id() const;
-};
-
 class Consumer {
  public:
   virtual ~Consumer() = default;
@@ -94,7 +82,7 @@ class Consumer {
   //                       (DATA_LOSS); sticky: the consumer is dead.
   // UNAVAILABLE and ABORTED (the pchannel moved) are never returned: they are retried until
   // `deadline`, which then yields DEADLINE_EXCEEDED.
-  virtual absl::StatusOr<ConsumedMessage> Next(absl::Time deadline) = 0;
+  virtual absl::StatusOr<ConsumedMessage> Next(Deadline deadline) = 0;
 
   // Closes the stream; later Next calls return CANCELLED. Idempotent.
   virtual void Close() = 0;

@@ -28,7 +28,7 @@ absl::StatusOr<kingfisher::DeliverPolicy> PolicyFromFlags(const std::optional<st
                                                           const std::optional<std::string>& after) {
   if (from && after) return absl::InvalidArgumentError("--from and --after are exclusive");
   if (after) {
-    auto id = MessageId::FromText(*after);
+    auto id = kingfisher::MessageId::FromText(*after);
     if (!id.ok() || !id->valid()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--after: not a message id: \"", ToAbsl(*after), "\""));
@@ -37,7 +37,7 @@ absl::StatusOr<kingfisher::DeliverPolicy> PolicyFromFlags(const std::optional<st
   }
   if (!from || *from == "latest") return kingfisher::DeliverPolicy::Latest();
   if (*from == "earliest") return kingfisher::DeliverPolicy::All();
-  auto id = MessageId::FromText(*from);
+  auto id = kingfisher::MessageId::FromText(*from);
   if (!id.ok() || !id->valid()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--from: expected earliest, latest or a message id, got \"", ToAbsl(*from), "\""));

@@ -1,6 +1,7 @@
 #include "cli/command_util.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace kf::cli {
 
@@ -13,9 +14,11 @@ void PrintLine(std::FILE* out, const std::string& line) {
 absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectFor(const Args& args) {
   kingfisher::ClientOptions o;
   o.endpoint = args.endpoint;
-  o.append_timeout = absl::Seconds(args.timeout_seconds);
-  o.status_timeout = absl::Seconds(args.timeout_seconds);
-  o.ddl_timeout = absl::Seconds(args.timeout_seconds);
+  const auto timeout = std::chrono::duration_cast<kingfisher::Duration>(
+      std::chrono::duration<double>(args.timeout_seconds));
+  o.append_timeout = timeout;
+  o.status_timeout = timeout;
+  o.ddl_timeout = timeout;
   o.attempt_timeout = std::min(o.attempt_timeout, o.append_timeout);
   return kingfisher::Client::Connect(o);
 }

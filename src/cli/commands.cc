@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include <chrono>
 #include <functional>
 #include <random>
 #include <string>
@@ -13,7 +14,6 @@
 #include "common/absl_compat.h"
 #include "common/errors.h"
 #include "kingfisher/client.h"
-#include "message/builders.h"
 #include "message/validate.h"
 
 namespace kf::cli {
@@ -65,14 +65,19 @@ absl::Status AppendInserts(const ProduceArgs& p, const AppendFn& append, const A
       if (!first_error.ok()) break;
       ++in_flight;
     }
-    kingfisher::v1::InsertBatch batch;
-    batch.set_collection_id(collection_id);
-    batch.set_dim(p.dim);
+    kingfisher::Rows rows{.collection_id = collection_id, .dim = p.dim};
     for (uint32_t r = 0; r < p.rows; ++r) {
-      batch.add_pks(pk_base + static_cast<int64_t>(i * p.rows + r));
-      for (uint32_t d = 0; d < p.dim; ++d) batch.add_vectors(unit(rng));
+      rows.pks.push_back(pk_base + static_cast<int64_t>(i * p.rows + r));
+      for (uint32_t d = 0; d < p.dim; ++d) rows.vectors.push_back(unit(rng));
     }
-    append(NewInsertMessage(p.vchannel, batch), [&, i](absl::StatusOr<kingfisher::AppendResult> r) {
+    absl::StatusOr<kingfisher::Message> message = kingfisher::InsertMessage(p.vchannel, rows);
+    if (!message.ok()) {
+      absl::MutexLock l(&mu);
+      first_error = message.status();
+      --in_flight;
+      break;
+    }
+    append(*std::move(message), [&, i](absl::StatusOr<kingfisher::AppendResult> r) {
       absl::MutexLock l(&mu);
       if (r.ok()) {
         on_ack(i, *r);
@@ -167,11 +172,14 @@ int RunConsume(const Args& args, std::FILE* out, std::FILE* err) {
                                                                           : kExitServerError;
   }
   auto idle_deadline = [&c]() {
-    return c.idle_timeout_seconds ? absl::Now() + absl::Seconds(*c.idle_timeout_seconds)
-                                  : absl::InfiniteFuture();
+    return c.idle_timeout_seconds
+               ? kingfisher::Clock::now() + std::chrono::duration_cast<kingfisher::Duration>(
+                                                std::chrono::duration<double>(
+                                                    *c.idle_timeout_seconds))
+               : kingfisher::Deadline::max();
   };
   uint64_t printed = 0;
-  absl::Time deadline = idle_deadline();
+  kingfisher::Deadline deadline = idle_deadline();
   while (!c.limit || printed < *c.limit) {
     auto m = (*consumer)->Next(deadline);
     if (!m.ok()) {
@@ -181,7 +189,7 @@ int RunConsume(const Args& args, std::FILE* out, std::FILE* err) {
       PrintError(err, m.status());
       return kExitServerError;
     }
-    if (m->type == MessageType::kTimeTick) {
+    if (m->type == kingfisher::MessageType::kTimeTick) {
       if (c.with_timeticks) PrintLine(out, RenderConsumed(*m));
       continue;  // neither counts nor resets the idle timer
     }

@@ -349,8 +349,8 @@ int RunDelete(const Args& args, std::FILE* out, std::FILE* err) {
   // A few messages (one per shard): appended one after another.
   absl::Status s;
   for (kingfisher::Message& m : *msgs) {
-    const std::string vchannel(m.vchannel());
-    auto pks = DecodeDeletePks(m.payload());
+    const std::string vchannel = m.vchannel;
+    auto pks = DecodeDeletePks(m.payload);
     auto r = (*producer)->AppendSync(std::move(m));
     if (!r.ok()) {
       s = r.status();

@@ -9,7 +9,7 @@ namespace {
 void WriteConsumed(const kingfisher::ConsumedMessage& m, JsonWriter* w) {
   w->BeginObject();
   w->Key("message_id").String(m.id.ToText());
-  w->Key("type").String(MessageTypeName(m.type));
+  w->Key("type").String(kingfisher::MessageTypeName(m.type));
   w->Key("timetick").String(std::to_string(m.timetick.value()));
   w->Key("vchannel").String(m.vchannel);
   w->Key("txn_id");
@@ -20,7 +20,7 @@ void WriteConsumed(const kingfisher::ConsumedMessage& m, JsonWriter* w) {
   }
   w->Key("rows");
   absl::StatusOr<kingfisher::v1::InsertBatch> batch =
-      m.type == MessageType::kInsert ? DecodeInsertBatch(m.payload)
+      m.type == kingfisher::MessageType::kInsert ? DecodeInsertBatch(m.payload)
                                      : absl::StatusOr<kingfisher::v1::InsertBatch>(
                                            absl::InvalidArgumentError("not an insert"));
   if (batch.ok()) {
@@ -31,7 +31,7 @@ void WriteConsumed(const kingfisher::ConsumedMessage& m, JsonWriter* w) {
   w->Key("properties").BeginObject();
   for (const auto& [k, v] : m.properties) w->Key(k).String(v);
   w->EndObject();
-  if (m.type == MessageType::kTxn) {
+  if (m.type == kingfisher::MessageType::kTxn) {
     w->Key("messages").BeginArray();
     for (const auto& inner : m.messages) WriteConsumed(inner, w);
     w->EndArray();

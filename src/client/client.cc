@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/client_impl.h"
+#include "client/client_internal.h"
 #include "client/consumer_impl.h"
 #include "client/producer_impl.h"
 #include "common/errors.h"
@@ -12,7 +13,7 @@
 #include "grpcpp/support/channel_arguments.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "message/validate.h"
-#include "rpc/status_convert.h"
+#include "wire/status_convert.h"
 
 namespace kingfisher {
 
@@ -22,39 +23,32 @@ Client::~Client() = default;
 const ClientOptions& Client::options() const { return impl_->options_; }
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
-  return kf::client::ConnectInProcess(std::move(options), nullptr);
+  return kf::client::ConnectWith(std::move(options), nullptr);
 }
 
 }  // namespace kingfisher
 
 namespace kf::client {
 
-class ClientAccess {
- public:
-  static std::unique_ptr<kingfisher::Client> Make(std::unique_ptr<kingfisher::Client::Impl> impl) {
-    return std::unique_ptr<kingfisher::Client>(new kingfisher::Client(std::move(impl)));
-  }
-};
-
-absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectInProcess(
-    kingfisher::ClientOptions options, LocalWalLookup local) {
+absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectWith(kingfisher::ClientOptions options,
+                                                                LocalTransport local) {
+  using kingfisher::Duration;
   using kingfisher::RetryPolicy;
   if (options.endpoint.empty()) return absl::InvalidArgumentError("empty endpoint");
-  if (options.append_timeout <= absl::ZeroDuration() ||
-      options.attempt_timeout <= absl::ZeroDuration() ||
-      options.status_timeout <= absl::ZeroDuration() ||
-      options.ddl_timeout <= absl::ZeroDuration()) {
+  if (options.append_timeout <= Duration::zero() || options.attempt_timeout <= Duration::zero() ||
+      options.status_timeout <= Duration::zero() || options.ddl_timeout <= Duration::zero()) {
     return absl::InvalidArgumentError("client timeouts must be positive");
   }
   const RetryPolicy& r = options.retry;
-  if (r.initial_backoff < absl::ZeroDuration() || r.max_backoff < r.initial_backoff ||
+  if (r.initial_backoff < Duration::zero() || r.max_backoff < r.initial_backoff ||
       r.multiplier < 1.0 || r.max_attempts < 0) {
     return absl::InvalidArgumentError(
         "bad retry policy: need 0 <= initial_backoff <= max_backoff, multiplier >= 1, "
         "max_attempts >= 0");
   }
   grpc::ChannelArguments args;
-  // Payloads up to 64 MiB plus properties (SPEC §8: limits raised above the largest payload).
+  // Payloads up to 64 MiB plus properties (docs/semantics.md §8: limits raised above the
+  // largest payload).
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   // No client keepalive pings: a server that does not permit them answers frequent pings with
@@ -71,8 +65,15 @@ absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectInProcess(
   // default: a restarted server (same address) could stay unreachable that long.
   args.SetInt("grpc.dns_min_time_between_resolutions_ms", 100);
   auto router = std::make_shared<Router>(options.endpoint, std::move(args));
-  return ClientAccess::Make(std::make_unique<kingfisher::Client::Impl>(
+  return std::make_unique<kingfisher::Client>(std::make_unique<kingfisher::Client::Impl>(
       std::move(options), std::move(router), std::move(local)));
+}
+
+std::unique_ptr<ProducerImpl> NewProducer(const kingfisher::Client& client,
+                                          kingfisher::ProducerOptions options) {
+  const kingfisher::Client::Impl& impl = client.impl();
+  return std::make_unique<ProducerImpl>(impl.router_, impl.local_, impl.options_,
+                                        std::move(options));
 }
 
 }  // namespace kf::client
@@ -80,8 +81,7 @@ absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectInProcess(
 namespace kingfisher {
 
 absl::StatusOr<std::unique_ptr<Producer>> Client::CreateProducer(ProducerOptions options) {
-  return std::unique_ptr<Producer>(new kf::client::ProducerImpl(
-      impl_->router_, impl_->local_, impl_->options_, std::move(options)));
+  return std::unique_ptr<Producer>(kf::client::NewProducer(*this, std::move(options)));
 }
 
 absl::StatusOr<std::unique_ptr<Consumer>> Client::CreateConsumer(ConsumerOptions options) {
@@ -106,11 +106,11 @@ absl::StatusOr<std::unique_ptr<Consumer>> Client::CreateConsumer(ConsumerOptions
 absl::StatusOr<ClusterStatus> Client::GetStatus() {
   auto stub = kingfisher::v1::StreamingCoord::NewStub(impl_->router_->endpoint_channel());
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + impl_->options_.status_timeout));
+  ctx.set_deadline(Clock::now() + impl_->options_.status_timeout);
   kingfisher::v1::GetStatusRequest req;
   kingfisher::v1::GetStatusResponse resp;
   grpc::Status st = stub->GetStatus(&ctx, req, &resp);
-  if (!st.ok()) return kf::rpc::FromGrpcStatus(st);
+  if (!st.ok()) return kf::wire::FromGrpcStatus(st);
   ClusterStatus out;
   for (const auto& n : resp.nodes()) out.nodes.push_back({n.id(), n.address(), n.state()});
   for (const auto& p : resp.pchannels()) {

@@ -10,7 +10,7 @@
 #include <memory>
 #include <utility>
 
-#include "client/in_process.h"
+#include "client/local_transport.h"
 #include "client/router.h"
 #include "kingfisher/client.h"
 
@@ -19,12 +19,12 @@ namespace kingfisher {
 class Client::Impl {
  public:
   Impl(ClientOptions options, std::shared_ptr<kf::client::Router> router,
-       kf::client::LocalWalLookup local)
+       kf::client::LocalTransport local)
       : options_(std::move(options)), router_(std::move(router)), local_(std::move(local)) {}
 
   ClientOptions options_;
   std::shared_ptr<kf::client::Router> router_;  // shared with producers and consumers
-  kf::client::LocalWalLookup local_;            // the in-process fast path, if any
+  kf::client::LocalTransport local_;            // the in-process fast path, if any
 };
 
 }  // namespace kingfisher

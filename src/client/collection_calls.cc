@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/channel_ready.h"
 #include "client/client_impl.h"
+#include "client/client_internal.h"
 #include "client/collection_convert.h"
 #include "client/collection_rules.h"
 #include "common/absl_compat.h"
@@ -24,8 +25,7 @@
 #include "grpcpp/client_context.h"
 #include "kingfisher/v1/collections.grpc.pb.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
-#include "rpc/status_convert.h"
-#include "trace/traceparent.h"
+#include "wire/status_convert.h"
 
 namespace kingfisher {
 namespace {
@@ -34,15 +34,13 @@ namespace {
 constexpr uint32_t kMaxAllocateIds = 65536;
 
 absl::Time DdlDeadline(const ClientOptions& client, const DdlOptions& options) {
-  return options.deadline == absl::InfinitePast() ? absl::Now() + client.ddl_timeout
-                                                  : options.deadline;
+  return kf::client::DeadlineOr(options.deadline, client.ddl_timeout);
 }
 
 v1::DdlOptions WireDdlOptions(const DdlOptions& options) {
   v1::DdlOptions out;
   out.set_no_wait(options.no_wait);
-  const kf::trace::SpanContext sc = options.trace.span_context();
-  if (sc.IsValid()) out.set_traceparent(kf::trace::FormatTraceparent(sc));
+  if (options.trace.valid()) out.set_traceparent(options.trace.ToTraceparent());
   return out;
 }
 
@@ -65,7 +63,7 @@ absl::Status Unary(const Client::Impl& impl, absl::Time deadline, std::string_vi
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(deadline));
   ctx.set_wait_for_ready(true);
-  absl::Status s = kf::rpc::FromGrpcStatus(call(channel, &ctx));
+  absl::Status s = kf::wire::FromGrpcStatus(call(channel, &ctx));
   if (s.code() == absl::StatusCode::kUnimplemented) {  // gRPC's own answer says nothing
     return kf::WithContext(
         s, absl::StrCat(kf::ToAbsl(what), ": not served by ", impl.options_.endpoint));
@@ -129,7 +127,7 @@ absl::StatusOr<CollectionInfo> Client::DescribeCollection(const std::string& nam
   req.set_name(name);
   v1::DescribeCollectionResponse resp;
   absl::Status s =
-      Unary(*impl_, absl::Now() + impl_->options_.status_timeout,
+      Unary(*impl_, absl::Now() + kf::client::AbslDuration(impl_->options_.status_timeout),
             absl::StrCat("DescribeCollection '", name, "'"), /*ddl=*/false,
             [&](const auto& channel, grpc::ClientContext* ctx) {
               return v1::Collections::NewStub(channel)->DescribeCollection(ctx, req, &resp);
@@ -144,7 +142,7 @@ absl::StatusOr<std::vector<CollectionInfo>> Client::ListCollections() {
   req.set_database(impl_->options_.database);
   v1::ListCollectionsResponse resp;
   absl::Status s =
-      Unary(*impl_, absl::Now() + impl_->options_.status_timeout, "ListCollections",
+      Unary(*impl_, absl::Now() + kf::client::AbslDuration(impl_->options_.status_timeout), "ListCollections",
             /*ddl=*/false, [&](const auto& channel, grpc::ClientContext* ctx) {
               return v1::Collections::NewStub(channel)->ListCollections(ctx, req, &resp);
             });
@@ -217,7 +215,7 @@ absl::StatusOr<std::vector<int64_t>> Client::AllocateIds(uint32_t count) {
   req.set_count(count);
   v1::AllocateTimestampsResponse resp;
   absl::Status s =
-      Unary(*impl_, absl::Now() + impl_->options_.status_timeout, "AllocateIds",
+      Unary(*impl_, absl::Now() + kf::client::AbslDuration(impl_->options_.status_timeout), "AllocateIds",
             /*ddl=*/false, [&](const auto& channel, grpc::ClientContext* ctx) {
               return v1::StreamingCoord::NewStub(channel)->AllocateTimestamps(ctx, req, &resp);
             });

@@ -1,6 +1,7 @@
 // Client's collection calls against FakeCollections (an in-process gRPC Collections and
 // StreamingCoord service): request contents, status mapping, no retry, wait-for-ready bounded
 // by the deadline, traceparent propagation.
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -170,12 +171,9 @@ TEST_F(CollectionCallsTest, Partitions) {
 
 TEST_F(CollectionCallsTest, TraceparentOfTheCallersContextIsSent) {
   auto client = Connect();
-  trace::SpanContext sc;
-  sc.trace_id = *trace::TraceId::FromHex("4bf92f3577b34da6a3ce929d0e0e4736");
-  sc.span_id = *trace::SpanId::FromHex("00f067aa0ba902b7");
-  sc.trace_flags = trace::kTraceFlagSampled;
   DdlOptions o;
-  o.trace = trace::Context().WithRemoteParent(sc);
+  o.trace = *kingfisher::TraceContext::FromTraceparent(
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
   ASSERT_TRUE(client->CreateCollection(Spec(), o).ok());
   ASSERT_TRUE(client->DropCollection("orders", o).ok());
   auto calls = fake_.calls();
@@ -190,7 +188,7 @@ TEST_F(CollectionCallsTest, DdlDeadlineIsHonoured) {
   auto client = Connect();
   ASSERT_TRUE(client->ListCollections().ok());  // connected
   fake_.Hold();
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(300);
+  const kingfisher::Deadline deadline = kingfisher::Clock::now() + std::chrono::milliseconds(300);
   auto r = client->CreateCollection(Spec(), DdlOptions{.deadline = deadline});
   fake_.Release();
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
@@ -199,12 +197,12 @@ TEST_F(CollectionCallsTest, DdlDeadlineIsHonoured) {
   auto calls = fake_.calls();
   ASSERT_EQ(calls.size(), 2u);
   // The server saw the caller's deadline (gRPC sends it as a timeout: allow its rounding).
-  EXPECT_LE(calls[1].deadline, deadline + absl::Milliseconds(20));
-  EXPECT_GE(calls[1].deadline, deadline - absl::Seconds(1));
+  EXPECT_LE(calls[1].deadline, absl::FromChrono(deadline) + absl::Milliseconds(20));
+  EXPECT_GE(calls[1].deadline, absl::FromChrono(deadline) - absl::Seconds(1));
 }
 
 TEST_F(CollectionCallsTest, DefaultDeadlinesComeFromTheClientOptions) {
-  auto client = Connect({.status_timeout = absl::Seconds(20), .ddl_timeout = absl::Seconds(200)});
+  auto client = Connect({.status_timeout = std::chrono::seconds(20), .ddl_timeout = std::chrono::seconds(200)});
   const absl::Time before = absl::Now();
   ASSERT_TRUE(client->CreateCollection(Spec()).ok());
   ASSERT_TRUE(client->DescribeCollection("orders").ok());
@@ -225,14 +223,14 @@ TEST_F(CollectionCallsTest, DefaultDeadlinesComeFromTheClientOptions) {
 TEST(CollectionCallsUnreachableTest, UnavailableAndNothingSentWhenTheEndpointIsDown) {
   // Port 1 on loopback: nothing listens there (binding it needs root).
   auto client = kingfisher::Client::Connect(
-      {.endpoint = "127.0.0.1:1", .status_timeout = absl::Milliseconds(200)});
+      {.endpoint = "127.0.0.1:1", .status_timeout = std::chrono::milliseconds(200)});
   ASSERT_TRUE(client.ok());
   auto list = (*client)->ListCollections();
   EXPECT_EQ(list.status().code(), absl::StatusCode::kUnavailable) << list.status();
   EXPECT_NE(list.status().message().find("unreachable, nothing was sent"), std::string::npos)
       << list.status();
   absl::Status drop = (*client)->DropCollection(
-      "orders", DdlOptions{.deadline = absl::Now() + absl::Milliseconds(200)});
+      "orders", DdlOptions{.deadline = kingfisher::Clock::now() + std::chrono::milliseconds(200)});
   EXPECT_EQ(drop.code(), absl::StatusCode::kUnavailable) << drop;
   EXPECT_EQ(GetStreamingCode(drop), StreamingCode::kTransport);
 }

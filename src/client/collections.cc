@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
 #include "kingfisher/v1/message.pb.h"
-#include "message/builders.h"
 
 namespace kingfisher {
 namespace {
@@ -85,7 +84,9 @@ absl::StatusOr<std::vector<Message>> InsertMessages(const CollectionInfo& collec
       const float* v = vectors.data() + row * dim;
       batch.mutable_vectors()->Add(v, v + dim);
     }
-    out.push_back(kf::NewInsertMessage(collection.vchannels[shard], batch));
+    out.push_back(Message{.type = MessageType::kInsert,
+                          .vchannel = collection.vchannels[shard],
+                          .payload = batch.SerializeAsString()});
   }
   return out;
 }
@@ -101,7 +102,9 @@ absl::StatusOr<std::vector<Message>> DeleteMessages(const CollectionInfo& collec
     if (groups[shard].empty()) continue;
     v1::DeletePks batch;
     for (size_t row : groups[shard]) batch.add_pks(pks[row]);
-    out.push_back(kf::NewDeleteMessage(collection.vchannels[shard], batch));
+    out.push_back(Message{.type = MessageType::kDelete,
+                          .vchannel = collection.vchannels[shard],
+                          .payload = batch.SerializeAsString()});
   }
   return out;
 }

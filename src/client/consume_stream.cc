@@ -4,7 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "rpc/status_convert.h"
+#include "message/message.h"
+#include "wire/status_convert.h"
 
 namespace kf::client {
 
@@ -150,7 +151,7 @@ void ConsumeStream::Handle(Op op, bool ok) {
       ended_ = true;
       status_ = end_;
       if (status_.ok()) {
-        status_ = rpc::FromGrpcStatus(grpc_status_);
+        status_ = kf::wire::FromGrpcStatus(grpc_status_);
         if (status_.ok() || status_.code() == absl::StatusCode::kCancelled) {
           status_ = absl::UnavailableError(grpc_status_.ok() ? "consume stream closed by the server"
                                                              : "consume stream reset: " +
@@ -164,7 +165,7 @@ void ConsumeStream::Handle(Op op, bool ok) {
 void ConsumeStream::Receive() {
   switch (response_.response_case()) {
     case kingfisher::v1::ConsumeResponse::kError:
-      end_ = rpc::FromProtoError(response_.error());
+      end_ = kf::wire::FromProtoError(response_.error());
       reading_ = false;
       return;
     case kingfisher::v1::ConsumeResponse::kBatch:

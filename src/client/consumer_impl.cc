@@ -4,12 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/channel_ready.h"
-#include "client/local_scan_stream.h"
+#include "client/client_internal.h"
 #include "common/errors.h"
 #include "message/message_trace.h"
 #include "message/properties.h"
+#include "trace/public_context.h"
 #include "trace/tracer.h"
-#include "wal/scan_request.h"
 
 namespace kf::client {
 namespace {
@@ -36,7 +36,7 @@ kingfisher::v1::DeliverPolicy ToProto(const kingfisher::DeliverPolicy& p) {
   return out;
 }
 
-// Copies the delivered message's `_tc` into a Txn's inner messages (TRACING.md §5: the
+// Copies the delivered message's `_tc` into a Txn's inner messages (docs/tracing.md §5: the
 // txn-level trace for the downstream fan-out).
 void CopyTraceContextToInner(kingfisher::ConsumedMessage* m) {
   auto tc = m->properties.find(prop::kTraceContext);
@@ -46,7 +46,7 @@ void CopyTraceContextToInner(kingfisher::ConsumedMessage* m) {
 
 }  // namespace
 
-ConsumerImpl::ConsumerImpl(std::shared_ptr<Router> router, LocalWalLookup local,
+ConsumerImpl::ConsumerImpl(std::shared_ptr<Router> router, LocalTransport local,
                            kingfisher::ClientOptions client_options,
                            kingfisher::ConsumerOptions options, std::string pchannel)
     : router_(std::move(router)),
@@ -86,7 +86,9 @@ kingfisher::v1::ConsumeRequest ConsumerImpl::CreateRequest() const {
   return req;
 }
 
-absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadline) {
+absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(
+    kingfisher::Deadline public_deadline) {
+  const absl::Time deadline = AbslTime(public_deadline);
   while (true) {
     if (!sticky_.ok()) return sticky_;
     std::shared_ptr<DeliveryStream> stream;
@@ -190,10 +192,8 @@ absl::StatusOr<kingfisher::ConsumedMessage> ConsumerImpl::Next(absl::Time deadli
 
 absl::StatusOr<std::shared_ptr<DeliveryStream>> ConsumerImpl::OpenStream(Router::Route route) {
   kingfisher::v1::ConsumeRequest create = CreateRequest();
-  if (std::shared_ptr<wal::Wal> wal = local_ ? local_(pchannel_, route.term) : nullptr) {
-    absl::StatusOr<wal::ScanOptions> scan = wal::ScanOptionsFromProto(create.create());
-    if (!scan.ok()) return scan.status();
-    return LocalScanStream::Open(std::move(route), std::move(wal), *scan);
+  if (std::shared_ptr<LocalPChannel> local = local_ ? local_(pchannel_, route.term) : nullptr) {
+    return local->Read(std::move(route), create.create());
   }
   return std::make_shared<ConsumeStream>(std::move(route), std::move(create),
                                          options_.buffer_messages);
@@ -209,7 +209,7 @@ void ConsumerImpl::Deliver(kingfisher::ConsumedMessage* m, bool remote) {
         m->last_confirmed.valid() && m->last_confirmed <= m->id ? m->last_confirmed : m->id;
     resume_after_tt_ = m->timetick;
   }
-  if (m->type == MessageType::kTimeTick) return;  // never traced (TRACING.md §7.12)
+  if (m->type == MessageType::kTimeTick) return;  // never traced (docs/tracing.md §7.12)
 
   // One wal.dist_consume per delivered message, child of the message-carried context. The
   // span and `_tc` need the properties only: they are moved in and back, the payload stays.
@@ -218,7 +218,7 @@ void ConsumerImpl::Deliver(kingfisher::ConsumedMessage* m, bool remote) {
   trace::Context parent = ExtractTraceContext(trace::Context(), msg);
   if (!remote) {  // no network hop, no wal.dist_consume: the message's own context
     m->properties = msg.TakeProperties();
-    m->trace = std::move(parent);
+    m->trace = trace::ToPublic(parent.span_context());
     return;
   }
   auto [ctx, span] =
@@ -227,7 +227,7 @@ void ConsumerImpl::Deliver(kingfisher::ConsumedMessage* m, bool remote) {
   m->properties = msg.TakeProperties();
   CopyTraceContextToInner(m);
   span->End();
-  m->trace = std::move(ctx);
+  m->trace = trace::ToPublic(ctx.span_context());
 }
 
 void ConsumerImpl::Close() {

@@ -14,7 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "client/consume_stream.h"
-#include "client/in_process.h"
+#include "client/local_transport.h"
 #include "client/retry.h"
 #include "grpcpp/channel.h"
 #include "kingfisher/client.h"
@@ -25,24 +25,24 @@ namespace kf::client {
 
 class ConsumerImpl final : public kingfisher::Consumer {
  public:
-  // `local` (may be empty) is the in-process fast path (in_process.h).
-  ConsumerImpl(std::shared_ptr<Router> router, LocalWalLookup local,
+  // `local` (may be empty) is the in-process fast path (local_transport.h).
+  ConsumerImpl(std::shared_ptr<Router> router, LocalTransport local,
                kingfisher::ClientOptions client_options, kingfisher::ConsumerOptions options,
                std::string pchannel);
   ~ConsumerImpl() override;
 
-  absl::StatusOr<kingfisher::ConsumedMessage> Next(absl::Time deadline) override;
+  absl::StatusOr<kingfisher::ConsumedMessage> Next(kingfisher::Deadline deadline) override;
   void Close() override;
 
  private:
   kingfisher::v1::ConsumeRequest CreateRequest() const;
   // Records the resume point; over the network also opens `wal.dist_consume`.
   void Deliver(kingfisher::ConsumedMessage* m, bool remote);
-  // A stream on `route`: the local Wal's scanner when this process serves it, else gRPC.
+  // A stream on `route`: a local reader when this process serves the pchannel, else gRPC.
   absl::StatusOr<std::shared_ptr<DeliveryStream>> OpenStream(Router::Route route);
 
   const std::shared_ptr<Router> router_;
-  const LocalWalLookup local_;
+  const LocalTransport local_;
   const kingfisher::ClientOptions client_options_;
   const kingfisher::ConsumerOptions options_;
   const std::string pchannel_;
@@ -52,8 +52,9 @@ class ConsumerImpl final : public kingfisher::Consumer {
   int64_t stale_version_ = 0;
   absl::Status sticky_;
   MessageId last_delivered_;  // invalid until a message with an id was returned
-  // Where a reconnect resumes (SPEC §1): from the last delivered message's LCMID, keeping only
-  // what is later than its timetick, so a txn begun before it and committed after it is whole.
+  // Where a reconnect resumes (docs/semantics.md §1): from the last delivered message's LCMID,
+  // keeping only what is later than its timetick, so a txn begun before it and committed after it
+  // is whole.
   MessageId resume_from_;
   TimeTick resume_after_tt_;
 

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
-#include "rpc/status_convert.h"
+#include "wire/status_convert.h"
 
 namespace kf::client::testing {
 
@@ -15,7 +15,7 @@ namespace v1 = kingfisher::v1;
 namespace {
 
 grpc::Status WireError(StreamingCode code, const std::string& message) {
-  return rpc::ToGrpcStatus(StreamingError(code, message));
+  return kf::wire::ToGrpcStatus(StreamingError(code, message));
 }
 
 }  // namespace
@@ -160,7 +160,7 @@ grpc::Status FakeCollections::Begin(grpc::ServerContext* ctx, Call call) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "held past the deadline");
   }
   if (fail_.ok() || (!fail_method_.empty() && fail_method_ != method)) return grpc::Status::OK;
-  return rpc::ToGrpcStatus(fail_);
+  return kf::wire::ToGrpcStatus(fail_);
 }
 
 grpc::Status FakeCollections::Create(const v1::CreateCollectionRequest& req,

@@ -1,5 +1,6 @@
 #include "client/fake_streaming_node.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -14,8 +15,8 @@ namespace v1 = kingfisher::v1;
 std::unique_ptr<kingfisher::Client> ConnectTo(const FakeStreamingNode& node, int max_attempts) {
   kingfisher::ClientOptions o;
   o.endpoint = node.endpoint();
-  o.retry.initial_backoff = absl::Milliseconds(1);
-  o.retry.max_backoff = absl::Milliseconds(10);
+  o.retry.initial_backoff = std::chrono::milliseconds(1);
+  o.retry.max_backoff = std::chrono::milliseconds(10);
   o.retry.max_attempts = max_attempts;
   auto c = kingfisher::Client::Connect(o);
   return c.ok() ? *std::move(c) : nullptr;

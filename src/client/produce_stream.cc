@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "rpc/status_convert.h"
+#include "wire/status_convert.h"
 
 namespace kf::client {
 
@@ -48,7 +48,7 @@ void ProduceStream::ReadLoop() {
     st = rw_->Finish();
   }
   broken_.store(true, std::memory_order_release);
-  absl::Status s = rpc::FromGrpcStatus(st);
+  absl::Status s = kf::wire::FromGrpcStatus(st);
   if (s.ok() || s.code() == absl::StatusCode::kCancelled) {
     s = absl::UnavailableError(st.ok() ? "produce stream closed by the server"
                                        : "produce stream reset: " + st.error_message());

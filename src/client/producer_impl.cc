@@ -1,27 +1,31 @@
 #include "client/producer_impl.h"
 
 #include <algorithm>
+#include <future>
 #include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/channel_ready.h"
+#include "client/client_internal.h"
+#include "client/public_message.h"
 #include "common/absl_compat.h"
 #include "common/errors.h"
 #include "message/message_trace.h"
 #include "message/validate.h"
-#include "rpc/status_convert.h"
+#include "trace/public_context.h"
 #include "trace/tracer.h"
+#include "wire/status_convert.h"
 
 namespace kf::client {
 
 struct ProducerImpl::Op {
   uint64_t sequence = 0;
-  kingfisher::Message message;  // stamped; `_tc` = the logical span (or the caller's context)
+  MutableMessage message;  // stamped; `_tc` = the logical span (or the caller's context)
   std::string pchannel;
   absl::Time deadline;
-  kingfisher::AppendCallback done;
+  AppendDone done;
   trace::Context logical;                     // context of wal.autocommit
   std::shared_ptr<trace::Span> logical_span;  // null when the caller owns the logical span
   Backoff backoff;
@@ -49,7 +53,7 @@ absl::Status WithContext(const absl::Status& s, std::string_view suffix) {
 
 absl::StatusOr<kingfisher::AppendResult> ResultOf(const kingfisher::v1::ProduceResponse& r) {
   if (r.has_error() && (r.error().grpc_code() != 0 || r.error().streaming_code() != 0)) {
-    return rpc::FromProtoError(r.error());
+    return wire::FromProtoError(r.error());
   }
   kingfisher::AppendResult out;
   auto id = MessageId::Decode(r.message_id());
@@ -69,7 +73,7 @@ absl::StatusOr<kingfisher::AppendResult> ResultOf(const kingfisher::v1::ProduceR
 
 }  // namespace
 
-ProducerImpl::ProducerImpl(std::shared_ptr<Router> router, LocalWalLookup local,
+ProducerImpl::ProducerImpl(std::shared_ptr<Router> router, LocalTransport local,
                            kingfisher::ClientOptions client_options,
                            kingfisher::ProducerOptions options)
     : router_(std::move(router)),
@@ -82,6 +86,28 @@ ProducerImpl::~ProducerImpl() { Close(); }
 
 void ProducerImpl::AppendAsync(kingfisher::Message message, kingfisher::AppendCallback done,
                                kingfisher::AppendOptions options) {
+  const trace::Context parent = trace::ContextFromPublic(message.trace);
+  absl::StatusOr<MutableMessage> converted = ToMutableMessage(std::move(message));
+  if (!converted.ok()) return done(converted.status());
+  AppendMessage(
+      *std::move(converted),
+      [done = std::move(done)](absl::StatusOr<kingfisher::AppendResult> r) { done(std::move(r)); },
+      options.deadline ? AbslTime(*options.deadline) : absl::InfinitePast(), parent);
+}
+
+absl::StatusOr<kingfisher::AppendResult> ProducerImpl::AppendMessageSync(
+    MutableMessage message, absl::Time deadline, const trace::Context& parent) {
+  std::promise<absl::StatusOr<kingfisher::AppendResult>> promise;
+  std::future<absl::StatusOr<kingfisher::AppendResult>> result = promise.get_future();
+  AppendMessage(
+      std::move(message),
+      [&promise](absl::StatusOr<kingfisher::AppendResult> r) { promise.set_value(std::move(r)); },
+      deadline, parent);
+  return result.get();
+}
+
+void ProducerImpl::AppendMessage(MutableMessage message, AppendDone done, absl::Time deadline,
+                                 const trace::Context& parent) {
   auto fail = [&done](absl::Status s) { std::move(done)(std::move(s)); };
   if (message.type() == MessageType::kUnknown) {
     return fail(StreamingError(StreamingCode::kInvalidArgument,
@@ -96,9 +122,9 @@ void ProducerImpl::AppendAsync(kingfisher::Message message, kingfisher::AppendCa
 
   auto op = std::make_shared<Op>(client_options_.retry);
   op->pchannel = *std::move(pchannel);
-  op->deadline = options.deadline == absl::InfinitePast()
-                     ? absl::Now() + client_options_.append_timeout
-                     : options.deadline;
+  op->deadline = deadline == absl::InfinitePast()
+                     ? absl::Now() + AbslDuration(client_options_.append_timeout)
+                     : deadline;
   op->done = std::move(done);
   bool closed;
   {
@@ -121,14 +147,14 @@ void ProducerImpl::AppendAsync(kingfisher::Message message, kingfisher::AppendCa
     message.set_idempotency_key(absl::StrCat(producer_id_, ":", op->sequence));
   }
 
-  // Logical write span (TRACING.md §5): only for autocommit messages; txn bodies and
+  // Logical write span (docs/tracing.md §5): only for autocommit messages; txn bodies and
   // broadcasts belong to the caller's wal.txn / wal.broadcast context.
   if (message.HasProperty(prop::kTxn) || message.HasProperty(prop::kBroadcast) ||
       IsTxnControlType(message.type())) {
-    op->logical = options.trace;
+    op->logical = parent;
   } else {
     auto [ctx, span] =
-        StartSpanForMessage(options.trace, &message, "wal.autocommit", trace::SpanKind::kProducer);
+        StartSpanForMessage(parent, &message, "wal.autocommit", trace::SpanKind::kProducer);
     op->logical = std::move(ctx);
     op->logical_span = std::move(span);
   }
@@ -163,17 +189,18 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
     return Finish(op, s);
   }
   const absl::Time attempt_deadline =
-      std::min(op->deadline, absl::Now() + client_options_.attempt_timeout);
-  // Wait for ready (SPEC §3): the pchannel assigned to a node (newer than a route that failed).
+      std::min(op->deadline, absl::Now() + AbslDuration(client_options_.attempt_timeout));
+  // Wait for ready (docs/semantics.md §3): the pchannel assigned to a node (newer than a route that
+  // failed).
   absl::StatusOr<Router::Route> route =
       router_->Resolve(op->pchannel, op->stale_version, attempt_deadline, [this] {
         absl::MutexLock l(&mu_);
         return closed_;
       });
   if (route.ok() && local_) {
-    if (std::shared_ptr<wal::Wal> wal = local_(op->pchannel, route->term)) {
+    if (std::shared_ptr<LocalPChannel> local = local_(op->pchannel, route->term)) {
       op->route_version = route->version;
-      return AppendLocal(op, wal);
+      return AppendLocal(op, local);
     }
   }
   auto stream = route.ok() ? GetStream(op->pchannel, *route, attempt_deadline)
@@ -187,7 +214,7 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   }
 
   kingfisher::v1::ProduceRequest req;
-  kingfisher::Message copy = op->message;
+  MutableMessage copy = op->message;
   auto [ctx, span] =
       StartSpanForMessage(op->logical, &copy, "wal.dist_append", trace::SpanKind::kProducer);
   OverwriteTraceContext(ctx, &copy);
@@ -232,27 +259,17 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
 }
 
 void ProducerImpl::AppendLocal(const std::shared_ptr<Op>& op,
-                               const std::shared_ptr<wal::Wal>& wal) {
+                               const std::shared_ptr<LocalPChannel>& local) {
   {
     absl::MutexLock l(&mu_);
     ++op->attempts;
   }
-  kingfisher::Message msg = op->message;  // a retry appends the original again
-  // What the node's Produce handler checks, with the default limits.
-  if (absl::Status valid = ValidateProducedMessage(msg, ValidationOptions{}); !valid.ok()) {
-    return AttemptDone(op, valid);
-  }
-  // wal.append hangs directly under the logical span: no network hop, no wal.dist_append.
-  wal->Append(op->logical, std::move(msg), [this, op](absl::StatusOr<wal::AppendResult> r) {
-    absl::StatusOr<kingfisher::AppendResult> out =
-        r.ok() ? absl::StatusOr<kingfisher::AppendResult>(
-                     kingfisher::AppendResult{r->id, r->timetick, r->last_confirmed, std::nullopt})
-               : absl::StatusOr<kingfisher::AppendResult>(r.status());
-    if (r.ok() && r->txn && r->txn->txn_id() != 0) out->txn_id = TxnId(r->txn->txn_id());
+  // A retry appends the original again. wal.append hangs directly under the logical span: no
+  // network hop, no wal.dist_append.
+  local->Append(op->logical, op->message, [this, op](absl::StatusOr<kingfisher::AppendResult> r) {
     // Off the WAL's completion thread: the user's callback must not hold up the log.
-    timer_.Schedule(absl::Now(), [this, op, out = std::move(out)]() mutable {
-      AttemptDone(op, std::move(out));
-    });
+    timer_.Schedule(absl::Now(),
+                    [this, op, r = std::move(r)]() mutable { AttemptDone(op, std::move(r)); });
   });
 }
 

@@ -1,5 +1,10 @@
 // ProducerImpl: the Producer of include/kingfisher/producer.h over StreamingNode.Produce.
 //
+// Two entries: the public AppendAsync, which checks and converts a user's Message
+// (public_message.h), and AppendMessage, which takes the message model as is — for the
+// library's own messages (a transaction's Begin, bodies and Commit carry `_tx`) and the
+// server side (the broadcaster's DDL copies carry `_bh`, client_internal.h).
+//
 // Design: an append is an Op that lives until its callback ran. Each attempt gets a fresh
 // request id, registered in pending_ before the request is written; the stream's reader thread
 // matches responses by id, so answers may arrive in any order. A broken stream fails every
@@ -21,7 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "client/in_process.h"
+#include "client/local_transport.h"
 #include "client/produce_stream.h"
 #include "client/retry.h"
 #include "client/router.h"
@@ -30,20 +35,35 @@
 #include "kingfisher/client.h"
 #include "kingfisher/producer.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
+#include "message/message.h"
+#include "trace/context.h"
 
 namespace kf::client {
 
 class ProducerImpl final : public kingfisher::Producer {
  public:
-  // `local` (may be empty) is the in-process fast path (in_process.h).
-  ProducerImpl(std::shared_ptr<Router> router, LocalWalLookup local,
+  // `local` (may be empty) is the in-process fast path (local_transport.h).
+  ProducerImpl(std::shared_ptr<Router> router, LocalTransport local,
                kingfisher::ClientOptions client_options, kingfisher::ProducerOptions options);
   ~ProducerImpl() override;
 
   const std::string& producer_id() const override { return producer_id_; }
   void AppendAsync(kingfisher::Message message, kingfisher::AppendCallback done,
                    kingfisher::AppendOptions options) override;
+  absl::StatusOr<std::unique_ptr<kingfisher::Transaction>> BeginTxn(
+      std::string vchannel, kingfisher::TxnOptions options) override;
   void Close() override;
+
+  // Appends `message` as it is, with the errors of AppendAsync: stamps `_v` and `_ik` (a
+  // broadcast copy keeps its own `_ik`), opens `wal.autocommit` under `parent` unless the
+  // message belongs to a transaction or a broadcast (then `parent` is its context), and
+  // retries until `deadline` (absl::InfinitePast(): now + ClientOptions::append_timeout).
+  void AppendMessage(MutableMessage message, AppendDone done, absl::Time deadline,
+                     const trace::Context& parent);
+  // AppendMessage, waiting for the result.
+  absl::StatusOr<kingfisher::AppendResult> AppendMessageSync(MutableMessage message,
+                                                             absl::Time deadline,
+                                                             const trace::Context& parent);
 
  private:
   struct Op;
@@ -55,8 +75,8 @@ class ProducerImpl final : public kingfisher::Producer {
   };
 
   void StartAttempt(const std::shared_ptr<Op>& op);
-  // The attempt on the in-process fast path: validated and appended to `wal` directly.
-  void AppendLocal(const std::shared_ptr<Op>& op, const std::shared_ptr<wal::Wal>& wal);
+  // The attempt on the in-process fast path.
+  void AppendLocal(const std::shared_ptr<Op>& op, const std::shared_ptr<LocalPChannel>& local);
   // The live stream of `pchannel` on `route`, or a new one once the route's channel is ready;
   // waits at most until `attempt_deadline` (UNAVAILABLE after it, CANCELLED when the producer
   // closes).
@@ -74,7 +94,7 @@ class ProducerImpl final : public kingfisher::Producer {
   bool HasLiveStream(const std::string& pchannel) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::shared_ptr<Router> router_;
-  const LocalWalLookup local_;
+  const LocalTransport local_;
   const kingfisher::ClientOptions client_options_;
   const std::string producer_id_;
   TimerQueue timer_;

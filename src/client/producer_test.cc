@@ -1,13 +1,17 @@
+#include <chrono>
 #include <future>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "client/client_internal.h"
 #include "client/fake_streaming_node.h"
+#include "client/producer_impl.h"
 #include "common/errors.h"
 #include "gtest/gtest.h"
 #include "kingfisher/client.h"
 #include "message/message_trace.h"
+#include "trace/public_context.h"
 #include "trace/testing/scoped_in_memory_tracing.h"
 
 namespace kf::client {
@@ -20,9 +24,8 @@ using testing::SentMessage;
 namespace v1 = kingfisher::v1;
 
 kingfisher::Message Insert(std::string vchannel, std::string payload) {
-  kingfisher::Message m(MessageType::kInsert, std::move(payload));
-  m.set_vchannel(std::move(vchannel));
-  return m;
+  return kingfisher::Message{
+      .type = MessageType::kInsert, .vchannel = std::move(vchannel), .payload = std::move(payload)};
 }
 
 std::string Ik(const v1::ProduceRequest& r) {
@@ -76,20 +79,21 @@ TEST(ProducerTest, StampsVersionTypeVChannelAndIncreasingKeys) {
   EXPECT_NE(other->producer_id(), producer->producer_id());
 }
 
+// The broadcaster's copies go through the producer's AppendMessage (client_internal.h).
 TEST(ProducerTest, ABroadcastCopyKeepsTheBroadcastersKey) {
   FakeStreamingNode node;
   auto client = ConnectTo(node);
-  auto producer = *client->CreateProducer();
+  std::unique_ptr<ProducerImpl> producer = NewProducer(*client);
   kingfisher::v1::DropCollection drop;
   drop.set_collection_id(7);
-  kingfisher::Message m(MessageType::kDropCollection, drop.SerializeAsString());
+  MutableMessage m(MessageType::kDropCollection, drop.SerializeAsString());
   m.set_vchannel("kf-dml_0_7v0");
   kingfisher::v1::BroadcastHeader h;
   h.set_broadcast_id(42);
   h.add_vchannels("kf-dml_0_7v0");
   m.set_broadcast_header(h);
   m.set_idempotency_key("bc42:1");
-  ASSERT_TRUE(producer->AppendSync(std::move(m)).ok());
+  ASSERT_TRUE(producer->AppendMessageSync(std::move(m), absl::InfinitePast(), {}).ok());
   // Without a broadcast header a caller's key is replaced by the producer's.
   ASSERT_TRUE(producer->AppendSync(Insert("kf-dml_0_orders", "x")).ok());
   auto reqs = node.produce_requests();
@@ -167,7 +171,7 @@ TEST(ProducerTest, DeadlineBoundsRetries) {
   auto client = ConnectTo(node);
   auto producer = *client->CreateProducer();
   kingfisher::AppendOptions o;
-  o.deadline = absl::Now() + absl::Milliseconds(200);
+  o.deadline = kingfisher::Clock::now() + std::chrono::milliseconds(200);
   auto r = producer->AppendSync(Insert("kf-dml_0_orders", "a"), o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
@@ -199,14 +203,23 @@ TEST(ProducerTest, BadMessagesFailWithoutBeingSent) {
   FakeStreamingNode node;
   auto client = ConnectTo(node);
   auto producer = *client->CreateProducer();
-  auto no_vchannel = producer->AppendSync(kingfisher::Message(MessageType::kInsert, "x"));
+  auto no_vchannel = producer->AppendSync(Insert("", "x"));
   EXPECT_EQ(no_vchannel.status().code(), absl::StatusCode::kInvalidArgument);
   auto bad_vchannel = producer->AppendSync(Insert("orders", "x"));
   EXPECT_EQ(bad_vchannel.status().code(), absl::StatusCode::kInvalidArgument);
-  kingfisher::Message untyped;
-  untyped.set_vchannel("kf-dml_0_orders");
+  kingfisher::Message untyped{.vchannel = "kf-dml_0_orders"};
   EXPECT_EQ(producer->AppendSync(untyped).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(node.produce_requests().empty());
+  // A user may not set the system's keys: nothing is sent.
+  kingfisher::Message reserved = Insert("kf-dml_0_orders", "x");
+  reserved.properties.insert_or_assign("_ik", "forged:1");
+  absl::Status forged = producer->AppendSync(reserved).status();
+  EXPECT_EQ(forged.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(forged.message().find("'_ik' is reserved"), absl::string_view::npos) << forged;
+  kingfisher::Message user = Insert("kf-dml_0_orders", "x");
+  user.properties.insert_or_assign("origin", "sensor-7");
+  ASSERT_TRUE(producer->AppendSync(user).ok());
+  ASSERT_EQ(node.produce_requests().size(), 1u);
+  EXPECT_EQ(SentMessage(node.produce_requests()[0]).GetProperty("origin"), "sensor-7");
   producer->Close();
   EXPECT_EQ(producer->AppendSync(Insert("kf-dml_0_orders", "x")).status().code(),
             absl::StatusCode::kFailedPrecondition);
@@ -236,11 +249,11 @@ TEST(ProducerTest, UnreachableServerFailsAmbiguously) {
   }
   kingfisher::ClientOptions o;
   o.endpoint = endpoint;
-  o.retry.initial_backoff = absl::Milliseconds(1);
-  o.retry.max_backoff = absl::Milliseconds(5);
+  o.retry.initial_backoff = std::chrono::milliseconds(1);
+  o.retry.max_backoff = std::chrono::milliseconds(5);
   o.retry.max_attempts = 3;
   // Normally refused at once; should anything else answer on the freed port, attempts time out.
-  o.attempt_timeout = absl::Milliseconds(300);
+  o.attempt_timeout = std::chrono::milliseconds(300);
   auto client = *kingfisher::Client::Connect(o);
   auto producer = *client->CreateProducer();
   auto r = producer->AppendSync(Insert("kf-dml_0_orders", "a"));
@@ -285,7 +298,7 @@ TEST(ProducerTest, FirstAttemptAfterAServerRestartWaitsForTheConnection) {
   kingfisher::ClientOptions o;
   o.endpoint = endpoint;
   o.retry.max_attempts = 1;
-  o.attempt_timeout = absl::Seconds(60);  // bounds the test only if the fix is broken
+  o.attempt_timeout = std::chrono::seconds(60);  // bounds the test only if the fix is broken
   auto client = *kingfisher::Client::Connect(o);
   {
     auto connected = *client->CreateProducer();
@@ -295,7 +308,7 @@ TEST(ProducerTest, FirstAttemptAfterAServerRestartWaitsForTheConnection) {
   first.reset();  // the server goes away; the channel fails to reconnect while it is down
   auto producer = *client->CreateProducer();
   kingfisher::AppendOptions soon;
-  soon.deadline = absl::Now() + absl::Milliseconds(300);
+  soon.deadline = kingfisher::Clock::now() + std::chrono::milliseconds(300);
   auto down = producer->AppendSync(Insert("kf-dml_0_orders", "down"), soon);
   ASSERT_FALSE(down.ok());
   EXPECT_TRUE(IsAmbiguous(down.status())) << down.status();
@@ -308,7 +321,7 @@ TEST(ProducerTest, FirstAttemptAfterAServerRestartWaitsForTheConnection) {
   producer->Close();
 }
 
-// TRACING.md scenarios 6 and 9: wal.autocommit under the caller, one wal.dist_append per
+// docs/tracing.md §8 scenarios 6 and 9: wal.autocommit under the caller, one wal.dist_append per
 // attempt as its child, and the sent `_tc` is the attempt's span.
 TEST(ProducerTest, TracesAutocommitAndDistAppendPerAttempt) {
   trace::testing::ScopedInMemoryTracing tracing;
@@ -317,9 +330,9 @@ TEST(ProducerTest, TracesAutocommitAndDistAppendPerAttempt) {
   auto client = ConnectTo(node);
   auto producer = *client->CreateProducer();
   auto [caller, caller_span] = trace::WalTracer()->StartSpan(trace::Context(), "request");
-  kingfisher::AppendOptions o;
-  o.trace = caller;
-  ASSERT_TRUE(producer->AppendSync(Insert("kf-dml_0_orders", "a"), o).ok());
+  kingfisher::Message m = Insert("kf-dml_0_orders", "a");
+  m.trace = trace::ToPublic(caller.span_context());
+  ASSERT_TRUE(producer->AppendSync(std::move(m)).ok());
   caller_span->End();
 
   auto autocommit = tracing.SpansNamed("wal.autocommit");

@@ -49,11 +49,15 @@ std::minstd_rand& JitterRng() {
 
 }  // namespace
 
-Backoff::Backoff(const kingfisher::RetryPolicy& p) : policy_(p), current_(p.initial_backoff) {}
+Backoff::Backoff(const kingfisher::RetryPolicy& p)
+    : initial_(absl::FromChrono(p.initial_backoff)),
+      max_(absl::FromChrono(p.max_backoff)),
+      multiplier_(p.multiplier),
+      current_(initial_) {}
 
 absl::Duration Backoff::Next() {
-  absl::Duration cap = std::min(current_, policy_.max_backoff);
-  current_ = std::min(current_ * policy_.multiplier, policy_.max_backoff);
+  absl::Duration cap = std::min(current_, max_);
+  current_ = std::min(current_ * multiplier_, max_);
   int64_t us = absl::ToInt64Microseconds(cap);
   if (us <= 0) return absl::ZeroDuration();
   std::uniform_int_distribution<int64_t> dist(us / 2, us);

@@ -1,5 +1,5 @@
-// Which failures the client retries (the SPEC §3 table) and the backoff between attempts.
-// Pure functions and a small value type: thread-compatible, no errors.
+// Which failures the client retries (the error table of docs/semantics.md §3) and the backoff
+// between attempts. Pure functions and a small value type: thread-compatible, no errors.
 #pragma once
 
 #include <string_view>
@@ -30,10 +30,12 @@ class Backoff {
  public:
   explicit Backoff(const kingfisher::RetryPolicy& p);
   absl::Duration Next();
-  void Reset() { current_ = policy_.initial_backoff; }
+  void Reset() { current_ = initial_; }
 
  private:
-  kingfisher::RetryPolicy policy_;
+  absl::Duration initial_;
+  absl::Duration max_;
+  double multiplier_;
   absl::Duration current_;
 };
 

@@ -1,5 +1,7 @@
 #include "client/retry.h"
 
+#include <chrono>
+
 #include "common/errors.h"
 #include "gtest/gtest.h"
 
@@ -26,8 +28,8 @@ TEST(RetryTest, ClassifiesBySpecTable) {
 
 TEST(RetryTest, BackoffGrowsWithinBounds) {
   kingfisher::RetryPolicy p;
-  p.initial_backoff = absl::Milliseconds(10);
-  p.max_backoff = absl::Milliseconds(80);
+  p.initial_backoff = std::chrono::milliseconds(10);
+  p.max_backoff = std::chrono::milliseconds(80);
   p.multiplier = 2;
   Backoff b(p);
   absl::Duration caps[] = {absl::Milliseconds(10), absl::Milliseconds(20), absl::Milliseconds(40),

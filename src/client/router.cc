@@ -7,7 +7,7 @@
 #include "client/channel_ready.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "rpc/status_convert.h"
+#include "wire/status_convert.h"
 
 namespace kf::client {
 
@@ -174,7 +174,7 @@ absl::Status Router::Follow(const std::shared_ptr<Node>& node) {
   }
   absl::MutexLock l(&mu_);
   watch_ctx_ = nullptr;
-  return st.ok() ? absl::UnavailableError("discovery stream ended") : rpc::FromGrpcStatus(st);
+  return st.ok() ? absl::UnavailableError("discovery stream ended") : kf::wire::FromGrpcStatus(st);
 }
 
 }  // namespace kf::client

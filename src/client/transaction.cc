@@ -1,6 +1,6 @@
 // Producer::BeginTxn and the Transaction it returns (include/kingfisher/producer.h).
 //
-// Design: a transaction is a thin layer over Producer::AppendAsync: every message it sends
+// Design: a transaction is a thin layer over ProducerImpl::AppendMessage: every message it sends
 // (Begin, bodies, Commit/Rollback) carries `_tx` and the `wal.txn` context, so the producer
 // gives it no `wal.autocommit` and retries it by the usual rules (retry.h already fails
 // TRANSACTION_EXPIRED and INVALID_TRANSACTION_STATE at once). The one thing the layer adds is
@@ -14,6 +14,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "client/client_internal.h"
+#include "client/producer_impl.h"
+#include "client/public_message.h"
 #include "client/retry.h"
 #include "common/absl_compat.h"
 #include "common/errors.h"
@@ -21,13 +24,14 @@
 #include "message/builders.h"
 #include "message/message_trace.h"
 #include "message/validate.h"
+#include "trace/public_context.h"
 
-namespace kingfisher {
+namespace kf::client {
 namespace {
 
-using kf::MessageType;
-using kf::StreamingCode;
-using kf::StreamingError;
+using kingfisher::AppendCallback;
+using kingfisher::AppendResult;
+using kingfisher::Transaction;
 
 // The transaction's state; shared with body callbacks, which may outlive the Transaction.
 struct TxnState {
@@ -43,8 +47,8 @@ struct TxnState {
 
 class TransactionImpl final : public Transaction {
  public:
-  TransactionImpl(Producer* producer, std::string vchannel, TxnId id, absl::Time deadline,
-                  kf::trace::Context ctx, std::shared_ptr<kf::trace::Span> span)
+  TransactionImpl(ProducerImpl* producer, std::string vchannel, TxnId id, absl::Time deadline,
+                  trace::Context ctx, std::shared_ptr<trace::Span> span)
       : producer_(producer),
         vchannel_(std::move(vchannel)),
         txn_id_(id),
@@ -56,9 +60,9 @@ class TransactionImpl final : public Transaction {
   ~TransactionImpl() override {
     if (!Finish("destroyed").ok()) return;  // committed or rolled back already
     // Best effort: the server would expire it anyway, but a rollback frees it at once.
-    std::shared_ptr<kf::trace::Span> span = span_;
-    producer_->AppendAsync(
-        Stamp(kf::NewRollbackTxnMessage(vchannel_, txn_id_)),
+    std::shared_ptr<trace::Span> span = span_;
+    producer_->AppendMessage(
+        Stamp(NewRollbackTxnMessage(vchannel_, txn_id_)),
         [span](absl::StatusOr<AppendResult> r) {
           span->RecordError(
               r.ok() ? absl::CancelledError("transaction destroyed without Commit or Rollback; "
@@ -66,31 +70,33 @@ class TransactionImpl final : public Transaction {
                      : r.status());
           span->End();
         },
-        Options());
+        deadline_, ctx_);
   }
 
   TxnId txn_id() const override { return txn_id_; }
   const std::string& vchannel() const override { return vchannel_; }
 
-  void AppendAsync(Message message, AppendCallback done) override {
-    if (message.type() != MessageType::kInsert && message.type() != MessageType::kDelete) {
-      return std::move(done)(StreamingError(
+  void AppendAsync(kingfisher::Message message, AppendCallback done) override {
+    if (message.type != MessageType::kInsert && message.type != MessageType::kDelete) {
+      return done(StreamingError(
           StreamingCode::kInvalidArgument,
           absl::StrCat("a transaction body must be an Insert or a Delete, not ",
-                       kf::ToAbsl(kf::MessageTypeName(message.type())), "; nothing was sent")));
+                       ToAbsl(MessageTypeName(message.type)), "; nothing was sent")));
     }
-    if (message.vchannel().empty()) message.set_vchannel(vchannel_);
-    if (message.vchannel() != vchannel_) {
-      return std::move(done)(StreamingError(
+    if (message.vchannel.empty()) message.vchannel = vchannel_;
+    if (message.vchannel != vchannel_) {
+      return done(StreamingError(
           StreamingCode::kInvalidArgument,
           absl::StrCat("transaction ", txn_id_.value(), " is on vchannel ", vchannel_, ", not ",
-                       kf::ToAbsl(message.vchannel()), "; nothing was sent")));
+                       message.vchannel, "; nothing was sent")));
     }
+    absl::StatusOr<MutableMessage> body = ToMutableMessage(std::move(message));
+    if (!body.ok()) return done(body.status());
     int index;
     {
       absl::MutexLock l(&state_->mu);
       if (state_->phase != TxnState::Phase::kOpen) {
-        return std::move(done)(absl::FailedPreconditionError(
+        return done(absl::FailedPreconditionError(
             absl::StrCat("transaction ", txn_id_.value(),
                          " is already committed or rolled back; nothing "
                          "was sent")));
@@ -98,13 +104,13 @@ class TransactionImpl final : public Transaction {
       ++state_->in_flight;
       index = ++state_->bodies;
     }
-    producer_->AppendAsync(
-        Stamp(std::move(message)),
+    producer_->AppendMessage(
+        Stamp(*std::move(body)),
         [state = state_, id = txn_id_, index,
          done = std::move(done)](absl::StatusOr<AppendResult> r) mutable {
           if (r.ok() && !r->txn_id) r->txn_id = id;
           absl::Status status = r.status();
-          std::move(done)(std::move(r));
+          done(std::move(r));
           absl::MutexLock l(&state->mu);
           if (!status.ok() && state->first_body_error.ok()) {
             state->first_body_error = std::move(status);
@@ -112,7 +118,7 @@ class TransactionImpl final : public Transaction {
           }
           --state->in_flight;
         },
-        Options());
+        deadline_, ctx_);
   }
 
   absl::StatusOr<AppendResult> Commit() override {
@@ -130,15 +136,17 @@ class TransactionImpl final : public Transaction {
     if (!body_error.ok()) {
       // Never commit a transaction that misses a body: roll it back (best effort; after
       // TRANSACTION_EXPIRED there is nothing left to roll back) and report the body's error.
-      (void)producer_->AppendSync(Stamp(kf::NewRollbackTxnMessage(vchannel_, txn_id_)), Options());
-      absl::Status s = kf::client::WithMessage(
-          body_error,
-          absl::StrCat("transaction ", txn_id_.value(), " not committed (rolled back): body ",
-                       failed_body, " failed: ", body_error.message()));
+      (void)producer_->AppendMessageSync(Stamp(NewRollbackTxnMessage(vchannel_, txn_id_)),
+                                         deadline_, ctx_);
+      absl::Status s =
+          WithMessage(body_error, absl::StrCat("transaction ", txn_id_.value(),
+                                               " not committed (rolled back): body ", failed_body,
+                                               " failed: ", body_error.message()));
       Done(s);
       return s;
     }
-    auto r = producer_->AppendSync(Stamp(kf::NewCommitTxnMessage(vchannel_, txn_id_)), Options());
+    auto r = producer_->AppendMessageSync(Stamp(NewCommitTxnMessage(vchannel_, txn_id_)), deadline_,
+                                          ctx_);
     if (r.ok() && !r->txn_id) r->txn_id = txn_id_;
     Done(r.status());
     return r;
@@ -146,7 +154,8 @@ class TransactionImpl final : public Transaction {
 
   absl::Status Rollback() override {
     if (absl::Status s = Finish("rolled back"); !s.ok()) return s;
-    auto r = producer_->AppendSync(Stamp(kf::NewRollbackTxnMessage(vchannel_, txn_id_)), Options());
+    auto r = producer_->AppendMessageSync(Stamp(NewRollbackTxnMessage(vchannel_, txn_id_)),
+                                          deadline_, ctx_);
     Done(r.status());
     return r.status();
   }
@@ -157,7 +166,7 @@ class TransactionImpl final : public Transaction {
     absl::MutexLock l(&state_->mu);
     if (state_->phase != TxnState::Phase::kOpen) {
       return absl::FailedPreconditionError(absl::StrCat("transaction ", txn_id_.value(),
-                                                        " cannot be ", kf::ToAbsl(what),
+                                                        " cannot be ", ToAbsl(what),
                                                         ": Commit or Rollback was already called"));
     }
     state_->phase = TxnState::Phase::kFinishing;
@@ -176,41 +185,42 @@ class TransactionImpl final : public Transaction {
 
   // `_tx` = {txn id} and `_tc` = wal.txn (replacing whatever the caller put there: every
   // message of the transaction shares the transaction's context).
-  Message Stamp(Message m) const {
+  MutableMessage Stamp(MutableMessage m) const {
     kingfisher::v1::TxnContext txn;
     txn.set_txn_id(txn_id_.value());
     m.set_txn(txn);
-    kf::OverwriteTraceContext(ctx_, &m);
+    OverwriteTraceContext(ctx_, &m);
     return m;
   }
 
-  AppendOptions Options() const { return AppendOptions{.deadline = deadline_, .trace = ctx_}; }
-
-  Producer* const producer_;
+  ProducerImpl* const producer_;
   const std::string vchannel_;
   const TxnId txn_id_;
-  const absl::Time deadline_;
-  const kf::trace::Context ctx_;                 // carries the wal.txn span
-  const std::shared_ptr<kf::trace::Span> span_;  // wal.txn
+  const absl::Time deadline_;                // absl::InfinitePast(): per append
+  const trace::Context ctx_;                 // carries the wal.txn span
+  const std::shared_ptr<trace::Span> span_;  // wal.txn
   const std::shared_ptr<TxnState> state_;
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Transaction>> Producer::BeginTxn(std::string vchannel,
-                                                                TxnOptions options) {
-  if (options.keepalive < absl::ZeroDuration()) {
+absl::StatusOr<std::unique_ptr<Transaction>> ProducerImpl::BeginTxn(
+    std::string vchannel, kingfisher::TxnOptions options) {
+  if (options.keepalive < kingfisher::Duration::zero()) {
     return StreamingError(StreamingCode::kInvalidArgument,
                           "transaction keepalive must not be negative");
   }
-  int64_t keepalive_ms = absl::ToInt64Milliseconds(options.keepalive);
-  if (keepalive_ms == 0 && options.keepalive > absl::ZeroDuration()) keepalive_ms = 1;
-  if (auto p = kf::PChannelOfVChannel(vchannel); !p.ok()) return p.status();
+  const absl::Duration keepalive = AbslDuration(options.keepalive);
+  int64_t keepalive_ms = absl::ToInt64Milliseconds(keepalive);
+  if (keepalive_ms == 0 && keepalive > absl::ZeroDuration()) keepalive_ms = 1;
+  if (auto p = PChannelOfVChannel(vchannel); !p.ok()) return p.status();
 
-  auto [ctx, span] = kf::StartSpan(options.trace, "wal.txn", kf::trace::SpanKind::kProducer);
-  Message begin = kf::NewBeginTxnMessage(vchannel, keepalive_ms);
-  kf::OverwriteTraceContext(ctx, &begin);
-  auto r = AppendSync(std::move(begin), AppendOptions{.deadline = options.deadline, .trace = ctx});
+  const absl::Time deadline = options.deadline ? AbslTime(*options.deadline) : absl::InfinitePast();
+  auto [ctx, span] =
+      StartSpan(trace::ContextFromPublic(options.trace), "wal.txn", trace::SpanKind::kProducer);
+  MutableMessage begin = NewBeginTxnMessage(vchannel, keepalive_ms);
+  OverwriteTraceContext(ctx, &begin);
+  auto r = AppendMessageSync(std::move(begin), deadline, ctx);
   absl::Status s = r.status();
   if (s.ok() && !r->txn_id) {
     s = absl::InternalError(
@@ -223,7 +233,7 @@ absl::StatusOr<std::unique_ptr<Transaction>> Producer::BeginTxn(std::string vcha
   }
   span->SetAttribute("txn.id", r->txn_id->value());
   return std::unique_ptr<Transaction>(new TransactionImpl(
-      this, std::move(vchannel), *r->txn_id, options.deadline, std::move(ctx), std::move(span)));
+      this, std::move(vchannel), *r->txn_id, deadline, std::move(ctx), std::move(span)));
 }
 
-}  // namespace kingfisher
+}  // namespace kf::client

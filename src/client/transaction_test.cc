@@ -1,6 +1,7 @@
 // Producer::BeginTxn / Transaction against the fake node, which assigns txn ids and enforces
 // begin -> bodies -> commit/rollback as the WAL does.
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <string>
 #include <vector>
@@ -9,8 +10,8 @@
 #include "common/errors.h"
 #include "gtest/gtest.h"
 #include "kingfisher/client.h"
-#include "message/builders.h"
 #include "message/message_trace.h"
+#include "trace/public_context.h"
 #include "trace/testing/scoped_in_memory_tracing.h"
 
 namespace kf::client {
@@ -26,9 +27,8 @@ namespace v1 = kingfisher::v1;
 constexpr char kVChannel[] = "kf-dml_0_orders";
 
 kingfisher::Message Body(std::string payload) {
-  kingfisher::Message m(MessageType::kInsert, std::move(payload));
-  m.set_vchannel(kVChannel);
-  return m;
+  return kingfisher::Message{
+      .type = MessageType::kInsert, .vchannel = kVChannel, .payload = std::move(payload)};
 }
 
 MessageType TypeOf(const v1::ProduceRequest& r) { return SentMessage(r).type(); }
@@ -55,7 +55,7 @@ class TransactionTest : public ::testing::Test {
 };
 
 TEST_F(TransactionTest, BeginBodiesCommitCarryTheTxnId) {
-  auto txn = producer->BeginTxn(kVChannel, {.keepalive = absl::Milliseconds(2500)});
+  auto txn = producer->BeginTxn(kVChannel, {.keepalive = std::chrono::milliseconds(2500)});
   ASSERT_TRUE(txn.ok()) << txn.status();
   const TxnId id = (*txn)->txn_id();
   EXPECT_EQ(id, TxnId(1001));  // the fake's Begin timetick
@@ -64,7 +64,7 @@ TEST_F(TransactionTest, BeginBodiesCommitCarryTheTxnId) {
   auto b1 = (*txn)->AppendSync(Body("b1"));
   ASSERT_TRUE(b1.ok()) << b1.status();
   EXPECT_EQ(b1->txn_id, id);
-  kingfisher::Message no_vchannel(MessageType::kDelete, "b2");  // takes the txn's vchannel
+  kingfisher::Message no_vchannel{.type = MessageType::kDelete, .payload = "b2"};  // the txn's
   ASSERT_TRUE((*txn)->AppendSync(no_vchannel).ok());
   auto commit = (*txn)->Commit();
   ASSERT_TRUE(commit.ok()) << commit.status();
@@ -96,11 +96,11 @@ TEST_F(TransactionTest, BeginBodiesCommitCarryTheTxnId) {
   EXPECT_EQ(node.produce_requests().size(), 4u);
 }
 
-// TRACING.md §8 scenario 7: a txn of 2 bodies is exactly 4 appends (Begin, 2 bodies, Commit),
+// docs/tracing.md §8 scenario 7: a txn of 2 bodies is exactly 4 appends (Begin, 2 bodies, Commit),
 // each carrying the wal.txn context; no wal.autocommit per body.
 TEST_F(TransactionTest, TxnOfTwoBodiesIsFourAppendsCarryingTheWalTxnContext) {
   auto [caller, caller_span] = trace::WalTracer()->StartSpan(trace::Context(), "request");
-  auto txn = producer->BeginTxn(kVChannel, {.trace = caller});
+  auto txn = producer->BeginTxn(kVChannel, {.trace = trace::ToPublic(caller.span_context())});
   ASSERT_TRUE(txn.ok()) << txn.status();
   ASSERT_TRUE((*txn)->AppendSync(Body("b1")).ok());
   ASSERT_TRUE((*txn)->AppendSync(Body("b2")).ok());
@@ -255,19 +255,22 @@ TEST_F(TransactionTest, CommitWaitsForBodiesBeingRetried) {
 }
 
 TEST_F(TransactionTest, BadBodiesAndOptionsAreRejectedWithoutBeingSent) {
-  EXPECT_EQ(producer->BeginTxn(kVChannel, {.keepalive = absl::Seconds(-1)}).status().code(),
+  EXPECT_EQ(producer->BeginTxn(kVChannel, {.keepalive = std::chrono::seconds(-1)}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(producer->BeginTxn("orders").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(node.produce_requests().empty());
 
   auto txn = *producer->BeginTxn(kVChannel);
   kingfisher::Message other = Body("x");
-  other.set_vchannel("kf-dml_0_other");
+  other.vchannel = "kf-dml_0_other";
   EXPECT_EQ(txn->AppendSync(other).status().code(), absl::StatusCode::kInvalidArgument);
-  kingfisher::Message ddl(MessageType::kCreateCollection, "");
+  kingfisher::Message ddl{.type = MessageType::kCreateCollection, .vchannel = kVChannel};
   EXPECT_EQ(txn->AppendSync(ddl).status().code(), absl::StatusCode::kInvalidArgument);
-  kingfisher::Message commit = NewCommitTxnMessage(kVChannel, txn->txn_id());
+  kingfisher::Message commit{.type = MessageType::kCommitTxn, .vchannel = kVChannel};
   EXPECT_EQ(txn->AppendSync(commit).status().code(), absl::StatusCode::kInvalidArgument);
+  kingfisher::Message forged = Body("x");
+  forged.properties.insert_or_assign("_tx", "");
+  EXPECT_EQ(txn->AppendSync(forged).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(node.produce_requests().size(), 1u);  // only the Begin
   ASSERT_TRUE(txn->Commit().ok());
   EXPECT_TRUE(node.txns()[txn->txn_id().value()].bodies.empty());

@@ -1,4 +1,5 @@
-// The hybrid timestamp (TSO) of SPEC §1: physical milliseconds << 18 | logical counter.
+// The hybrid timestamp (TSO) of docs/semantics.md §1: physical milliseconds << 18 | logical
+// counter. TimeTick itself is the public API's (include/kingfisher/types.h).
 #pragma once
 
 #include <cstdint>
@@ -7,9 +8,8 @@
 
 namespace kf {
 
-struct TimeTickTag {};
 // A timetick: a hybrid timestamp stamped on every message in WAL order.
-using TimeTick = StrongId<TimeTickTag, uint64_t>;
+using TimeTick = kingfisher::TimeTick;
 
 inline constexpr int kLogicalBits = 18;
 inline constexpr uint64_t kLogicalMask = (uint64_t{1} << kLogicalBits) - 1;

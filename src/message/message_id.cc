@@ -5,7 +5,9 @@
 #include "common/absl_compat.h"
 #include "common/coding.h"
 
-namespace kf {
+// The public MessageId (include/kingfisher/types.h) is implemented here, with the message model.
+
+namespace kingfisher {
 namespace {
 absl::string_view KindPrefix(WalKind kind) {
   switch (kind) {
@@ -24,8 +26,8 @@ absl::string_view KindPrefix(WalKind kind) {
 std::string MessageId::Encode() const {
   std::string out;
   out.push_back(static_cast<char>(kind_));
-  PutVarint64(&out, segment_);
-  PutVarint64(&out, entry_);
+  kf::PutVarint64(&out, segment_);
+  kf::PutVarint64(&out, entry_);
   return out;
 }
 
@@ -35,7 +37,7 @@ absl::StatusOr<MessageId> MessageId::Decode(std::string_view bytes) {
   if (KindPrefix(kind).empty()) return absl::InvalidArgumentError("message id: unknown kind");
   bytes.remove_prefix(1);
   uint64_t seg = 0, entry = 0;
-  if (!GetVarint64(&bytes, &seg) || !GetVarint64(&bytes, &entry) || !bytes.empty()) {
+  if (!kf::GetVarint64(&bytes, &seg) || !kf::GetVarint64(&bytes, &entry) || !bytes.empty()) {
     return absl::InvalidArgumentError("message id: malformed bytes");
   }
   if (kind == WalKind::kLocal && seg != 0) {
@@ -52,7 +54,7 @@ std::string MessageId::ToText() const {
 
 absl::StatusOr<MessageId> MessageId::FromText(std::string_view text) {
   auto bad = [&] {
-    return absl::InvalidArgumentError(absl::StrCat("malformed message id '", ToAbsl(text),
+    return absl::InvalidArgumentError(absl::StrCat("malformed message id '", kf::ToAbsl(text),
                                                    "' (expected e.g. local:42, os:3.17, q:3.17)"));
   };
   size_t colon = text.find(':');
@@ -64,7 +66,7 @@ absl::StatusOr<MessageId> MessageId::FromText(std::string_view text) {
     for (char c : s) {
       if (c < '0' || c > '9') return false;
     }
-    return absl::SimpleAtoi(ToAbsl(s), v);
+    return absl::SimpleAtoi(kf::ToAbsl(s), v);
   };
   uint64_t seg = 0, entry = 0;
   if (prefix == "local") {
@@ -87,4 +89,4 @@ absl::StatusOr<MessageId> MessageId::FromText(std::string_view text) {
   return MessageId(kind, seg, entry);
 }
 
-}  // namespace kf
+}  // namespace kingfisher

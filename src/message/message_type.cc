@@ -1,6 +1,6 @@
 #include "message/message_type.h"
 
-namespace kf {
+namespace kingfisher {
 
 std::string_view MessageTypeName(MessageType t) {
   switch (t) {
@@ -39,6 +39,10 @@ std::string_view MessageTypeName(MessageType t) {
   }
   return "Unknown";
 }
+
+}  // namespace kingfisher
+
+namespace kf {
 
 std::optional<MessageType> MessageTypeFromNumber(int64_t n) {
   switch (n) {

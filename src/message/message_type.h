@@ -1,5 +1,6 @@
-// MessageType: the message types of SPEC §2 with their wire numbers, and the classes the WAL
-// treats specially (system, exclusive, self-controlled, txn control).
+// MessageType: the message types of docs/semantics.md §2 (the enum is the public API's,
+// include/kingfisher/types.h) and the classes the WAL treats specially (system, exclusive,
+// self-controlled, txn control).
 //
 // Pure functions over an enum: thread-safe, no state, no errors (unknown numbers map to
 // std::nullopt / "Unknown").
@@ -9,29 +10,14 @@
 #include <optional>
 #include <string_view>
 
+#include "kingfisher/types.h"
+
 namespace kf {
 
-enum class MessageType : int32_t {
-  kUnknown = 0,
-  kTimeTick = 1,
-  kInsert = 2,
-  kDelete = 3,
-  kFlush = 4,
-  kCreateCollection = 5,
-  kDropCollection = 6,
-  kCreatePartition = 7,
-  kDropPartition = 8,
-  kManualFlush = 9,
-  kCreateSegment = 10,
-  kAlterReplicateConfig = 800,
-  kBeginTxn = 900,
-  kCommitTxn = 901,
-  kRollbackTxn = 902,
-  kTxn = 999,  // synthetic: assembled by consumers, never appended
-};
+using kingfisher::MessageType;
 
 // The `message.type` attribute value: "Insert", "TimeTick", "Txn", ...; "Unknown" otherwise.
-std::string_view MessageTypeName(MessageType t);
+using kingfisher::MessageTypeName;
 // The type with wire number `n`; nullopt for numbers not in the list (including 0).
 std::optional<MessageType> MessageTypeFromNumber(int64_t n);
 

@@ -30,7 +30,11 @@ absl::StatusOr<Proto> Parse(std::string_view payload, std::string_view name) {
 absl::StatusOr<kingfisher::v1::InsertBatch> DecodeInsertBatch(std::string_view payload) {
   auto parsed = Parse<kingfisher::v1::InsertBatch>(payload, "Insert");
   if (!parsed.ok()) return parsed.status();
-  const auto& b = *parsed;
+  if (absl::Status bad = CheckInsertBatch(*parsed); !bad.ok()) return bad;
+  return parsed;
+}
+
+absl::Status CheckInsertBatch(const kingfisher::v1::InsertBatch& b) {
   if (b.pks_size() == 0) return Invalid("Insert has no rows");
   if (b.dim() == 0 || b.dim() > kMaxDim) {
     return Invalid("Insert dim must be 1..", absl::StrCat(kMaxDim, ", got ", b.dim()));
@@ -45,7 +49,7 @@ absl::StatusOr<kingfisher::v1::InsertBatch> DecodeInsertBatch(std::string_view p
                    absl::StrCat(" has ", b.attributes_size(), " entries, want 0 or one per row (",
                                 b.pks_size(), ")"));
   }
-  return parsed;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<InsertBatchHeader> PeekInsertBatch(std::string_view payload) {

@@ -1,5 +1,5 @@
-// Strict decoders for the collection payloads of SPEC §2. Beyond protobuf parsing they check
-// the invariants the segment and search code rely on, so a decoded payload is safe to index.
+// Strict decoders for the collection payloads of docs/semantics.md §2. Beyond protobuf parsing they
+// check the invariants the segment and search code rely on, so a decoded payload is safe to index.
 // Pure functions: thread-safe. Errors: StreamingError(kInvalidArgument, what is wrong).
 // Unknown protobuf fields are tolerated (forward compatibility), as protobuf does.
 #pragma once
@@ -20,6 +20,8 @@ inline constexpr uint32_t kMaxShards = 64;
 // At least one row; dim > 0 (and <= kMaxDim); vectors.size() == pks.size() * dim; attributes
 // empty or exactly one per row.
 absl::StatusOr<kingfisher::v1::InsertBatch> DecodeInsertBatch(std::string_view payload);
+// DecodeInsertBatch's checks of a batch about to be encoded.
+absl::Status CheckInsertBatch(const kingfisher::v1::InsertBatch& batch);
 // The scalar fields of an InsertBatch without copying its rows: what the WAL checks against the
 // collection's schema on every Insert, after Produce validated the payload (DecodeInsertBatch).
 struct InsertBatchHeader {

@@ -4,7 +4,8 @@
 #include <stdexcept>
 #include <tuple>
 
-namespace kf {
+// The public Properties (include/kingfisher/properties.h), implemented with the message model.
+namespace kingfisher {
 namespace {
 
 // Byte-wise, inline: property keys are a few bytes (the reserved ones two or three), where a
@@ -108,4 +109,4 @@ std::optional<std::string> Properties::Adopt(std::vector<value_type> entries) {
   return std::nullopt;
 }
 
-}  // namespace kf
+}  // namespace kingfisher

@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
-#include "rpc/status_convert.h"
 #include "streaming/coord/ddl_host.h"
 #include "streaming/ddl/catalog_rules.h"
 #include "trace/traceparent.h"
+#include "wire/status_convert.h"
 
 namespace kf::rpc {
 namespace {

@@ -10,11 +10,11 @@
 #include "common/errors.h"
 #include "grpcpp/grpcpp.h"
 #include "rpc/rpc_server.h"
-#include "rpc/status_convert.h"
 #include "streaming/coord/ddl_host.h"
 #include "streaming/ddl/testing/ddl_test_util.h"
 #include "trace/testing/scoped_in_memory_tracing.h"
 #include "trace/traceparent.h"
+#include "wire/status_convert.h"
 
 namespace kf::rpc {
 namespace {

@@ -8,9 +8,9 @@
 
 #include "common/errors.h"
 #include "rpc/message_convert.h"
-#include "rpc/status_convert.h"
 #include "trace/context.h"
 #include "wal/scan_request.h"
+#include "wire/status_convert.h"
 
 namespace kf::rpc {
 
@@ -88,7 +88,8 @@ absl::Status ConsumeStream::Create(const ConsumeRequest::Create& create) {
   if (!pchannel.ok()) return pchannel.status();
   absl::StatusOr<wal::ScanOptions> scan = wal::ScanOptionsFromProto(create);
   if (!scan.ok()) return scan.status();
-  absl::StatusOr<std::shared_ptr<wal::Wal>> wal = GetAtTerm(*registry_, *pchannel, create.term());
+  absl::StatusOr<std::shared_ptr<wal::Wal>> wal =
+      streaming::node::GetAtTerm(*registry_, *pchannel, create.term());
   if (!wal.ok()) return wal.status();
   absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner = (*wal)->Read(*scan);
   if (!scanner.ok()) return scanner.status();

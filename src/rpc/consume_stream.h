@@ -36,9 +36,11 @@
 #include "rpc/rpc_metrics.h"
 #include "rpc/stream_tracker.h"
 #include "rpc/task_threads.h"
-#include "rpc/wal_registry.h"
+#include "streaming/node/wal_registry.h"
 
 namespace kf::rpc {
+
+using streaming::node::WalRegistry;
 
 class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::ConsumeRequest,
                                                            kingfisher::v1::ConsumeResponse> {

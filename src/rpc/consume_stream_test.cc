@@ -19,10 +19,10 @@
 #include "gtest/gtest.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "rpc/rpc_server.h"
-#include "rpc/status_convert.h"
 #include "storage/tso/timestamp_allocator.h"
 #include "wal/testing/memory_backend.h"
 #include "wal/wal_metrics.h"
+#include "wire/status_convert.h"
 
 namespace kf::rpc {
 namespace {
@@ -152,7 +152,7 @@ class ConsumeStreamTest : public ::testing::Test {
   metrics::Registry metrics_;
   std::unique_ptr<TimestampAllocator> tso_;
   std::shared_ptr<wal::Wal> wal_;
-  StaticWalRegistry registry_;
+  streaming::node::StaticWalRegistry registry_;
   std::unique_ptr<RpcServer> server_;
 };
 

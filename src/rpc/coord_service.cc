@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "rpc/status_convert.h"
-#include "rpc/wal_registry.h"
 #include "streaming/cluster_meta.h"
 #include "streaming/coord/tso_oracle.h"
+#include "streaming/node/wal_registry.h"
+#include "wire/status_convert.h"
 
 namespace kf::rpc {
 

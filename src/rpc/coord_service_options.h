@@ -7,11 +7,12 @@ namespace kf {
 namespace streaming {
 class AssignmentView;
 class TimestampOracle;
+namespace node {
+class WalRegistry;
+}  // namespace node
 }  // namespace streaming
 
 namespace rpc {
-
-class WalRegistry;
 
 struct CoordServiceOptions {
   // Discovery (WatchAssignments) and GetStatus. Null: both UNIMPLEMENTED (a server that does
@@ -20,7 +21,7 @@ struct CoordServiceOptions {
   // AllocateTimestamps. Null (a streaming node): UNAVAILABLE "not the coordinator".
   streaming::TimestampOracle* oracle = nullptr;
   // Reader counts in GetStatus, for the pchannels this process serves. Optional.
-  const WalRegistry* registry = nullptr;
+  const streaming::node::WalRegistry* registry = nullptr;
 };
 
 }  // namespace rpc

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "rpc/status_convert.h"
+#include "wire/status_convert.h"
 
 namespace kf::rpc {
 

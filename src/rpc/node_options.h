@@ -29,10 +29,10 @@ struct StreamingNodeOptions {
   // reading until the client takes some (back-pressure, bounded memory).
   size_t consume_queue_messages = 256;
   size_t consume_queue_bytes = 8 << 20;
-  // TEST ONLY (the idempotency acceptance test's crash hook): called on the append's completion
-  // thread after an append became durable and before its ack is queued to the client. The
-  // server binary sets it from KINGFISHER_TEST_CRASH_AFTER_DURABLE; production leaves it empty.
-  std::function<void()> after_durable_for_test;
+  // An observer (server/server_main.h ServerHooks): called on the append's completion thread
+  // after an append became durable and before its ack is queued to the client. Empty in
+  // production; a test build of the server crashes here.
+  std::function<void()> after_durable;
   // Where the service's metrics go (rpc_metrics.h); borrowed, must outlive the service. Null:
   // the process-wide metrics::DefaultRegistry().
   metrics::Registry* metrics = nullptr;

@@ -12,8 +12,8 @@
 #include "message/message_trace.h"
 #include "message/validate.h"
 #include "rpc/message_convert.h"
-#include "rpc/status_convert.h"
 #include "trace/context.h"
+#include "wire/status_convert.h"
 
 namespace kf::rpc {
 namespace {
@@ -159,7 +159,8 @@ void ProduceStream::HandleRequest() {
     Respond(ErrorResponse(request_id, pchannel.status()), false);
     return;
   }
-  absl::StatusOr<std::shared_ptr<wal::Wal>> wal = GetAtTerm(*registry_, *pchannel, req.term());
+  absl::StatusOr<std::shared_ptr<wal::Wal>> wal =
+      streaming::node::GetAtTerm(*registry_, *pchannel, req.term());
   if (!wal.ok()) {
     Respond(ErrorResponse(request_id, wal.status()), false);
     return;
@@ -186,7 +187,7 @@ void ProduceStream::OnAppendDone(uint64_t request_id, Term term,
     Respond(ErrorResponse(request_id, result.status()), true);
     return;
   }
-  if (options_->after_durable_for_test) options_->after_durable_for_test();
+  if (options_->after_durable) options_->after_durable();
   ProduceResponse r;
   r.set_request_id(request_id);
   r.set_message_id(result->id.Encode());

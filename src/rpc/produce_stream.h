@@ -27,9 +27,11 @@
 #include "rpc/node_options.h"
 #include "rpc/rpc_metrics.h"
 #include "rpc/stream_tracker.h"
-#include "rpc/wal_registry.h"
+#include "streaming/node/wal_registry.h"
 
 namespace kf::rpc {
+
+using streaming::node::WalRegistry;
 
 class ProduceStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
                             public ShutdownAware,

@@ -22,13 +22,15 @@
 #include "rpc/collection_service_options.h"
 #include "rpc/coord_service_options.h"
 #include "rpc/node_options.h"
-#include "rpc/wal_registry.h"
+#include "streaming/node/wal_registry.h"
 
 namespace grpc {
 class Server;
 }
 
 namespace kf::rpc {
+
+using streaming::node::WalRegistry;
 
 class StreamingNodeService;
 class CoordService;

@@ -9,8 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/coord_tso_fetcher.h"
 #include "rpc/rpc_server.h"
-#include "rpc/wal_registry.h"
-#include "rpc/wal_registry_metrics.h"
 #include "server/advertise.h"
 #include "server/data_dir.h"
 #include "server/http_server.h"
@@ -20,6 +18,8 @@
 #include "streaming/assignment_view.h"
 #include "streaming/node/batched_timestamp_source.h"
 #include "streaming/node/streaming_node.h"
+#include "streaming/node/wal_registry.h"
+#include "streaming/node/wal_registry_metrics.h"
 #include "trace/env.h"
 
 namespace kf::server {
@@ -34,7 +34,7 @@ struct Node {
   std::unique_ptr<rpc::CoordTsoFetcher> tso_fetcher;
   std::unique_ptr<streaming::BatchedTimestampSource> tso;
   WalStorage wal;
-  std::unique_ptr<rpc::DynamicWalRegistry> registry;
+  std::unique_ptr<streaming::node::DynamicWalRegistry> registry;
   std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<HttpServer> http;
@@ -87,10 +87,11 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   auto wal = OpenWalStorage(config, n->data_dir->wal_dir(), n->store.get());
   if (!wal.ok()) return wal.status();
   n->wal = *std::move(wal);
-  n->registry = std::make_unique<rpc::DynamicWalRegistry>(config.PChannelNames());
+  n->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
   // This node's own view (what it serves right now), so an operator sees on each node's
   // /metrics when it stopped serving a pchannel it lost.
-  n->gauges = rpc::RegisterWalGauges(metrics::DefaultRegistry(), n->registry.get(), config.node_id);
+  n->gauges = streaming::node::RegisterWalGauges(metrics::DefaultRegistry(), n->registry.get(),
+                                                 config.node_id);
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;

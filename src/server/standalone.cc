@@ -1,19 +1,15 @@
 #include "server/standalone.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/absl_compat.h"
 #include "rpc/rpc_server.h"
-#include "rpc/wal_registry.h"
-#include "rpc/wal_registry_metrics.h"
 #include "server/advertise.h"
 #include "server/data_dir.h"
 #include "server/http_server.h"
@@ -24,6 +20,8 @@
 #include "streaming/coord/ddl_host.h"
 #include "streaming/ddl/producer_appender.h"
 #include "streaming/node/streaming_node.h"
+#include "streaming/node/wal_registry.h"
+#include "streaming/node/wal_registry_metrics.h"
 #include "trace/env.h"
 
 namespace kf::server {
@@ -32,21 +30,6 @@ namespace {
 constexpr int64_t kStandaloneNodeId = 1;
 // Bounds each metadata step of startup (the embedded store answers at once unless broken).
 constexpr absl::Duration kStartTimeout = absl::Seconds(30);
-
-// TEST ONLY: see standalone.h. Returns an empty hook unless the env variable is set.
-std::function<void()> CrashAfterDurableHookForTest() {
-  const char* env = std::getenv("KINGFISHER_TEST_CRASH_AFTER_DURABLE");
-  int64_t n = 0;
-  if (env == nullptr || !absl::SimpleAtoi(env, &n) || n <= 0) return {};
-  spdlog::warn(
-      "test fault hook armed: crash after durable append #{} (KINGFISHER_TEST_CRASH_"
-      "AFTER_DURABLE)",
-      n);
-  auto count = std::make_shared<std::atomic<int64_t>>(0);
-  return [count, n] {
-    if (count->fetch_add(1) + 1 == n) std::_Exit(137);
-  };
-}
 
 // Everything the server opened, in the order it must be torn down (reverse of members).
 struct Standalone {
@@ -59,7 +42,7 @@ struct Standalone {
   std::unique_ptr<streaming::DdlHost> ddl;  // lives per coordinator term; borrows the above
   std::unique_ptr<streaming::Coordinator> coordinator;
   WalStorage wal;
-  std::unique_ptr<rpc::DynamicWalRegistry> registry;
+  std::unique_ptr<streaming::node::DynamicWalRegistry> registry;
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<streaming::StreamingNode> node;
   std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
@@ -162,7 +145,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalo
   auto wal = OpenWalStorage(config, s->data_dir->wal_dir(), s->store.get());
   if (!wal.ok()) return wal.status();
   s->wal = *std::move(wal);
-  s->registry = std::make_unique<rpc::DynamicWalRegistry>(config.PChannelNames());
+  s->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
@@ -172,7 +155,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalo
   rpc_options.coord.oracle = s->coordinator->oracle();
   rpc_options.coord.registry = s->registry.get();
   rpc_options.node.max_payload_bytes = config.max_payload_bytes;
-  rpc_options.node.after_durable_for_test = CrashAfterDurableHookForTest();
+  rpc_options.node.after_durable = hooks.after_durable;
   rpc_options.collections.ddl = s->ddl.get();
   auto rpc = rpc::RpcServer::Start(std::move(rpc_options));
   if (!rpc.ok()) return rpc.status();
@@ -197,8 +180,8 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalo
   auto started = streaming::StreamingNode::Start(s->store.get(), node, absl::Now() + kStartTimeout);
   if (!started.ok()) return started.status();
   s->node = *std::move(started);
-  s->gauges =
-      rpc::RegisterWalGauges(metrics::DefaultRegistry(), s->registry.get(), kStandaloneNodeId);
+  s->gauges = streaming::node::RegisterWalGauges(metrics::DefaultRegistry(), s->registry.get(),
+                                                 kStandaloneNodeId);
   if (absl::Status st = WaitServing(config, signals, s); !st.ok()) return st;
   return WaitDdl(signals, s);
 }
@@ -226,7 +209,8 @@ void Close(const ServerConfig& config, Standalone* s) {
 
 }  // namespace
 
-int RunStandalone(const ServerConfig& config, ShutdownSignals* signals) {
+int RunStandalone(const ServerConfig& config, ShutdownSignals* signals,
+                  const ServerHooks& hooks) {
   Standalone s;
   s.tracing = trace::InitTracingFromEnv("kingfisher");
   if (absl::Status st = Open(config, signals, &s); !st.ok()) {

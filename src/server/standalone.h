@@ -14,18 +14,17 @@
 // appends (ON_SHUTDOWN), let in-flight appends finish and their acks be written, stop the
 // coordinator, close every WAL (the backend drains), stop the HTTP server, flush traces, return 0.
 //
-// Test-only: KINGFISHER_TEST_CRASH_AFTER_DURABLE=N makes the process die (std::_Exit(137), as
-// if SIGKILLed) right after its N-th append became durable and before that ack is written.
-//
 // Returns the process exit code: 0 after a graceful shutdown, 1 when startup fails (the reason
 // is logged).
 #pragma once
 
 #include "server/config.h"
+#include "server/server_main.h"
 #include "server/signals.h"
 
 namespace kf::server {
 
-int RunStandalone(const ServerConfig& config, ShutdownSignals* signals);
+int RunStandalone(const ServerConfig& config, ShutdownSignals* signals,
+                  const ServerHooks& hooks = {});
 
 }  // namespace kf::server

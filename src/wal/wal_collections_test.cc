@@ -14,8 +14,8 @@
 #include "gtest/gtest.h"
 #include "message/builders.h"
 #include "storage/tso/timestamp_allocator.h"
+#include "wal/backends/testing/backend_under_test.h"
 #include "wal/collections/test_messages.h"
-#include "wal/testing/backend_under_test.h"
 #include "wal/testing/memory_backend.h"
 #include "wal/wal_impl.h"
 

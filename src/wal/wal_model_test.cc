@@ -37,7 +37,7 @@
 #include "gtest/gtest.h"
 #include "message/builders.h"
 #include "storage/tso/timestamp_allocator.h"
-#include "wal/testing/backend_under_test.h"
+#include "wal/backends/testing/backend_under_test.h"
 #include "wal/txn/txn_message.h"
 #include "wal/wal_impl.h"
 

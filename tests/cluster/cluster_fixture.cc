@@ -1,5 +1,6 @@
 #include "cluster_fixture.h"
 
+#include <chrono>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -51,8 +52,7 @@ void Load::Run(int p) {
   ASSERT_TRUE(producer.ok()) << producer.status();
   for (int i = 0;; ++i) {
     size_t index;
-    kingfisher::Message m(MessageType::kInsert, absl::StrCat("p", p, "-m", i));
-    m.set_vchannel(VChannel(p));
+    kingfisher::Message m{.type = MessageType::kInsert, .vchannel = VChannel(p), .payload = absl::StrCat("p", p, "-m", i)};
     {
       absl::MutexLock l(&mu_);
       auto room = [this, p]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -230,8 +230,8 @@ std::vector<kingfisher::ConsumedMessage> ClusterTest::ReadAll(const std::string&
   EXPECT_TRUE(consumer.ok()) << consumer.status();
   std::vector<kingfisher::ConsumedMessage> out;
   if (!consumer.ok()) return out;
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (out.size() < want && absl::Now() < deadline) {
+  const kingfisher::Deadline deadline = kingfisher::Clock::now() + std::chrono::seconds(60);
+  while (out.size() < want && kingfisher::Clock::now() < deadline) {
     auto m = (*consumer)->Next(deadline);
     if (!m.ok()) break;
     if (m->type != MessageType::kTimeTick) out.push_back(*std::move(m));
@@ -246,8 +246,7 @@ std::vector<kingfisher::ConsumedMessage> ClusterTest::ReadPChannelToEnd(int p) {
     auto producer = client_->CreateProducer();
     EXPECT_TRUE(producer.ok()) << producer.status();
     if (!producer.ok()) return out;
-    kingfisher::Message m(MessageType::kInsert, last);
-    m.set_vchannel(VChannel(p));
+    kingfisher::Message m{.type = MessageType::kInsert, .vchannel = VChannel(p), .payload = last};
     auto r = (*producer)->AppendSync(std::move(m));
     EXPECT_TRUE(r.ok()) << "the last append to pchannel " << p << ": " << r.status();
     if (!r.ok()) return out;
@@ -258,7 +257,7 @@ std::vector<kingfisher::ConsumedMessage> ClusterTest::ReadPChannelToEnd(int p) {
   auto consumer = client_->CreateConsumer(co);
   EXPECT_TRUE(consumer.ok()) << consumer.status();
   if (!consumer.ok()) return out;
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  const kingfisher::Deadline deadline = kingfisher::Clock::now() + std::chrono::seconds(60);
   for (;;) {
     auto m = (*consumer)->Next(deadline);
     if (!m.ok()) {

@@ -3,6 +3,7 @@
 // client of its own address; data admitted by each node's collection rules; then the
 // coordinator killed with SIGKILL and restarted: the next term recovers the DDL state and
 // serves again.
+#include <chrono>
 #include <set>
 #include <string>
 
@@ -38,7 +39,11 @@ class CollectionsClusterTest : public ClusterTest {
     batch.set_dim(2);
     batch.add_vectors(1.0f);
     batch.add_vectors(2.0f);
-    return producer_->AppendSync(NewInsertMessage(c.schema().vchannels(shard), batch)).status();
+    return producer_
+        ->AppendSync({.type = kingfisher::MessageType::kInsert,
+                      .vchannel = c.schema().vchannels(shard),
+                      .payload = batch.SerializeAsString()})
+        .status();
   }
 
   std::unique_ptr<kf::testing::CollectionsRpc> rpc_;

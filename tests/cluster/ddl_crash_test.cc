@@ -19,6 +19,7 @@
 //     with the task's DONE and conditioned on the task);
 //   - every acknowledged DDL is applied (created ids exist, dropped ids are DROPPED) and every
 //     acknowledged Insert is in its vchannel exactly once, at the id its ack named.
+#include <chrono>
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -113,9 +114,9 @@ class DdlCrashTest : public ClusterTest {
 void DdlCrashTest::Work(int w, History* h) {
   kingfisher::ClientOptions o;
   o.endpoint = coord_->address();
-  o.ddl_timeout = absl::Seconds(20);
-  o.status_timeout = absl::Seconds(5);
-  o.append_timeout = absl::Seconds(60);
+  o.ddl_timeout = std::chrono::seconds(20);
+  o.status_timeout = std::chrono::seconds(5);
+  o.append_timeout = std::chrono::seconds(60);
   auto client = kingfisher::Client::Connect(o);
   ASSERT_TRUE(client.ok()) << client.status();
   auto producer = (*client)->CreateProducer();

@@ -10,6 +10,7 @@
 // once; reading the pchannel from the beginning, no message of the old term follows one of a
 // newer term and timeticks strictly increase. And the old node learns it lost the pchannel: its
 // own /metrics stops reporting pchannel 0 at the old term.
+#include <chrono>
 #include <signal.h>
 
 #include <cstdio>
@@ -27,7 +28,7 @@
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "message/message.h"
 #include "message/properties.h"
-#include "rpc/status_convert.h"
+#include "wire/status_convert.h"
 
 namespace kf::cluster_testing {
 namespace {
@@ -78,10 +79,10 @@ class RawNode {
     ProduceResponse resp;
     absl::Status out;
     if (!stream_->Read(&resp)) {
-      out = rpc::FromGrpcStatus(stream_->Finish());
+      out = kf::wire::FromGrpcStatus(stream_->Finish());
       return out.ok() ? absl::UnknownError("produce stream ended without an answer") : out;
     }
-    if (resp.has_error()) out = rpc::FromProtoError(resp.error());
+    if (resp.has_error()) out = kf::wire::FromProtoError(resp.error());
     stream_->WritesDone();
     stream_->Finish().IgnoreError();
     return out;

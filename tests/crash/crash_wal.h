@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "storage/tso/timestamp_allocator.h"
-#include "wal/testing/backend_under_test.h"
+#include "wal/backends/testing/backend_under_test.h"
 #include "wal/wal.h"
 
 namespace kf::crash {

@@ -5,6 +5,7 @@
 //     and every acknowledged create/drop is exactly one collection's;
 //   - different names, each driven by its own thread with no_wait: never RESOURCE_ACQUIRED, so
 //     no DDL waited for one on another name.
+#include <chrono>
 #include <algorithm>
 #include <map>
 #include <string>
@@ -43,7 +44,7 @@ std::pair<uint64_t, uint64_t> Lifetime(kingfisher::Client& client, const std::st
   if (!consumer.ok()) return {0, 0};
   uint64_t created = 0;
   for (;;) {
-    auto m = (*consumer)->Next(absl::Now() + absl::Seconds(10));
+    auto m = (*consumer)->Next(kingfisher::Clock::now() + std::chrono::seconds(10));
     if (!m.ok()) {
       ADD_FAILURE() << vchannel << ": " << m.status();
       return {created, 0};

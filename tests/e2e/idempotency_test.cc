@@ -2,6 +2,7 @@
 // the server is killed after a batch is durable but before its acks are sent (test hook
 // KINGFISHER_TEST_CRASH_AFTER_DURABLE); the client library retries with the same `_ik` once the
 // server is back, gets the original results, and no message is stored twice.
+#include <chrono>
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -26,8 +27,7 @@ constexpr int kMessages = 40;
 constexpr int kCrashAfter = 10;  // the 10th durable append kills the server before its ack
 
 kingfisher::Message Payload(int i) {
-  kingfisher::Message m(MessageType::kInsert, "msg-" + std::to_string(i));
-  m.set_vchannel(kVChannel);
+  kingfisher::Message m{.type = MessageType::kInsert, .vchannel = kVChannel, .payload = "msg-" + std::to_string(i)};
   return m;
 }
 
@@ -35,12 +35,13 @@ TEST(IdempotencyE2E, RetriesAfterACrashBeforeTheAckReturnTheOriginalResults) {
   TempDir dir;
   ServerProcess server(
       {.data_dir = dir.path() + "/data",
-       .env = {{"KINGFISHER_TEST_CRASH_AFTER_DURABLE", std::to_string(kCrashAfter)}}});
+       .env = {{"KINGFISHER_TEST_CRASH_AFTER_DURABLE", std::to_string(kCrashAfter)}},
+       .binary = "kingfisher-crash-hook"});
   ASSERT_TRUE(server.Start()) << server.Output();
 
   auto client = kingfisher::Client::Connect({.endpoint = server.address(),
-                                             .append_timeout = absl::Seconds(60),
-                                             .attempt_timeout = absl::Seconds(5)});
+                                             .append_timeout = std::chrono::seconds(60),
+                                             .attempt_timeout = std::chrono::seconds(5)});
   ASSERT_TRUE(client.ok()) << client.status();
   auto producer = (*client)->CreateProducer();
   ASSERT_TRUE(producer.ok()) << producer.status();
@@ -76,7 +77,7 @@ TEST(IdempotencyE2E, RetriesAfterACrashBeforeTheAckReturnTheOriginalResults) {
   std::map<std::string, int> seen;
   std::set<MessageId> ids;
   while (seen.size() < results.size()) {
-    auto m = (*consumer)->Next(absl::Now() + absl::Seconds(10));
+    auto m = (*consumer)->Next(kingfisher::Clock::now() + std::chrono::seconds(10));
     ASSERT_TRUE(m.ok()) << m.status() << " after " << seen.size() << " messages";
     if (m->type != MessageType::kInsert) continue;
     ++seen[m->payload];
@@ -90,7 +91,7 @@ TEST(IdempotencyE2E, RetriesAfterACrashBeforeTheAckReturnTheOriginalResults) {
   TimeTick last_acked;
   for (const auto& [payload, r] : results) last_acked = std::max(last_acked, r.timetick);
   for (;;) {
-    auto m = (*consumer)->Next(absl::Now() + absl::Seconds(10));
+    auto m = (*consumer)->Next(kingfisher::Clock::now() + std::chrono::seconds(10));
     ASSERT_TRUE(m.ok()) << m.status() << " while waiting for a TimeTick past the last ack";
     if (m->type == MessageType::kTimeTick && m->timetick > last_acked) break;
     if (m->type == MessageType::kInsert) ++seen[m->payload];

@@ -2,6 +2,7 @@
 // 1 of 3 killed, writes go on; 2 of 3 killed, writes fail with UNAVAILABLE and resume (after a
 // reopen) once they are back; with 4 logstores a killed one is replaced in later segments'
 // ensembles. Every acknowledged entry is read back exactly once.
+#include <chrono>
 #include <future>
 #include <map>
 #include <memory>
@@ -109,7 +110,7 @@ class LogStoreKillTest : public ::testing::Test {
     ASSERT_TRUE(scanner.ok()) << scanner.status();
     std::map<std::string, int> seen;
     for (;;) {
-      auto e = (*scanner)->Next(absl::Now() + absl::Seconds(10));
+      auto e = (*scanner)->Next(kingfisher::Clock::now() + std::chrono::seconds(10));
       ASSERT_TRUE(e.ok()) << e.status();
       ++seen[e->data];
       if (MessageId(WalKind::kQuorum, e->id.segment(), e->id.entry() + 1) == end) break;
@@ -182,14 +183,13 @@ TEST_F(LogStoreKillTest, StandaloneOverTwoDeadLogStoresResumesAfterTheirRestart)
   ASSERT_TRUE(server.Start()) << server.Output();
   kingfisher::ClientOptions options;
   options.endpoint = server.address();
-  options.append_timeout = absl::Seconds(60);
+  options.append_timeout = std::chrono::seconds(60);
   auto client = kingfisher::Client::Connect(options);
   ASSERT_TRUE(client.ok()) << client.status();
   auto producer = (*client)->CreateProducer();
   ASSERT_TRUE(producer.ok()) << producer.status();
   auto append = [&](const std::string& payload, absl::Duration timeout) {
-    kingfisher::Message m(MessageType::kInsert, payload);
-    m.set_vchannel("kf-dml_0_kill");
+    kingfisher::Message m{.type = MessageType::kInsert, .vchannel = "kf-dml_0_kill", .payload = payload};
     return (*producer)->Append(std::move(m), {.deadline = absl::Now() + timeout}).get();
   };
   ASSERT_TRUE(append("before", absl::Seconds(30)).ok());
@@ -209,7 +209,7 @@ TEST_F(LogStoreKillTest, StandaloneOverTwoDeadLogStoresResumesAfterTheirRestart)
   ASSERT_TRUE(consumer.ok()) << consumer.status();
   std::map<std::string, int> seen;
   while (seen["after"] == 0) {
-    auto m = (*consumer)->Next(absl::Now() + absl::Seconds(30));
+    auto m = (*consumer)->Next(kingfisher::Clock::now() + std::chrono::seconds(30));
     ASSERT_TRUE(m.ok()) << m.status();
     if (m->type == MessageType::kInsert) ++seen[m->payload];
   }

@@ -5,6 +5,7 @@
 //
 // The exposition is parsed by a small parser of our own that checks what Prometheus requires
 // (sample syntax, TYPE before samples, cumulative buckets) and nothing incidental.
+#include <chrono>
 #include <httplib.h>
 
 #include <cstdlib>
@@ -249,8 +250,7 @@ TEST_F(MetricsE2ETest, MetricsAccountForProducedAndConsumedMessages) {
   ASSERT_TRUE(producer.ok()) << producer.status();
   std::vector<std::future<absl::StatusOr<kingfisher::AppendResult>>> acks;
   for (int i = 0; i < kMessages; ++i) {
-    kingfisher::Message m(MessageType::kInsert, "payload-" + std::to_string(i));
-    m.set_vchannel(kVChannels[i % 3]);
+    kingfisher::Message m{.type = MessageType::kInsert, .vchannel = kVChannels[i % 3], .payload = "payload-" + std::to_string(i)};
     acks.push_back((*producer)->Append(std::move(m)));
   }
   for (auto& a : acks) {
@@ -263,7 +263,7 @@ TEST_F(MetricsE2ETest, MetricsAccountForProducedAndConsumedMessages) {
     ASSERT_TRUE(consumer.ok()) << consumer.status();
     int inserts = 0;
     while (inserts < kMessages / 3) {
-      auto m = (*consumer)->Next(absl::Now() + absl::Seconds(20));
+      auto m = (*consumer)->Next(kingfisher::Clock::now() + std::chrono::seconds(20));
       ASSERT_TRUE(m.ok()) << m.status() << " after " << inserts << " messages of " << vchannel;
       if (m->type == MessageType::kInsert) ++inserts;
     }

@@ -3,7 +3,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
-#include "rpc/status_convert.h"
+#include "wire/status_convert.h"
 
 namespace kf::testing {
 namespace {
@@ -30,7 +30,7 @@ absl::StatusOr<v1::CollectionInfo> CollectionsRpc::Create(const std::string& nam
   r.set_metric(metric);
   r.set_shards(shards);
   v1::CreateCollectionResponse resp;
-  absl::Status s = rpc::FromGrpcStatus(stub_->CreateCollection(Ctx().get(), r, &resp));
+  absl::Status s = kf::wire::FromGrpcStatus(stub_->CreateCollection(Ctx().get(), r, &resp));
   if (!s.ok()) return s;
   return resp.collection();
 }
@@ -39,7 +39,7 @@ absl::StatusOr<v1::CollectionInfo> CollectionsRpc::Describe(const std::string& n
   v1::DescribeCollectionRequest r;
   r.set_name(name);
   v1::DescribeCollectionResponse resp;
-  absl::Status s = rpc::FromGrpcStatus(stub_->DescribeCollection(Ctx().get(), r, &resp));
+  absl::Status s = kf::wire::FromGrpcStatus(stub_->DescribeCollection(Ctx().get(), r, &resp));
   if (!s.ok()) return s;
   return resp.collection();
 }
@@ -48,13 +48,13 @@ absl::Status CollectionsRpc::Drop(const std::string& name) {
   v1::DropCollectionRequest r;
   r.set_name(name);
   v1::DropCollectionResponse resp;
-  return rpc::FromGrpcStatus(stub_->DropCollection(Ctx().get(), r, &resp));
+  return kf::wire::FromGrpcStatus(stub_->DropCollection(Ctx().get(), r, &resp));
 }
 
 absl::StatusOr<std::vector<v1::CollectionInfo>> CollectionsRpc::List() {
   v1::ListCollectionsResponse resp;
-  absl::Status s =
-      rpc::FromGrpcStatus(stub_->ListCollections(Ctx().get(), v1::ListCollectionsRequest(), &resp));
+  absl::Status s = kf::wire::FromGrpcStatus(
+      stub_->ListCollections(Ctx().get(), v1::ListCollectionsRequest(), &resp));
   if (!s.ok()) return s;
   return std::vector<v1::CollectionInfo>(resp.collections().begin(), resp.collections().end());
 }

@@ -1,7 +1,7 @@
 // CollectionsRpc: DDL over the raw generated kingfisher.v1.Collections stub, for the tests that
 // check the wire service of a standalone server or a coordinator without the client library in
 // between. Each call has a 30 s deadline and returns the server's status through
-// rpc::FromGrpcStatus, so its streaming code (GetStreamingCode) is there to check.
+// kf::wire::FromGrpcStatus, so its streaming code (GetStreamingCode) is there to check.
 //
 // Thread-safety: as the stub: calls may run concurrently. Ownership: owns its channel and stub.
 // Errors: each call returns the call's status (UNAVAILABLE / kTransport while nothing serves).

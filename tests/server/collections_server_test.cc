@@ -1,5 +1,6 @@
 // Collections end to end over `kingfisher run standalone` (docs/ddl.md, docs/ddl-node.md): DDL
 // over the raw generated stub, data through the client library, and a restart.
+#include <chrono>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -30,7 +31,7 @@ class CollectionsServerTest : public ::testing::Test {
     rpc_ = std::make_unique<CollectionsRpc>(server_->address());
     kingfisher::ClientOptions o;
     o.endpoint = server_->address();
-    o.append_timeout = absl::Seconds(20);
+    o.append_timeout = std::chrono::seconds(20);
     auto client = kingfisher::Client::Connect(o);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
@@ -67,7 +68,11 @@ class CollectionsServerTest : public ::testing::Test {
     batch.add_pks(2);
     batch.set_dim(dim);
     for (uint32_t i = 0; i < 2 * dim; ++i) batch.add_vectors(0.5f * static_cast<float>(i));
-    return producer_->AppendSync(NewInsertMessage(vchannel, batch)).status();
+    return producer_
+        ->AppendSync({.type = kingfisher::MessageType::kInsert,
+                      .vchannel = vchannel,
+                      .payload = batch.SerializeAsString()})
+        .status();
   }
 
   TempDir dir_;

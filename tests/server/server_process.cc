@@ -21,16 +21,16 @@ extern char** environ;
 namespace kf::testing {
 namespace {
 
-std::string BinPath() {
+std::string BinPath(const std::string& binary) {
   const char* dir = std::getenv("KF_BIN_DIR");
-  return std::string(dir != nullptr ? dir : "build/bin") + "/kingfisher";
+  return std::string(dir != nullptr ? dir : "build/bin") + "/" + binary;
 }
 
 // fork + exec with stdout/stderr to `log_path`. Everything the child needs is prepared before
 // fork (only async-signal-safe calls in the child).
-pid_t Spawn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-            const std::string& log_path) {
-  std::vector<std::string> argv_s = {BinPath()};
+pid_t Spawn(const std::string& binary, const std::vector<std::string>& args,
+            const std::map<std::string, std::string>& env, const std::string& log_path) {
+  std::vector<std::string> argv_s = {BinPath(binary)};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
@@ -91,7 +91,7 @@ ProcessResult RunKingfisher(const std::vector<std::string>& args,
                             const std::map<std::string, std::string>& env, absl::Duration timeout) {
   TempDir logs;
   const std::string log = logs.path() + "/out.log";
-  pid_t pid = Spawn(args, env, log);
+  pid_t pid = Spawn("kingfisher", args, env, log);
   ProcessResult r = Reap(pid, timeout);
   r.output = ReadFile(log);
   return r;
@@ -121,7 +121,7 @@ bool ServerProcess::Start(absl::Duration timeout) {
                                    "--http-listen", "127.0.0.1:" + std::to_string(http_port_),
                                    "--data-dir",    options_.data_dir};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
-  pid_ = Spawn(args, options_.env, log_path_);
+  pid_ = Spawn(options_.binary, args, options_.env, log_path_);
 
   // Ready = /healthz 200 (docs/operations.md): every role says so only once it serves.
   httplib::Client http("127.0.0.1", http_port_);

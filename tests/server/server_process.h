@@ -42,6 +42,9 @@ class ServerProcess {
     std::string role = "standalone";  // `kingfisher run <role>` (last: positional users)
     // stdout + stderr; empty: <data_dir>.log. Give each process sharing a data dir its own.
     std::string log_path;
+    // In KF_BIN_DIR: `kingfisher`, or the test build `kingfisher-crash-hook`
+    // (tests/server/crash_hook_main.cc).
+    std::string binary = "kingfisher";
   };
 
   explicit ServerProcess(Options options);

@@ -15,8 +15,8 @@
 #include "grpcpp/grpcpp.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "message/message.h"
-#include "rpc/status_convert.h"
 #include "server_process.h"
+#include "wire/status_convert.h"
 
 namespace kf::testing {
 namespace {
@@ -55,7 +55,7 @@ struct Consumed {
 };
 
 absl::Status ErrorOf(const ProduceResponse& r) {
-  return r.has_error() ? rpc::FromProtoError(r.error()) : absl::OkStatus();
+  return r.has_error() ? kf::wire::FromProtoError(r.error()) : absl::OkStatus();
 }
 
 class Client {
@@ -135,9 +135,13 @@ class Client {
 class StandaloneServerTest : public ::testing::Test {
  protected:
   std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> extra_args = {},
-                                             std::map<std::string, std::string> env = {}) {
-    auto server = std::make_unique<ServerProcess>(
-        ServerProcess::Options{data_dir(), std::move(extra_args), std::move(env)});
+                                             std::map<std::string, std::string> env = {},
+                                             std::string binary = "kingfisher") {
+    auto server = std::make_unique<ServerProcess>(ServerProcess::Options{
+        .data_dir = data_dir(),
+        .extra_args = std::move(extra_args),
+        .env = std::move(env),
+        .binary = std::move(binary)});
     if (!server->Start()) {
       ADD_FAILURE() << "server did not start:\n" << server->Output();
       return nullptr;
@@ -283,11 +287,11 @@ TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
     ConsumeResponse r;
     ASSERT_TRUE(consume->Read(&r));
     ASSERT_TRUE(r.has_error()) << r.DebugString();
-    EXPECT_TRUE(absl::IsInvalidArgument(rpc::FromProtoError(r.error())));
+    EXPECT_TRUE(absl::IsInvalidArgument(kf::wire::FromProtoError(r.error())));
     EXPECT_FALSE(consume->Read(&r));
     grpc::Status st = consume->Finish();
     EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-    EXPECT_EQ(GetStreamingCode(rpc::FromGrpcStatus(st)), StreamingCode::kInvalidArgument);
+    EXPECT_EQ(GetStreamingCode(kf::wire::FromGrpcStatus(st)), StreamingCode::kInvalidArgument);
   }
   // Consume of a vchannel on a pchannel that does not exist.
   {
@@ -299,7 +303,7 @@ TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
     ConsumeResponse r;
     ASSERT_TRUE(consume->Read(&r));
     ASSERT_TRUE(r.has_error()) << r.DebugString();
-    EXPECT_TRUE(absl::IsInvalidArgument(rpc::FromProtoError(r.error())));
+    EXPECT_TRUE(absl::IsInvalidArgument(kf::wire::FromProtoError(r.error())));
     EXPECT_EQ(consume->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   }
 
@@ -399,7 +403,8 @@ TEST_F(StandaloneServerTest, SigtermWithAppendsInFlightKeepsEveryAck) {
 }
 
 TEST_F(StandaloneServerTest, CrashHookDiesBeforeTheAck) {
-  auto server = StartServer({}, {{"KINGFISHER_TEST_CRASH_AFTER_DURABLE", "2"}});
+  auto server =
+      StartServer({}, {{"KINGFISHER_TEST_CRASH_AFTER_DURABLE", "2"}}, "kingfisher-crash-hook");
   ASSERT_NE(server, nullptr);
   {
     Client client(server->address());

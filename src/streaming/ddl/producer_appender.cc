@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "client/client_internal.h"
+
 namespace kf::streaming::ddl {
 
 ProducerAppender::ProducerAppender(kingfisher::ClientOptions options)
@@ -15,20 +17,19 @@ absl::Status ProducerAppender::Open(const std::string& endpoint) {
   absl::StatusOr<std::unique_ptr<kingfisher::Client>> client =
       kingfisher::Client::Connect(std::move(options));
   if (!client.ok()) return client.status();
-  absl::StatusOr<std::unique_ptr<kingfisher::Producer>> producer = (*client)->CreateProducer();
-  if (!producer.ok()) return producer.status();
+  std::unique_ptr<kf::client::ProducerImpl> producer = kf::client::NewProducer(**client);
   absl::MutexLock l(&mu_);
   if (closed_ || producer_ != nullptr) {
     return absl::FailedPreconditionError("broadcast appender already opened or closed");
   }
   client_ = *std::move(client);
-  producer_ = *std::move(producer);
+  producer_ = std::move(producer);
   return absl::OkStatus();
 }
 
 void ProducerAppender::AppendAsync(const trace::Context& ctx, MutableMessage message,
                                    absl::Time deadline, Done done) {
-  std::shared_ptr<kingfisher::Producer> producer;
+  std::shared_ptr<kf::client::ProducerImpl> producer;
   {
     absl::MutexLock l(&mu_);
     producer = producer_;
@@ -37,10 +38,7 @@ void ProducerAppender::AppendAsync(const trace::Context& ctx, MutableMessage mes
     std::move(done)(absl::UnavailableError("broadcast appender is not open"));
     return;
   }
-  kingfisher::AppendOptions options;
-  options.deadline = deadline;
-  options.trace = ctx;
-  producer->AppendAsync(
+  producer->AppendMessage(
       std::move(message),
       [done = std::move(done)](absl::StatusOr<kingfisher::AppendResult> r) mutable {
         if (!r.ok()) {
@@ -49,11 +47,11 @@ void ProducerAppender::AppendAsync(const trace::Context& ctx, MutableMessage mes
         }
         std::move(done)(BroadcastAppendResult{r->id, r->timetick, r->last_confirmed});
       },
-      std::move(options));
+      deadline, ctx);
 }
 
 void ProducerAppender::Close() {
-  std::shared_ptr<kingfisher::Producer> producer;
+  std::shared_ptr<kf::client::ProducerImpl> producer;
   std::unique_ptr<kingfisher::Client> client;
   {
     absl::MutexLock l(&mu_);

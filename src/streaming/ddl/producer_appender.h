@@ -1,13 +1,14 @@
-// ProducerAppender: the production BroadcastAppender, over the public client library
-// (include/kingfisher/producer.h). The coordinator process opens it on its own advertised
-// address: the coordinator serves WatchAssignments there, so the client's router finds the
-// node of every pchannel (in standalone, this very process).
+// ProducerAppender: the production BroadcastAppender, over the client library's producer
+// (client/producer_impl.h: AppendMessage takes the broadcaster's messages as they are). The
+// coordinator process opens it on its own advertised address: the coordinator serves
+// WatchAssignments there, so the client's router finds the node of every pchannel (in standalone,
+// this very process).
 //
 // Each copy goes out as the broadcaster made it: the producer keeps a `_bh` message's `_ik`
 // (the node deduplicates on it), starts no `wal.autocommit` for it, and opens one
-// `wal.dist_append` per network attempt under the broadcast's context (AppendOptions::trace).
+// `wal.dist_append` per network attempt under the broadcast's context.
 // The in-process fast path is deliberately not used, so every copy crosses the network and
-// the broadcast's trace has the same shape in standalone as in a cluster (TRACING.md §6).
+// the broadcast's trace has the same shape in standalone as in a cluster (docs/tracing.md §6).
 // Errors reach the broadcaster with their streaming code (e.g. COLLECTION_NOT_FOUND).
 //
 // Thread-safety: thread-safe. Ownership: owns the client and its producer. Open once, before
@@ -22,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "client/producer_impl.h"
 #include "kingfisher/client.h"
 #include "streaming/ddl/broadcast_appender.h"
 
@@ -53,7 +55,7 @@ class ProducerAppender final : public BroadcastAppender {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::unique_ptr<kingfisher::Client> client_ ABSL_GUARDED_BY(mu_);
   // Shared with the appends being issued, so Close never destroys it under one.
-  std::shared_ptr<kingfisher::Producer> producer_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<kf::client::ProducerImpl> producer_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kf::streaming::ddl

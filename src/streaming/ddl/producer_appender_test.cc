@@ -1,5 +1,6 @@
 #include "streaming/ddl/producer_appender.h"
 
+#include <chrono>
 #include <gtest/gtest.h>
 
 #include "absl/synchronization/notification.h"
@@ -45,8 +46,8 @@ absl::StatusOr<BroadcastAppendResult> Append(ProducerAppender& appender, Mutable
 
 kingfisher::ClientOptions FastRetries() {
   kingfisher::ClientOptions o;
-  o.retry.initial_backoff = absl::Milliseconds(1);
-  o.retry.max_backoff = absl::Milliseconds(10);
+  o.retry.initial_backoff = std::chrono::milliseconds(1);
+  o.retry.max_backoff = std::chrono::milliseconds(10);
   return o;
 }
 

@@ -25,10 +25,10 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "rpc/wal_registry.h"
 #include "storage/meta/meta_store.h"
 #include "streaming/assignment_view.h"
 #include "streaming/node/node_session.h"
+#include "streaming/node/wal_registry.h"
 #include "wal/backend.h"
 #include "wal/wal.h"
 
@@ -45,7 +45,7 @@ class StreamingNode {
     // Borrowed, shared with the process: the view also feeds discovery and the TSO client, the
     // registry is what the RPC layer serves from.
     const AssignmentView* view = nullptr;
-    rpc::DynamicWalRegistry* registry = nullptr;
+    streaming::node::DynamicWalRegistry* registry = nullptr;
     wal::WalOptions wal;  // template for every WAL (pchannel is set per WAL)
     absl::Duration lease_ttl = absl::Seconds(10);
     absl::Duration call_timeout = absl::Seconds(5);

@@ -110,7 +110,7 @@ class StreamingNodeTest : public ::testing::Test {
     EXPECT_TRUE(view.ok()) << view.status();
     views_[id - 1] = *std::move(view);
     registries_[id - 1] =
-        std::make_unique<rpc::DynamicWalRegistry>(std::vector<std::string>{kP0, kP1});
+        std::make_unique<streaming::node::DynamicWalRegistry>(std::vector<std::string>{kP0, kP1});
     o.view = views_[id - 1].get();
     o.registry = registries_[id - 1].get();
     o.wal.tso = tso_.get();
@@ -158,7 +158,7 @@ class StreamingNodeTest : public ::testing::Test {
   std::unique_ptr<wal::WalOpener> openers_[2];
   BreakableOpener* breakable_ = nullptr;  // node 1's opener
   std::unique_ptr<AssignmentView> views_[2];
-  std::unique_ptr<rpc::DynamicWalRegistry> registries_[2];
+  std::unique_ptr<streaming::node::DynamicWalRegistry> registries_[2];
   std::unique_ptr<StreamingNode> nodes_[2];
 };
 

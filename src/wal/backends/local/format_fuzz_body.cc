@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "wal/backends/local/batch_format.h"
+#include "format/record_batch.h"
 #include "wal/backends/local/layout.h"
 
 namespace kf::wal::local {
@@ -22,22 +22,22 @@ void Check(bool ok, const char* what) {
 // hand out exactly `count` entries filling its payload, and re-encoding them must reproduce
 // its bytes exactly (the format has one encoding per content).
 void WalkBatches(std::string_view data) {
-  while (data.size() >= kBatchHeaderSize) {
-    BatchHeader h;
-    if (!ParseBatchHeader(data.data(), &h)) return;
+  while (data.size() >= format::kBatchHeaderSize) {
+    format::BatchHeader h;
+    if (!format::ParseBatchHeader(data.data(), &h)) return;
     if (h.total_size() > data.size()) return;
-    if (!VerifyBatch(data.data(), h, data.data() + kBatchHeaderSize)) return;
+    if (!format::VerifyBatch(data.data(), h, data.data() + format::kBatchHeaderSize)) return;
     std::vector<std::string> entries;
     uint64_t next = h.base_offset;
-    absl::Status s = ForEachEntry(h, data.substr(kBatchHeaderSize, h.payload_len),
-                                  [&](uint64_t offset, std::string_view entry) {
-                                    Check(offset == next++, "entry offsets are dense");
-                                    entries.emplace_back(entry);
-                                  });
+    absl::Status s = format::ForEachEntry(h, data.substr(format::kBatchHeaderSize, h.payload_len),
+                                          [&](uint64_t offset, std::string_view entry) {
+                                            Check(offset == next++, "entry offsets are dense");
+                                            entries.emplace_back(entry);
+                                          });
     if (!s.ok()) return;  // verified framing but inconsistent lengths: rejected, fine
     Check(entries.size() == h.count, "entry count matches the header");
     std::string again;
-    BatchBuilder b;
+    format::BatchBuilder b;
     b.Begin(&again, h.base_offset);
     for (const auto& e : entries) b.Add(e);
     b.Finish();

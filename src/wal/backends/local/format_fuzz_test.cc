@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "format/record_batch.h"
 #include "gtest/gtest.h"
-#include "wal/backends/local/batch_format.h"
 #include "wal/backends/local/format_fuzz_body.h"
 #include "wal/backends/local/layout.h"
 
@@ -14,7 +14,7 @@ namespace {
 
 std::vector<std::string> Seeds() {
   std::string segment;
-  BatchBuilder b;
+  format::BatchBuilder b;
   b.Begin(&segment, 0);
   b.Add("first");
   b.Add("");

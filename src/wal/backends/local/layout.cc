@@ -35,16 +35,6 @@ std::string Digits(uint64_t v) {
 
 }  // namespace
 
-absl::Status ValidatePchannelName(std::string_view name) {
-  if (name.empty() || name.size() > 200 || name == "." || name == ".." ||
-      name.find('/') != std::string_view::npos || name.find('\0') != std::string_view::npos) {
-    return StreamingError(
-        StreamingCode::kInvalidArgument,
-        absl::StrCat("invalid pchannel name for the local WAL: '", std::string(name), "'"));
-  }
-  return absl::OkStatus();
-}
-
 std::string SegmentFileName(uint64_t base, Term term) {
   return absl::StrCat(Digits(base), "-", Digits(static_cast<uint64_t>(term.value())), ".log");
 }

@@ -18,10 +18,6 @@ namespace kf::wal::local {
 inline constexpr std::string_view kFenceDir = "fence";
 inline constexpr std::string_view kSealDir = "seal";
 
-// INVALID_ARGUMENT unless `name` is usable as one directory name: non-empty, no '/', no NUL,
-// not "." or "..", at most 200 bytes.
-absl::Status ValidatePchannelName(std::string_view name);
-
 std::string SegmentFileName(uint64_t base, Term term);
 // False for any other name (temp files, foreign files).
 bool ParseSegmentFileName(std::string_view name, uint64_t* base, Term* term);

@@ -9,7 +9,7 @@
 #include "common/coding.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
-#include "wal/backends/local/batch_format.h"
+#include "format/record_batch.h"
 #include "wal/backends/local/disk_view.h"
 #include "wal/backends/local/layout.h"
 #include "wal/backends/local/local_scanner.h"
@@ -82,14 +82,14 @@ absl::StatusOr<MessageId> LocalBackend::AppendEncoded(
   const bool first = q.batches.empty();
   if (first) {
     q.batches.push_back(Queue::Batch{0, next_id_, 0});
-    q.bytes.resize(kBatchHeaderSize);
-    PutBatchHeader(q.bytes.data(), next_id_);
+    q.bytes.resize(format::kBatchHeaderSize);
+    format::PutBatchHeader(q.bytes.data(), next_id_);
   }
   size_t at = q.bytes.size();
-  q.bytes.append(kEntryOverhead, '\0');
+  q.bytes.append(format::kEntryOverhead, '\0');
   const MessageId id = MessageId::Local(next_id_);
   encode(id, &q.bytes);
-  const size_t size = q.bytes.size() - at - kEntryOverhead;
+  const size_t size = q.bytes.size() - at - format::kEntryOverhead;
   absl::Status refused;
   if (size > options_.max_entry_bytes) {
     refused = StreamingError(
@@ -107,11 +107,12 @@ absl::StatusOr<MessageId> LocalBackend::AppendEncoded(
     q.bytes.resize(at);
     return refused;
   }
-  if (!first && at - q.batches.back().start + kEntryOverhead + size > options_.max_batch_bytes) {
-    q.bytes.insert(at, kBatchHeaderSize, '\0');
-    PutBatchHeader(q.bytes.data() + at, next_id_);
+  if (!first &&
+      at - q.batches.back().start + format::kEntryOverhead + size > options_.max_batch_bytes) {
+    q.bytes.insert(at, format::kBatchHeaderSize, '\0');
+    format::PutBatchHeader(q.bytes.data() + at, next_id_);
     q.batches.push_back(Queue::Batch{at, next_id_, 0});
-    at += kBatchHeaderSize;
+    at += format::kBatchHeaderSize;
   }
   EncodeFixed32(q.bytes.data() + at, static_cast<uint32_t>(size));
   ++q.batches.back().count;
@@ -267,7 +268,7 @@ absl::Status LocalBackend::WriteGroup(Queue& group, std::vector<Written>* writte
         i + 1 < group.batches.size() ? group.batches[i + 1].start : group.bytes.size();
     char* bytes = group.bytes.data() + batch.start;
     const size_t size = end - batch.start;
-    SealBatch(bytes, size, batch.count);
+    format::SealBatch(bytes, size, batch.count);
     ReserveFor(pos + size);
     zero_ahead_->BeforeWrite(active_, pos + size, group.bytes.size());
     RETURN_IF_ERROR(active_->Append(std::string_view(bytes, size)));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "format/log_name.h"
 #include "wal/backends/local/layout.h"
 #include "wal/backends/local/local_backend.h"
 #include "wal/backends/local/writer_recovery.h"
@@ -59,7 +60,7 @@ class LocalOpener final : public WalOpener {
   }
 
   absl::StatusOr<std::unique_ptr<WalBackend>> Open(const OpenOptions& options) override {
-    RETURN_IF_ERROR(ValidatePchannelName(options.pchannel));
+    RETURN_IF_ERROR(format::ValidateLogName(options.pchannel));
     const std::string dir = fs::JoinPath(options_.root, options.pchannel);
     if (options.read_only) {
       ASSIGN_OR_RETURN(bool exists, options_.fs->FileExists(dir));

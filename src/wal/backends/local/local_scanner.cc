@@ -112,7 +112,7 @@ absl::StatusOr<Entry> LocalScanner::Next(absl::Time deadline) {
         ASSIGN_OR_RETURN(file_, state_->FileOf(seg_.get()));
         reader_ = std::make_unique<BatchReader>(file_.get(), seg_->path);
       }
-      BatchHeader h;
+      format::BatchHeader h;
       std::string_view payload;
       ASSIGN_OR_RETURN(auto r, reader_->Read(pos_, limit, &h, &payload));
       if (r == BatchReader::Result::kOk) {
@@ -121,7 +121,7 @@ absl::StatusOr<Entry> LocalScanner::Next(absl::Time deadline) {
               seg_->path, pos_,
               absl::StrCat("batch base offset ", h.base_offset, ", expected ", next_offset_));
         }
-        absl::Status s = ForEachEntry(h, payload, [&](uint64_t off, std::string_view data) {
+        absl::Status s = format::ForEachEntry(h, payload, [&](uint64_t off, std::string_view data) {
           if (off >= skip_below_) ready_.push_back(Entry{MessageId::Local(off), std::string(data)});
         });
         if (!s.ok()) return DataLoss(seg_->path, pos_, ToStd(s.message()));

@@ -22,12 +22,13 @@ absl::Status DataLoss(const std::string& path, uint64_t pos, std::string_view wh
 
 // True if a batch with a valid crc starts anywhere in `bytes` (a segment's rest after damage).
 bool ContainsValidBatch(std::string_view bytes) {
-  for (size_t p = 0; p + kBatchHeaderSize <= bytes.size(); ++p) {
-    if (DecodeFixed32(bytes.data() + p) != kBatchMagic) continue;
-    BatchHeader h;
-    if (!ParseBatchHeader(bytes.data() + p, &h)) continue;
+  for (size_t p = 0; p + format::kBatchHeaderSize <= bytes.size(); ++p) {
+    if (DecodeFixed32(bytes.data() + p) != format::kBatchMagic) continue;
+    format::BatchHeader h;
+    if (!format::ParseBatchHeader(bytes.data() + p, &h)) continue;
     if (h.total_size() > bytes.size() - p) continue;
-    if (VerifyBatch(bytes.data() + p, h, bytes.data() + p + kBatchHeaderSize)) return true;
+    if (format::VerifyBatch(bytes.data() + p, h, bytes.data() + p + format::kBatchHeaderSize))
+      return true;
   }
   return false;
 }
@@ -65,25 +66,25 @@ absl::StatusOr<bool> BatchReader::Fill(uint64_t pos, uint64_t n, uint64_t limit)
 }
 
 absl::StatusOr<BatchReader::Result> BatchReader::Read(uint64_t pos, uint64_t limit,
-                                                      BatchHeader* header,
+                                                      format::BatchHeader* header,
                                                       std::string_view* payload) {
-  ASSIGN_OR_RETURN(bool have_header, Fill(pos, kBatchHeaderSize, limit));
+  ASSIGN_OR_RETURN(bool have_header, Fill(pos, format::kBatchHeaderSize, limit));
   if (!have_header) return Result::kIncomplete;
   const char* h = buf_.data() + (pos - buf_pos_);
   // On kCorrupt the buffer goes: in a live preallocated segment the bytes read may be zeros
   // that the writer has overwritten since, and a retry must see the file again.
-  if (!ParseBatchHeader(h, header)) {
+  if (!format::ParseBatchHeader(h, header)) {
     buf_.clear();
     return Result::kCorrupt;
   }
   ASSIGN_OR_RETURN(bool have_all, Fill(pos, header->total_size(), limit));
   if (!have_all) return Result::kIncomplete;
   h = buf_.data() + (pos - buf_pos_);  // Fill may have moved the buffer
-  if (!VerifyBatch(h, *header, h + kBatchHeaderSize)) {
+  if (!format::VerifyBatch(h, *header, h + format::kBatchHeaderSize)) {
     buf_.clear();
     return Result::kCorrupt;
   }
-  *payload = std::string_view(h + kBatchHeaderSize, header->payload_len);
+  *payload = std::string_view(h + format::kBatchHeaderSize, header->payload_len);
   return Result::kOk;
 }
 
@@ -94,7 +95,7 @@ absl::StatusOr<ScanResult> ScanSegment(const fs::RandomAccessFile* file, const s
   out.end_offset = base;
   uint64_t pos = 0;
   while (pos < limit) {
-    BatchHeader h;
+    format::BatchHeader h;
     std::string_view payload;
     ASSIGN_OR_RETURN(auto r, reader.Read(pos, limit, &h, &payload));
     if (r != BatchReader::Result::kOk) {
@@ -125,7 +126,7 @@ absl::StatusOr<ScanResult> ScanSegment(const fs::RandomAccessFile* file, const s
           path, pos,
           absl::StrCat("batch base offset ", h.base_offset, ", expected ", out.end_offset));
     }
-    absl::Status s = ForEachEntry(h, payload, [](uint64_t, std::string_view) {});
+    absl::Status s = format::ForEachEntry(h, payload, [](uint64_t, std::string_view) {});
     if (!s.ok()) return DataLoss(path, pos, ToStd(s.message()));
     MaybeAddIndexPoint(&out.index, {h.base_offset, pos});
     pos += h.total_size();
@@ -139,11 +140,11 @@ absl::Status HopIndex(const fs::RandomAccessFile* file, const std::string& path,
                       uint64_t limit, uint64_t* offset, uint64_t* end_pos,
                       std::vector<IndexPoint>* index) {
   uint64_t pos = from_pos;
-  char hdr[kBatchHeaderSize];
-  while (pos + kBatchHeaderSize <= limit) {
-    ASSIGN_OR_RETURN(size_t got, file->ReadAt(pos, kBatchHeaderSize, hdr));
-    BatchHeader h;
-    if (got < kBatchHeaderSize || !ParseBatchHeader(hdr, &h)) break;
+  char hdr[format::kBatchHeaderSize];
+  while (pos + format::kBatchHeaderSize <= limit) {
+    ASSIGN_OR_RETURN(size_t got, file->ReadAt(pos, format::kBatchHeaderSize, hdr));
+    format::BatchHeader h;
+    if (got < format::kBatchHeaderSize || !format::ParseBatchHeader(hdr, &h)) break;
     if (h.base_offset != *offset || pos + h.total_size() > limit) break;
     MaybeAddIndexPoint(index, {h.base_offset, pos});
     pos += h.total_size();

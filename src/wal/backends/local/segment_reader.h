@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "format/record_batch.h"
 #include "storage/fs/file_system.h"
-#include "wal/backends/local/batch_format.h"
 
 namespace kf::wal::local {
 
@@ -38,7 +38,7 @@ class BatchReader {
 
   // Reads the batch starting at `pos`; REQUIRES pos < limit. `payload` stays valid until the
   // next call.
-  absl::StatusOr<Result> Read(uint64_t pos, uint64_t limit, BatchHeader* header,
+  absl::StatusOr<Result> Read(uint64_t pos, uint64_t limit, format::BatchHeader* header,
                               std::string_view* payload);
 
   const std::string& path() const { return path_; }

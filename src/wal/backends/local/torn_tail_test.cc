@@ -8,8 +8,8 @@
 #include "absl/synchronization/notification.h"
 #include "common/errors.h"
 #include "common/testing/temp_dir.h"
+#include "format/record_batch.h"
 #include "gtest/gtest.h"
-#include "wal/backends/local/batch_format.h"
 #include "wal/backends/local/local_opener.h"
 #include "wal/backends/local/segment_reader.h"
 #include "wal/backends/local/test_util.h"
@@ -67,8 +67,8 @@ class TornTailTest : public ::testing::Test {
     // Find the last batch by walking the headers (how entries were grouped is up to the
     // writer's pipelining).
     for (uint64_t pos = 0; pos < original_.size();) {
-      BatchHeader h;
-      ASSERT_TRUE(ParseBatchHeader(original_.data() + pos, &h));
+      format::BatchHeader h;
+      ASSERT_TRUE(format::ParseBatchHeader(original_.data() + pos, &h));
       last_start_ = pos;
       kept_ = static_cast<int>(h.base_offset);
       if (h.base_offset == 5) {  // appended and synced alone: a batch of its own
@@ -221,13 +221,13 @@ TEST(ScanSegmentTest, BatchesWrittenDuringTheScanAreNotDamage) {
   std::string data;
   uint64_t base = 0;
   for (const char* entry : {"first", "second", "third"}) {
-    BatchBuilder b;
+    format::BatchBuilder b;
     b.Begin(&data, base++);
     b.Add(entry);
     b.Finish();
   }
-  BatchHeader h;
-  ASSERT_TRUE(ParseBatchHeader(data.data(), &h));
+  format::BatchHeader h;
+  ASSERT_TRUE(format::ParseBatchHeader(data.data(), &h));
   const std::string zeros(4096, '\0');
   // First read: only the first batch is there; then all three.
   GrowingFile file(

@@ -74,28 +74,28 @@ absl::Status DecodeBlock(std::string_view bytes, uint64_t segment, uint64_t bloc
   if (kind == BlockKind::kFence) {
     return bytes.empty() ? absl::OkStatus() : Corrupt(what, "fence block with a payload");
   }
-  local::BatchHeader batch;
-  if (bytes.size() < local::kBatchHeaderSize || !local::ParseBatchHeader(bytes.data(), &batch)) {
+  format::BatchHeader batch;
+  if (bytes.size() < format::kBatchHeaderSize || !format::ParseBatchHeader(bytes.data(), &batch)) {
     return Corrupt(what, "bad batch header");
   }
   if (batch.total_size() != bytes.size()) return Corrupt(what, "batch size mismatch");
-  if (!local::VerifyBatch(bytes.data(), batch, bytes.data() + local::kBatchHeaderSize)) {
+  if (!format::VerifyBatch(bytes.data(), batch, bytes.data() + format::kBatchHeaderSize)) {
     return Corrupt(what, "batch checksum mismatch");
   }
   if (batch.base_offset != EntryOf(block, 0) || batch.count == 0 ||
       batch.count > kMaxEntriesPerBlock) {
     return Corrupt(what, "bad base offset or entry count");
   }
-  return local::ForEachEntry(batch, bytes.substr(local::kBatchHeaderSize), entry);
+  return format::ForEachEntry(batch, bytes.substr(format::kBatchHeaderSize), entry);
 }
 
 absl::StatusOr<std::vector<std::string_view>> SplitMerged(std::string_view bytes, uint64_t count,
                                                           std::string_view what) {
   std::vector<std::string_view> out;
   while (!bytes.empty() && out.size() < count) {
-    local::BatchHeader batch;
-    if (bytes.size() < kBlockHeaderSize + local::kBatchHeaderSize ||
-        !local::ParseBatchHeader(bytes.data() + kBlockHeaderSize, &batch) ||
+    format::BatchHeader batch;
+    if (bytes.size() < kBlockHeaderSize + format::kBatchHeaderSize ||
+        !format::ParseBatchHeader(bytes.data() + kBlockHeaderSize, &batch) ||
         bytes.size() < kBlockHeaderSize + batch.total_size()) {
       return Corrupt(what, absl::StrCat("compacted block ", out.size(), " is cut short"));
     }

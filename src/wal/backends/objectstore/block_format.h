@@ -3,7 +3,7 @@
 //   magic u32 "KFOB" | version u8 | kind u8 | reserved u16 | term u64 | segment u64 |
 //   block u64 | masked crc32c u32 (over the 32 bytes before it)
 //   then, for a data block, one record batch of the local WAL format whose base offset is the
-//   block's first entry id (wal/backends/local/batch_format.h); a fence block ends there.
+//   block's first entry id (format/record_batch.h); a fence block ends there.
 //
 // A block names its own position (segment, block), so an object copied to or read from the
 // wrong key is caught. Pure functions and a builder; thread-compatible.
@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/strong_id.h"
-#include "wal/backends/local/batch_format.h"
+#include "format/record_batch.h"
 
 namespace kf::wal::objectstore {
 
@@ -26,7 +26,7 @@ inline constexpr size_t kBlockHeaderSize = 36;
 // A fence block is exactly its header; a data block holds at least one entry.
 inline constexpr size_t kFenceBlockSize = kBlockHeaderSize;
 inline constexpr size_t kMinDataBlockSize =
-    kBlockHeaderSize + local::kBatchHeaderSize + local::kEntryOverhead;
+    kBlockHeaderSize + format::kBatchHeaderSize + format::kEntryOverhead;
 
 enum class BlockKind : uint8_t { kData = 1, kFence = 2 };
 
@@ -49,7 +49,7 @@ class BlockBuilder {
 
  private:
   std::string bytes_;
-  local::BatchBuilder batch_;
+  format::BatchBuilder batch_;
 };
 
 std::string EncodeFenceBlock(Term term, uint64_t segment, uint64_t block);

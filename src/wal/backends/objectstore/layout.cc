@@ -60,15 +60,4 @@ std::optional<uint64_t> Layout::SegmentOfKey(std::string_view key) const {
   return ParseDigits(key.substr(0, std::min(key.size(), key.find('/'))));
 }
 
-absl::Status ValidatePchannelName(std::string_view name) {
-  bool ok = !name.empty() && name.size() <= 100 && name != "." && name != "..";
-  for (char c : name) {
-    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '_' || c == '.' || c == '-');
-  }
-  if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("objectstore WAL: pchannel name '", ToAbsl(name),
-                                                 "' must be 1..100 bytes of [A-Za-z0-9_.-]"));
-}
-
 }  // namespace kf::wal::objectstore

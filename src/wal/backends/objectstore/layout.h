@@ -52,8 +52,4 @@ class Layout {
   const std::string meta_key_;
 };
 
-// INVALID_ARGUMENT unless `name` can be one object key segment: 1..100 bytes of
-// [A-Za-z0-9_.-], not "." or "..".
-absl::Status ValidatePchannelName(std::string_view name);
-
 }  // namespace kf::wal::objectstore

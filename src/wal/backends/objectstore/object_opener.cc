@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "format/log_name.h"
 #include "wal/backends/objectstore/object_backend.h"
 #include "wal/backends/objectstore/writer_open.h"
 
@@ -13,7 +14,7 @@ class ObjectOpener final : public WalOpener {
   explicit ObjectOpener(ObjectOpenerOptions options) : options_(std::move(options)) {}
 
   absl::StatusOr<std::unique_ptr<WalBackend>> Open(const OpenOptions& options) override {
-    RETURN_IF_ERROR(ValidatePchannelName(options.pchannel));
+    RETURN_IF_ERROR(format::ValidateLogName(options.pchannel));
     if (options_.store == nullptr || options_.meta == nullptr ||
         options_.max_parallel_uploads < 1 || options_.max_block_bytes == 0) {
       return absl::InvalidArgumentError("objectstore WAL: opener needs both stores, >= 1 upload");

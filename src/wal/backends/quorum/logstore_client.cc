@@ -4,7 +4,7 @@
 #include "common/errors.h"
 #include "grpcpp/grpcpp.h"
 #include "kingfisher/v1/logstore.grpc.pb.h"
-#include "rpc/status_convert.h"
+#include "wire/status_convert.h"
 
 namespace kf::wal::quorum {
 
@@ -39,7 +39,7 @@ absl::StatusOr<Resp> LogStoreClient::Invoke(absl::Time deadline, Call call) {
                        st.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED;
   healthy_.store(reached, std::memory_order_relaxed);
   if (!st.ok()) {
-    return WithContext(rpc::FromGrpcStatus(st), "logstore " + address_);
+    return WithContext(kf::wire::FromGrpcStatus(st), "logstore " + address_);
   }
   return resp;
 }

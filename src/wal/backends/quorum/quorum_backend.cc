@@ -10,7 +10,7 @@
 #include "common/backoff.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
-#include "logstore/segment_object.h"
+#include "format/segment_object.h"
 #include "wal/backends/quorum/ensemble.h"
 #include "wal/backends/quorum/quorum_scanner.h"
 
@@ -469,7 +469,7 @@ absl::Status QuorumBackend::Truncate(const MessageId& id) {
     }
     if (options_.object_store != nullptr) {
       (void)options_.object_store->Delete(
-          logstore::SegmentObjectKey(options_.object_prefix, pchannel_, seg),
+          format::SegmentObjectKey(options_.object_prefix, pchannel_, seg),
           absl::Now() + options_.rpc_timeout);
     }
   }

@@ -8,8 +8,8 @@
 #include "absl/synchronization/notification.h"
 #include "common/errors.h"
 #include "common/testing/wait_until.h"
+#include "format/segment_object.h"
 #include "gtest/gtest.h"
-#include "logstore/segment_object.h"
 #include "wal/backends/quorum/quorum_meta.h"
 #include "wal/backends/quorum/test_util.h"
 
@@ -279,7 +279,7 @@ TEST(QuorumBackendTest, SealedSegmentsAreUploadedAndReadFromObjects) {
   for (int i = 0; i < 30; i += 5) AppendMany(b->get(), i, 5);
   ASSERT_TRUE((*b)->Close().ok());  // the senders sent Seal to every replica
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(env.server(i)->UploadPending().ok());
-  auto object = env.objects()->Get(logstore::SegmentObjectKey("wal", "ch", 0),
+  auto object = env.objects()->Get(format::SegmentObjectKey("wal", "ch", 0),
                                    object::ByteRange::All(), absl::InfiniteFuture());
   ASSERT_TRUE(object.ok()) << object.status();
   // Every logstore gone: the sealed segments are read from object storage.

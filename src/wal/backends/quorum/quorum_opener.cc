@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
-#include "logstore/segment_store.h"
+#include "format/log_name.h"
 #include "wal/backends/quorum/ensemble.h"
 #include "wal/backends/quorum/log_view.h"
 #include "wal/backends/quorum/logstore_client.h"
@@ -24,7 +24,7 @@ class QuorumOpener final : public WalOpener {
     if (options_.meta == nullptr) {
       return absl::FailedPreconditionError("quorum WAL: no metadata store configured");
     }
-    RETURN_IF_ERROR(logstore::ValidateLogName(open.pchannel));
+    RETURN_IF_ERROR(format::ValidateLogName(open.pchannel));
     auto meta = std::make_unique<QuorumMeta>(options_.meta, options_.meta_prefix, open.pchannel);
     auto view = std::make_shared<LogView>();
     if (open.read_only) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "logstore/segment_object.h"
+#include "format/segment_object.h"
 #include "wal/backends/quorum/logstore_client.h"
 #include "wal/backends/quorum/quorum_meta.h"
 
@@ -102,11 +102,11 @@ absl::Status QuorumScanner::Fetch(uint64_t segment, const ViewSegment& seg, uint
     return absl::OkStatus();
   }
   if (options_.object_store != nullptr && seg.sealed) {
-    auto object = options_.object_store->Get(
-        logstore::SegmentObjectKey(options_.object_prefix, log_, segment), object::ByteRange::All(),
-        absl::Now() + options_.rpc_timeout);
+    auto object =
+        options_.object_store->Get(format::SegmentObjectKey(options_.object_prefix, log_, segment),
+                                   object::ByteRange::All(), absl::Now() + options_.rpc_timeout);
     if (object.ok()) {
-      auto entries = logstore::ParseSegmentObject(*object);
+      auto entries = format::ParseSegmentObject(*object);
       if (!entries.ok()) return entries.status();
       if (entries->size() < to) {
         return absl::DataLossError(absl::StrCat("quorum WAL: segment object of ", log_, "/",

@@ -10,7 +10,7 @@
 
 #include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
-#include "logstore/logstore_server.h"
+#include "logstore/service/logstore_server.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "storage/object/local_object_store.h"
 #include "wal/backends/quorum/quorum_opener.h"

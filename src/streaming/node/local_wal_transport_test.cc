@@ -1,0 +1,109 @@
+// The in-process fast path: a client whose route points at a Wal of its own process appends to
+// and reads from it directly — nothing reaches the node over gRPC, and there is no
+// wal.dist_append / wal.dist_consume (docs/tracing.md §8 scenarios 9 and 13, the local half).
+#include "streaming/node/local_wal_transport.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "client/fake_streaming_node.h"
+#include "gtest/gtest.h"
+#include "kingfisher/consumer.h"
+#include "kingfisher/producer.h"
+#include "storage/tso/timestamp_allocator.h"
+#include "trace/testing/scoped_in_memory_tracing.h"
+#include "wal/testing/memory_backend.h"
+
+namespace kf::streaming::node {
+namespace {
+
+class InProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kf-in-process-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    tso_ = *TimestampAllocator::Open((dir_ / "tso").string(), {});
+    wal::WalOptions o;
+    o.pchannel = "kf-dml_0";
+    o.tso = tso_.get();
+    auto w =
+        wal::OpenWal(std::move(o), std::make_unique<wal::testing::MemoryWalBackend>("kf-dml_0"));
+    ASSERT_TRUE(w.ok()) << w.status();
+    wal_ = *std::move(w);
+    // The fake node has no discovery: the router routes to it at term 0, which the lookup
+    // claims as local.
+    kingfisher::ClientOptions options;
+    options.endpoint = node_.endpoint();
+    auto client = ConnectInProcess(options, [this](const std::string& pchannel, int64_t term) {
+      ++lookups_;
+      return pchannel == "kf-dml_0" && term == 0 ? wal_ : nullptr;
+    });
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+  void TearDown() override {
+    client_.reset();
+    wal_->Close();
+    std::filesystem::remove_all(dir_);
+  }
+
+  trace::testing::ScopedInMemoryTracing tracing_;
+  client::testing::FakeStreamingNode node_;
+  std::filesystem::path dir_;
+  std::unique_ptr<TimestampAllocator> tso_;
+  std::shared_ptr<wal::Wal> wal_;
+  std::atomic<int> lookups_{0};
+  std::unique_ptr<kingfisher::Client> client_;
+};
+
+TEST_F(InProcessTest, AppendAndConsumeSkipTheNetwork) {
+  auto producer = *client_->CreateProducer();
+  kingfisher::Message m{
+      .type = MessageType::kInsert, .vchannel = "kf-dml_0_raw", .payload = "local"};
+  auto acked = producer->AppendSync(std::move(m));
+  ASSERT_TRUE(acked.ok()) << acked.status();
+  EXPECT_TRUE(node_.produce_requests().empty());  // nothing went over gRPC
+  EXPECT_GT(lookups_.load(), 0);
+
+  kingfisher::ConsumerOptions co;
+  co.vchannel = "kf-dml_0_raw";
+  co.policy = kingfisher::DeliverPolicy::All();
+  auto consumer = *client_->CreateConsumer(co);
+  absl::StatusOr<kingfisher::ConsumedMessage> got;
+  do {
+    got = consumer->Next(kingfisher::Clock::now() + std::chrono::seconds(10));
+  } while (got.ok() && got->type == MessageType::kTimeTick);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->id, acked->id);
+  EXPECT_EQ(got->payload, "local");
+  EXPECT_TRUE(node_.consume_creates().empty());  // no Consume stream either
+  consumer->Close();
+  producer->Close();
+
+  // wal.append is a direct child of wal.autocommit; no dist spans.
+  auto autocommit = tracing_.SpansNamed("wal.autocommit");
+  auto append = tracing_.SpansNamed("wal.append");
+  ASSERT_EQ(autocommit.size(), 1u);
+  ASSERT_EQ(append.size(), 1u);
+  EXPECT_EQ(append[0].parent_span_id, autocommit[0].context.span_id);
+  EXPECT_EQ(append[0].context.trace_id, autocommit[0].context.trace_id);
+  EXPECT_TRUE(tracing_.SpansNamed("wal.dist_append").empty());
+  EXPECT_TRUE(tracing_.SpansNamed("wal.dist_consume").empty());
+}
+
+TEST_F(InProcessTest, BadMessageIsRejectedLikeTheNodeWould) {
+  auto producer = *client_->CreateProducer();
+  // A collection vchannel: the payload must decode.
+  kingfisher::Message m{.type = MessageType::kInsert,
+                        .vchannel = "kf-dml_0_5v0",
+                        .payload = "not an insert batch"};
+  auto r = producer->AppendSync(std::move(m));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_TRUE(node_.produce_requests().empty());
+}
+
+}  // namespace
+}  // namespace kf::streaming::node
