@@ -1,4 +1,5 @@
-// tailing_bench: append -> tailing-consumer latency over loopback (SPEC §9: p99 < 2 ms).
+// tailing_bench: append -> tailing-consumer latency over loopback (bar: p99 < 2 ms,
+// docs/quality-bars.md).
 //
 // Starts the real `kingfisher run standalone` (the binary next to this one, or --bin-dir) on a
 // fresh data dir and free loopback ports, then, through the public client library, runs

@@ -112,7 +112,7 @@ class Client {
   // The coordinator's view of nodes and pchannel assignments.
   absl::StatusOr<ClusterStatus> GetStatus();
 
-  // Collection DDL and catalog reads (SPEC §5), in options().database, answered by the
+  // Collection DDL and catalog reads (docs/semantics.md §5), in options().database, answered by the
   // endpoint's Collections service (the coordinator or the standalone server). A DDL returns
   // once it is applied on every vchannel and its catalog transition committed.
   absl::StatusOr<CollectionInfo> CreateCollection(const CollectionSpec& spec,

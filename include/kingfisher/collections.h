@@ -1,5 +1,5 @@
-// Collections in the client API (SPEC §5): the value types of Client::CreateCollection and
-// friends, and the insert/delete helpers that route rows to a collection's shards.
+// Collections in the client API (docs/semantics.md §5): the value types of Client::CreateCollection
+// and friends, and the insert/delete helpers that route rows to a collection's shards.
 //
 // A collection has `shards` vchannels `<pchannel>_<id>v<shard>`; a row with primary key `pk`
 // belongs to shard ShardOfPk(pk, shards), so every Insert and Delete of that pk goes to the same

@@ -1,13 +1,15 @@
-// Consumer: reads one vchannel (or a whole pchannel) in timetick order (SPEC §3 "Reading").
+// Consumer: reads one vchannel (or a whole pchannel) in timetick order
+// (docs/semantics.md §3 "Reading").
 //
 // A Consumer owns one Consume stream. After a transport failure it reconnects by itself (with
 // backoff, inside the caller's Next deadline) and resumes strictly after the last message
 // Next returned: no gap, no duplicate. It resumes from that message's LCMID with a
-// TimeTickGT(its timetick) filter (SPEC §1), so a transaction begun before it and committed
-// after it is still delivered whole. Messages of other vchannels are dropped by the server;
-// pchannel-level messages (TimeTicks) are delivered so the reader can advance its watermark.
+// TimeTickGT(its timetick) filter (docs/semantics.md §1), so a transaction begun before it and
+// committed after it is still delivered whole. Messages of other vchannels are dropped by the
+// server; pchannel-level messages (TimeTicks) are delivered so the reader can advance its
+// watermark.
 //
-// Tracing (TRACING.md §5 "Remote consumer"): for every delivered non-TimeTick message Next
+// Tracing (docs/tracing.md §5 "Remote consumer"): for every delivered non-TimeTick message Next
 // starts and ends one `wal.dist_consume` span (CONSUMER) as a child of the message's `_tc`, and
 // overwrites the delivered `_tc` with it; a Txn message gets one span and the `_tc` of the Txn
 // and of all its inner messages is overwritten. ConsumedMessage::trace is that span's context

@@ -1,4 +1,4 @@
-// Producer: appends messages to the WAL with exactly-once retries (SPEC §3).
+// Producer: appends messages to the WAL with exactly-once retries (docs/semantics.md §3).
 //
 // Every message gets an idempotency key `_ik` = "<producer-id>:<sequence>" (a random 64-bit
 // producer id in hex, a sequence increasing per Append call) and `_v`. Routing: the pchannel is
@@ -12,23 +12,23 @@
 //   pchannel is moving: wait for it), RESOURCE_EXHAUSTED (rate limited).
 // Everything else fails at once.
 //
-// Transactions (SPEC §3): BeginTxn returns a Transaction whose bodies, Commit and Rollback go
-// through this producer with the same keys and retries (see Transaction below):
+// Transactions (docs/semantics.md §3): BeginTxn returns a Transaction whose bodies, Commit and
+// Rollback go through this producer with the same keys and retries (see Transaction below):
 //   auto txn = producer->BeginTxn("kf-dml_0_orders");          // StatusOr<unique_ptr<...>>
 //   (*txn)->AppendSync(kf::NewInsertMessage("kf-dml_0_orders", batch));
 //   auto commit = (*txn)->Commit();   // acknowledged => durable and visible as one Txn
 //
-// Tracing (TRACING.md §5): an autocommit append starts `wal.autocommit` (PRODUCER) under the
+// Tracing (docs/tracing.md §5): an autocommit append starts `wal.autocommit` (PRODUCER) under the
 // caller's context and injects it into `_tc`; each network attempt starts `wal.dist_append`
 // (PRODUCER, child of wal.autocommit) and overwrites `_tc` of the copy it sends. Messages that
 // already carry `_tx` (txn bodies) or `_bh` get no wal.autocommit: the caller's context is
 // injected instead.
 //
 // Connection: before opening a Produce stream the producer waits for the channel to be ready
-// (wait-for-ready, SPEC §3), at most until the attempt's deadline; an attempt that finds no
-// connection by then counts as a failed attempt (UNAVAILABLE) and is retried. So after a server
-// restart the first retry goes out as soon as the server listens again. The wait happens on an
-// internal thread: AppendAsync returns at once even while no server is reachable.
+// (wait-for-ready, docs/semantics.md §3), at most until the attempt's deadline; an attempt that
+// finds no connection by then counts as a failed attempt (UNAVAILABLE) and is retried. So after a
+// server restart the first retry goes out as soon as the server listens again. The wait happens on
+// an internal thread: AppendAsync returns at once even while no server is reachable.
 //
 // Thread-safety: every method is thread-safe. Callbacks run on an internal thread (a stream
 // reader or the retry timer) or, for immediate failures, on the calling thread; they must not
@@ -73,7 +73,8 @@ using AppendCallback = absl::AnyInvocable<void(absl::StatusOr<AppendResult>) &&>
 
 struct TxnOptions {
   // How long the server keeps the transaction open after its Begin or latest body without a
-  // new one (SPEC §3). Zero = the server's default (10 s); negative is INVALID_ARGUMENT.
+  // new one (docs/semantics.md §3). Zero = the server's default (10 s); negative:
+  // INVALID_ARGUMENT.
   absl::Duration keepalive = absl::ZeroDuration();
   // Deadline of every append of the transaction (Begin, bodies, Commit/Rollback);
   // absl::InfinitePast() = each append gets now + ClientOptions::append_timeout.
@@ -112,8 +113,8 @@ class Producer {
   // Blocks until the append completes; same errors.
   absl::StatusOr<AppendResult> AppendSync(Message message, AppendOptions options = {});
 
-  // Begins a transaction on `vchannel` (SPEC §3): appends a BeginTxn and returns once the
-  // server acknowledged it with the txn id. Starts the transaction's `wal.txn` span (PRODUCER,
+  // Begins a transaction on `vchannel` (docs/semantics.md §3): appends a BeginTxn and returns once
+  // the server acknowledged it with the txn id. Starts the transaction's `wal.txn` span (PRODUCER,
   // child of options.trace), which the Begin, every body and the Commit/Rollback carry.
   // Errors: those of AppendAsync for the Begin (nothing is begun unless OK); INVALID_ARGUMENT
   // also for a negative keepalive; INTERNAL when the server answered without a txn id (it
@@ -134,10 +135,10 @@ class Producer {
 // Bodies (Insert/Delete) are appended through the producer with `_tx` = {txn id} and the
 // same `_ik` retries as any append, except that TRANSACTION_EXPIRED (ABORTED) and
 // INVALID_TRANSACTION_STATE (FAILED_PRECONDITION) fail at once: the caller retries the whole
-// transaction with a new one (SPEC §3). Consumers see nothing of it until the commit, then
-// one `Txn` message holding Begin, bodies and Commit.
+// transaction with a new one (docs/semantics.md §3). Consumers see nothing of it until the commit,
+// then one `Txn` message holding Begin, bodies and Commit.
 //
-// Tracing (TRACING.md §5): all of the transaction's messages carry the `wal.txn` context (no
+// Tracing (docs/tracing.md §5): all of the transaction's messages carry the `wal.txn` context (no
 // `wal.autocommit` per body); each network attempt still gets its own `wal.dist_append`. The
 // span ends when Commit or Rollback completes, with status ERROR when it failed.
 //

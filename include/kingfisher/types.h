@@ -28,7 +28,7 @@ using MessageType = kf::MessageType;
 using TimeTick = kf::TimeTick;
 using TxnId = kf::TxnId;
 using Properties = kf::Properties;
-// The explicit trace context of a call (TRACING.md): pass the caller's request context to
+// The explicit trace context of a call (docs/tracing.md): pass the caller's request context to
 // Append so `wal.autocommit` hangs under it; a default Context starts a new trace.
 using TraceContext = kf::trace::Context;
 

@@ -54,7 +54,8 @@ absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectInProcess(
         "max_attempts >= 0");
   }
   grpc::ChannelArguments args;
-  // Payloads up to 64 MiB plus properties (SPEC §8: limits raised above the largest payload).
+  // Payloads up to 64 MiB plus properties (docs/semantics.md §8: limits raised above the
+  // largest payload).
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   // No client keepalive pings: a server that does not permit them answers frequent pings with

@@ -36,7 +36,7 @@ kingfisher::v1::DeliverPolicy ToProto(const kingfisher::DeliverPolicy& p) {
   return out;
 }
 
-// Copies the delivered message's `_tc` into a Txn's inner messages (TRACING.md §5: the
+// Copies the delivered message's `_tc` into a Txn's inner messages (docs/tracing.md §5: the
 // txn-level trace for the downstream fan-out).
 void CopyTraceContextToInner(kingfisher::ConsumedMessage* m) {
   auto tc = m->properties.find(prop::kTraceContext);
@@ -209,7 +209,7 @@ void ConsumerImpl::Deliver(kingfisher::ConsumedMessage* m, bool remote) {
         m->last_confirmed.valid() && m->last_confirmed <= m->id ? m->last_confirmed : m->id;
     resume_after_tt_ = m->timetick;
   }
-  if (m->type == MessageType::kTimeTick) return;  // never traced (TRACING.md §7.12)
+  if (m->type == MessageType::kTimeTick) return;  // never traced (docs/tracing.md §7 invariant 12)
 
   // One wal.dist_consume per delivered message, child of the message-carried context. The
   // span and `_tc` need the properties only: they are moved in and back, the payload stays.

@@ -52,8 +52,9 @@ class ConsumerImpl final : public kingfisher::Consumer {
   int64_t stale_version_ = 0;
   absl::Status sticky_;
   MessageId last_delivered_;  // invalid until a message with an id was returned
-  // Where a reconnect resumes (SPEC §1): from the last delivered message's LCMID, keeping only
-  // what is later than its timetick, so a txn begun before it and committed after it is whole.
+  // Where a reconnect resumes (docs/semantics.md §1): from the last delivered message's LCMID,
+  // keeping only what is later than its timetick, so a txn begun before it and committed after it
+  // is whole.
   MessageId resume_from_;
   TimeTick resume_after_tt_;
 

@@ -101,7 +101,7 @@ TEST(ConsumerTest, RejectsBadVChannelAndPolicyLocally) {
   EXPECT_TRUE(client->CreateConsumer(AllOf("kf-dml_2")).ok());
 }
 
-// TRACING.md scenario 13: one wal.dist_consume (CONSUMER, child of the source) per non-txn
+// docs/tracing.md §8 scenario 13: one wal.dist_consume (CONSUMER, child of the source) per non-txn
 // message, the delivered `_tc` equals it; TimeTick: no span.
 TEST(ConsumerTest, DistConsumeSpanPerMessageAndNoneForTimeTick) {
   trace::testing::ScopedInMemoryTracing tracing;

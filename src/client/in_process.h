@@ -1,8 +1,8 @@
-// The in-process fast path (SPEC §5 "Client"): a client that lives in a streaming node's
-// process appends to and reads from that node's own Wals directly whenever the route of a
+// The in-process fast path (docs/semantics.md §5 "Client"): a client that lives in a streaming
+// node's process appends to and reads from that node's own Wals directly whenever the route of a
 // pchannel points at this node, instead of through gRPC to itself. Routing, retries, errors and
 // the resume rules are the same as remote; only the hop is gone, and with it the
-// `wal.dist_append` / `wal.dist_consume` spans (TRACING.md: they appear exactly when an append
+// `wal.dist_append` / `wal.dist_consume` spans (docs/tracing.md: they appear exactly when an append
 // or a read crossed the network).
 //
 // Thread-safety: the lookup is called from any client thread.

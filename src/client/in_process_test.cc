@@ -1,6 +1,6 @@
 // The in-process fast path: a client whose route points at a Wal of its own process appends to
 // and reads from it directly — nothing reaches the node over gRPC, and there is no
-// wal.dist_append / wal.dist_consume (TRACING.md §8 scenarios 9 and 13, the local half).
+// wal.dist_append / wal.dist_consume (docs/tracing.md §8 scenarios 9 and 13, the local half).
 #include "client/in_process.h"
 
 #include <filesystem>

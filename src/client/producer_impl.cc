@@ -121,7 +121,7 @@ void ProducerImpl::AppendAsync(kingfisher::Message message, kingfisher::AppendCa
     message.set_idempotency_key(absl::StrCat(producer_id_, ":", op->sequence));
   }
 
-  // Logical write span (TRACING.md §5): only for autocommit messages; txn bodies and
+  // Logical write span (docs/tracing.md §5): only for autocommit messages; txn bodies and
   // broadcasts belong to the caller's wal.txn / wal.broadcast context.
   if (message.HasProperty(prop::kTxn) || message.HasProperty(prop::kBroadcast) ||
       IsTxnControlType(message.type())) {
@@ -164,7 +164,8 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   }
   const absl::Time attempt_deadline =
       std::min(op->deadline, absl::Now() + client_options_.attempt_timeout);
-  // Wait for ready (SPEC §3): the pchannel assigned to a node (newer than a route that failed).
+  // Wait for ready (docs/semantics.md §3): the pchannel assigned to a node (newer than a route
+  // that failed).
   absl::StatusOr<Router::Route> route =
       router_->Resolve(op->pchannel, op->stale_version, attempt_deadline, [this] {
         absl::MutexLock l(&mu_);

@@ -308,7 +308,7 @@ TEST(ProducerTest, FirstAttemptAfterAServerRestartWaitsForTheConnection) {
   producer->Close();
 }
 
-// TRACING.md scenarios 6 and 9: wal.autocommit under the caller, one wal.dist_append per
+// docs/tracing.md §8 scenarios 6 and 9: wal.autocommit under the caller, one wal.dist_append per
 // attempt as its child, and the sent `_tc` is the attempt's span.
 TEST(ProducerTest, TracesAutocommitAndDistAppendPerAttempt) {
   trace::testing::ScopedInMemoryTracing tracing;

@@ -1,5 +1,5 @@
-// Which failures the client retries (the SPEC §3 table) and the backoff between attempts.
-// Pure functions and a small value type: thread-compatible, no errors.
+// Which failures the client retries (the docs/semantics.md §3 table) and the backoff between
+// attempts. Pure functions and a small value type: thread-compatible, no errors.
 #pragma once
 
 #include <string_view>

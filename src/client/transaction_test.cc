@@ -96,7 +96,7 @@ TEST_F(TransactionTest, BeginBodiesCommitCarryTheTxnId) {
   EXPECT_EQ(node.produce_requests().size(), 4u);
 }
 
-// TRACING.md §8 scenario 7: a txn of 2 bodies is exactly 4 appends (Begin, 2 bodies, Commit),
+// docs/tracing.md §8 scenario 7: a txn of 2 bodies is exactly 4 appends (Begin, 2 bodies, Commit),
 // each carrying the wal.txn context; no wal.autocommit per body.
 TEST_F(TransactionTest, TxnOfTwoBodiesIsFourAppendsCarryingTheWalTxnContext) {
   auto [caller, caller_span] = trace::WalTracer()->StartSpan(trace::Context(), "request");
@@ -185,8 +185,8 @@ TEST_F(TransactionTest, CommittedTransactionIsNotRolledBackOnDestruction) {
   EXPECT_EQ(TypeOf(reqs[1]), MessageType::kCommitTxn);
 }
 
-// SPEC §3: TRANSACTION_EXPIRED is not retried (the caller retries the whole txn), and a
-// transaction missing a body is never committed.
+// docs/semantics.md §3: TRANSACTION_EXPIRED is not retried (the caller retries the whole txn), and
+// a transaction missing a body is never committed.
 TEST_F(TransactionTest, ExpiredBodyFailsAtOnceAndCommitIsRefused) {
   auto txn = *producer->BeginTxn(kVChannel);
   node.ExpireTxns();

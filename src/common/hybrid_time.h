@@ -1,4 +1,5 @@
-// The hybrid timestamp (TSO) of SPEC §1: physical milliseconds << 18 | logical counter.
+// The hybrid timestamp (TSO) of docs/semantics.md §1:
+// physical milliseconds << 18 | logical counter.
 #pragma once
 
 #include <cstdint>

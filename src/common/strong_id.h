@@ -28,7 +28,7 @@ class StrongId {
 };
 
 struct TermTag {};
-// The ownership generation of a pchannel; grows on every reassignment (SPEC §1).
+// The ownership generation of a pchannel; grows on every reassignment (docs/semantics.md §1).
 using Term = StrongId<TermTag, int64_t>;
 
 struct SegmentIdTag {};

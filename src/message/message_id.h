@@ -1,8 +1,8 @@
 // MessageId: the position of a message in one pchannel's WAL, as assigned by its backend.
 //
-// Totally ordered within a pchannel (SPEC §1). Every backend fits the shape (segment, entry):
-// the local backend uses a single global offset (segment = 0), the object-storage and quorum
-// backends use (segment id, entry id in segment), as Woodpecker does.
+// Totally ordered within a pchannel (docs/semantics.md §1). Every backend fits the shape (segment,
+// entry): the local backend uses a single global offset (segment = 0), the object-storage and
+// quorum backends use (segment id, entry id in segment), as Woodpecker does.
 //
 // Byte form (the `_lc` property, the wire, checkpoints): kind u8, varint segment, varint entry.
 // Text form (kfctl output, --from/--after): "<kind>:<entry>" for local, "<kind>:<seg>.<entry>"

@@ -1,5 +1,5 @@
-// MessageType: the message types of SPEC §2 with their wire numbers, and the classes the WAL
-// treats specially (system, exclusive, self-controlled, txn control).
+// MessageType: the message types of docs/semantics.md §2 with their wire numbers, and the classes
+// the WAL treats specially (system, exclusive, self-controlled, txn control).
 //
 // Pure functions over an enum: thread-safe, no state, no errors (unknown numbers map to
 // std::nullopt / "Unknown").

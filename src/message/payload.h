@@ -1,5 +1,5 @@
-// Strict decoders for the collection payloads of SPEC §2. Beyond protobuf parsing they check
-// the invariants the segment and search code rely on, so a decoded payload is safe to index.
+// Strict decoders for the collection payloads of docs/semantics.md §2. Beyond protobuf parsing they
+// check the invariants the segment and search code rely on, so a decoded payload is safe to index.
 // Pure functions: thread-safe. Errors: StreamingError(kInvalidArgument, what is wrong).
 // Unknown protobuf fields are tolerated (forward compatibility), as protobuf does.
 #pragma once

@@ -1,4 +1,4 @@
-// The reserved message property keys of SPEC §2 and the property map type.
+// The reserved message property keys of docs/semantics.md §2 and the property map type.
 //
 // Keys starting with '_' belong to the system; user-supplied keys must not use them (see
 // validate.h).

@@ -1,5 +1,5 @@
-// Idempotency acceptance test (SPEC §3 "exactly once under retries"), over real processes:
-// the server is killed after a batch is durable but before its acks are sent (test hook
+// Idempotency acceptance test (docs/semantics.md §3 "exactly once under retries"), over real
+// processes: the server is killed after a batch is durable but before its acks are sent (test hook
 // KINGFISHER_TEST_CRASH_AFTER_DURABLE); the client library retries with the same `_ik` once the
 // server is back, gets the original results, and no message is stored twice.
 #include <algorithm>

@@ -1,6 +1,6 @@
-// Transactions through the C++ client against the real standalone server (SPEC §3): what the
-// acks say matches what a consumer receives, and the server's txn errors reach the caller at
-// once (no retry), as the SPEC §3 table says.
+// Transactions through the C++ client against the real standalone server (docs/semantics.md §3):
+// what the acks say matches what a consumer receives, and the server's txn errors reach the caller
+// at once (no retry), as the docs/semantics.md §3 table says.
 #include <memory>
 #include <set>
 #include <string>

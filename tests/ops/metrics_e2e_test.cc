@@ -1,6 +1,6 @@
-// Operations acceptance test (SPEC §8): the real `kingfisher run standalone`, driven by the
-// client library, scraped over real HTTP. /metrics must account for exactly what the test did
-// (appends by code, latency histogram counts, consumed messages, WAL sizes, errors by code) and
+// Operations acceptance test (docs/semantics.md §8): the real `kingfisher run standalone`, driven
+// by the client library, scraped over real HTTP. /metrics must account for exactly what the test
+// did (appends by code, latency histogram counts, consumed messages, WAL sizes, errors by code) and
 // /healthz must say the server is serving.
 //
 // The exposition is parsed by a small parser of our own that checks what Prometheus requires

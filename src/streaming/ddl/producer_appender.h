@@ -7,7 +7,7 @@
 // (the node deduplicates on it), starts no `wal.autocommit` for it, and opens one
 // `wal.dist_append` per network attempt under the broadcast's context (AppendOptions::trace).
 // The in-process fast path is deliberately not used, so every copy crosses the network and
-// the broadcast's trace has the same shape in standalone as in a cluster (TRACING.md §6).
+// the broadcast's trace has the same shape in standalone as in a cluster (docs/tracing.md §6).
 // Errors reach the broadcaster with their streaming code (e.g. COLLECTION_NOT_FOUND).
 //
 // Thread-safety: thread-safe. Ownership: owns the client and its producer. Open once, before
