@@ -1,5 +1,5 @@
 // Shared pieces of the benchmark binaries: the raw-disk baselines every bench prints next to
-// its own figures (SPEC §9 compares against them, measured in the same run on the same
+// its own figures (docs/quality-bars.md compares against them, measured in the same run on the same
 // filesystem), percentiles and error exits.
 //
 // Thread-safety: functions only; each call uses its own file. Ownership: none kept.

@@ -1,5 +1,5 @@
 // local_wal_bench: the local WAL backend against raw-disk baselines measured in the same run
-// on the same directory (SPEC §9 quality bars):
+// on the same directory (docs/quality-bars.md):
 //  (a) 1 KiB appends with >= 1024 in flight vs sequential 1 MiB write + fdatasync bandwidth;
 //  (b) 64 appender threads (each waits for its ack) vs a raw loop writing the WAL's own
 //      average batch size + fdatasync each;

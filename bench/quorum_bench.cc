@@ -1,5 +1,5 @@
-// quorum_bench: ack latency of the quorum WAL backend (SPEC §9: p50 < 2 ms on loopback with
-// fsync on the logstores) next to one raw write + fdatasync of the same size measured in the
+// quorum_bench: ack latency of the quorum WAL backend (docs/quality-bars.md: p50 < 2 ms on loopback
+// with fsync on the logstores) next to one raw write + fdatasync of the same size measured in the
 // same run on the same filesystem. Three real `kingfisher run logstore` processes on loopback,
 // their data under --dir; the writer (this process) appends one entry at a time and waits for
 // its acknowledgement (2 of 3 logstores made it durable), then a second phase keeps

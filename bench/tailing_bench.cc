@@ -1,4 +1,5 @@
-// tailing_bench: append -> tailing-consumer latency over loopback (SPEC §9: p99 < 2 ms).
+// tailing_bench: append -> tailing-consumer latency over loopback (bar: p99 < 2 ms,
+// docs/quality-bars.md).
 //
 // Starts the real `kingfisher run standalone` (the binary next to this one, or --bin-dir) on a
 // fresh data dir and free loopback ports, then, through the public client library, runs
@@ -21,12 +22,12 @@
 //
 // Usage: tailing_bench [--seconds S] [--rate N] [--inflight N] [--size BYTES] [--dir DIR]
 //                      [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both] [--consumers N]
-#include <chrono>
 #include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -225,7 +226,9 @@ class Receivers {
 };
 
 kingfisher::Message NewMessage(const Flags& f, uint64_t phase, uint64_t seq) {
-  kingfisher::Message m{.type = kingfisher::MessageType::kInsert, .vchannel = f.vchannel, .payload = MakePayload(f.size, phase, seq)};
+  kingfisher::Message m{.type = kingfisher::MessageType::kInsert,
+                        .vchannel = f.vchannel,
+                        .payload = MakePayload(f.size, phase, seq)};
   return m;
 }
 

@@ -1,6 +1,6 @@
-// Command-line parsing of kfctl (SPEC §8): global flags and the produce / consume / status /
-// collection {create,drop,describe,list} / insert / delete subcommands, parsed with CLI11 into
-// plain structs and validated (a bad --from, collection name or --pks list is a usage error
+// Command-line parsing of kfctl (docs/semantics.md §8): global flags and the produce / consume /
+// status / collection {create,drop,describe,list} / insert / delete subcommands, parsed with CLI11
+// into plain structs and validated (a bad --from, collection name or --pks list is a usage error
 // here, not a server error later).
 //
 // Thread-safety: pure functions. Errors: ParseArgs never exits the process; it returns what

@@ -1,4 +1,4 @@
-// JsonWriter: a minimal streaming JSON serializer for kfctl's stable output (SPEC §8).
+// JsonWriter: a minimal streaming JSON serializer for kfctl's stable output (docs/semantics.md §8).
 //
 // Produces compact JSON (no spaces) with commas placed automatically. Strings are escaped per
 // RFC 8259: '"', '\\' and control characters (as \b \f \n \r \t or \u00XX); bytes that are not

@@ -1,5 +1,5 @@
-// kfctl: the command-line client of Kingfisher (SPEC §8). See cli/args.h for the flags and
-// cli/commands.h for the output contract.
+// kfctl: the command-line client of Kingfisher (docs/semantics.md §8). See cli/args.h for the flags
+// and cli/commands.h for the output contract.
 #include <cstdio>
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
-// The JSON lines kfctl prints (SPEC §8, a stable contract for scripts). Ids and timeticks are
-// JSON strings (they exceed 2^53); message ids use MessageId::ToText, which --from / --after
-// accept back.
+// The JSON lines kfctl prints (docs/semantics.md §8, a stable contract for scripts). Ids and
+// timeticks are JSON strings (they exceed 2^53); message ids use MessageId::ToText, which --from /
+// --after accept back.
 // Pure functions: thread-safe, no errors.
 #pragma once
 

@@ -31,7 +31,7 @@ class FakeStreamingNode;
 // A client of `node` with fast retries (1..10 ms backoff); max_attempts 0 = deadline only.
 std::unique_ptr<kingfisher::Client> ConnectTo(const FakeStreamingNode& node, int max_attempts = 0);
 
-// A per-request error as the server sends it (SPEC §3 code mapping).
+// A per-request error as the server sends it (docs/semantics.md §3 code mapping).
 kingfisher::v1::Error MakeWireError(StreamingCode code, std::string message = "injected");
 
 // The message a request carries, decoded; aborts on bytes the client library cannot have sent.
@@ -63,7 +63,7 @@ class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
   // Messages appended (after deduplication), in order.
   std::vector<MutableMessage> appended() const;
 
-  // --- Transactions, enforced as the WAL does (SPEC §3) ---
+  // --- Transactions, enforced as the WAL does (docs/semantics.md §3) ---
   // A BeginTxn gets txn id = its timetick (answered in ProduceResponse.txn); a body
   // (Insert/Delete with `_tx`) or a Commit/Rollback must name an active txn of the same
   // vchannel, else INVALID_TRANSACTION_STATE; an expired txn answers TRANSACTION_EXPIRED.

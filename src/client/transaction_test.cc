@@ -185,8 +185,8 @@ TEST_F(TransactionTest, CommittedTransactionIsNotRolledBackOnDestruction) {
   EXPECT_EQ(TypeOf(reqs[1]), MessageType::kCommitTxn);
 }
 
-// SPEC §3: TRANSACTION_EXPIRED is not retried (the caller retries the whole txn), and a
-// transaction missing a body is never committed.
+// docs/semantics.md §3: TRANSACTION_EXPIRED is not retried (the caller retries the whole txn), and
+// a transaction missing a body is never committed.
 TEST_F(TransactionTest, ExpiredBodyFailsAtOnceAndCommitIsRefused) {
   auto txn = *producer->BeginTxn(kVChannel);
   node.ExpireTxns();

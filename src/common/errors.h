@@ -1,4 +1,4 @@
-// The streaming error codes of SPEC §3 and their one mapping onto gRPC / absl codes.
+// The streaming error codes of docs/semantics.md §3 and their one mapping onto gRPC / absl codes.
 //
 // Every error that crosses a module or process boundary is an absl::Status whose code is the
 // gRPC code of the table below; the streaming code rides along as a status payload so the
@@ -32,10 +32,10 @@ enum class StreamingCode : int {
   kTransport = 15,               // connection loss, deadline           -> UNAVAILABLE
 };
 
-// The gRPC/absl code a streaming code maps to (SPEC §3 table).
+// The gRPC/absl code a streaming code maps to (docs/semantics.md §3 table).
 absl::StatusCode ToStatusCode(StreamingCode code);
 
-// Upper-case name as in the spec ("CHANNEL_FENCED"); "UNKNOWN" for out-of-range values.
+// Upper-case name as in docs/semantics.md §3 ("CHANNEL_FENCED"); "UNKNOWN" for out-of-range values.
 std::string_view StreamingCodeName(StreamingCode code);
 
 // Builds a status with the mapped code, `message`, and the streaming code attached.

@@ -1,5 +1,5 @@
 // Error-propagation macros for absl::Status / absl::StatusOr, the one error model of the
-// codebase (STYLE.md "Errors").
+// codebase (docs/semantics.md §3 "Errors").
 #pragma once
 
 #include "absl/status/status.h"

@@ -1,5 +1,5 @@
-// Text encodings used by message properties (SPEC §2): standard padded base64 for binary
-// headers and base-36 for timeticks and terms. Decoders are strict: they reject anything a
+// Text encodings used by message properties (docs/semantics.md §2): standard padded base64 for
+// binary headers and base-36 for timeticks and terms. Decoders are strict: they reject anything a
 // matching encoder would not have produced.
 #pragma once
 

@@ -1,9 +1,9 @@
-// MutableMessage and ImmutableMessage: the message model of SPEC §2.
+// MutableMessage and ImmutableMessage: the message model of docs/semantics.md §2.
 //
 // MutableMessage is a message being built or routed: a type, a payload and a property map
 // whose reserved keys ('_'-prefixed) carry the system metadata. The typed accessors below are
-// the only code that knows the text encodings of SPEC §2 (base-36 timeticks, base64 ids and
-// protobuf headers). The reserved keys every append sets or reads are held in fixed slots
+// the only code that knows the text encodings of docs/semantics.md §2 (base-36 timeticks, base64
+// ids and protobuf headers). The reserved keys every append sets or reads are held in fixed slots
 // rather than in the sorted map (see Slot); to a caller they are properties like any other.
 // Thread-safety: none; owned by one thread at a time; copyable and movable.
 //
@@ -40,9 +40,9 @@
 
 namespace kf {
 
-// What the WAL adaptor stamps on a message it persists (SPEC §1, TRACING.md §5): the timetick,
-// the WAL term, the LCMID and the `_tc` of the persisting attempt's span. Held beside the
-// message rather than applied to it: MutableMessage::EncodeTo(dst, stamp) writes exactly the
+// What the WAL adaptor stamps on a message it persists (docs/semantics.md §1, docs/tracing.md §5):
+// the timetick, the WAL term, the LCMID and the `_tc` of the persisting attempt's span. Held beside
+// the message rather than applied to it: MutableMessage::EncodeTo(dst, stamp) writes exactly the
 // bytes of the message after Stamp(stamp) without changing it, so the append path encodes
 // straight into the backend's queue and stamps only a message a tailing reader keeps.
 struct AppendStamp {

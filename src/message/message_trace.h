@@ -1,4 +1,4 @@
-// Message-carried trace context (TRACING.md §2): the `_tc` property primitives and the span
+// Message-carried trace context (docs/tracing.md §2): the `_tc` property primitives and the span
 // helpers the WAL uses to follow one message's causal path across processes.
 //
 // `_tc` = base64(std, padded)(kingfisher.v1.TraceContextHeader{trace_id, span_id, trace_flags}).
@@ -36,7 +36,7 @@ trace::Context ExtractTraceContext(const trace::Context& ctx, const MutableMessa
 std::pair<trace::Context, std::shared_ptr<trace::Span>> StartSpan(
     const trace::Context& ctx, std::string_view name,
     trace::SpanKind kind = trace::SpanKind::kInternal);
-// A WAL-scope span with the message attributes of TRACING.md §4 (computed only when the span
+// A WAL-scope span with the message attributes of docs/tracing.md §4 (computed only when the span
 // records). For a TimeTick or null message: `ctx` itself and a non-recording no-op span.
 std::pair<trace::Context, std::shared_ptr<trace::Span>> StartSpanForMessage(
     const trace::Context& ctx, const MutableMessage* msg, std::string_view name,

@@ -1,4 +1,4 @@
-// TRACING.md §8 scenarios 1-5: the message-carried trace context primitives.
+// docs/tracing.md §8 scenarios 1-5: the message-carried trace context primitives.
 #include "message/message_trace.h"
 
 #include <gtest/gtest.h>

@@ -29,7 +29,7 @@ bool AllDigits(std::string_view s) {
   return true;
 }
 
-// Reserved keys the client library legitimately sets (SPEC §2 "Who sets what").
+// Reserved keys the client library legitimately sets (docs/semantics.md §2 "Who sets what").
 constexpr std::array<std::string_view, 6> kClientKeys = {
     prop::kType, prop::kVersion,      prop::kVChannel,
     prop::kTxn,  prop::kTraceContext, prop::kIdempotencyKey};
@@ -103,7 +103,7 @@ absl::Status CheckTxn(const MutableMessage& m, MessageType t, bool ddl) {
   return absl::OkStatus();
 }
 
-// `<producer-id>:<sequence>`: the WAL deduplicates on it (SPEC §3), so it must parse.
+// `<producer-id>:<sequence>`: the WAL deduplicates on it (docs/semantics.md §3), so it must parse.
 absl::Status CheckIdempotencyKey(std::string_view key) {
   const size_t colon = key.rfind(':');
   if (colon == std::string_view::npos || colon == 0 || !AllDigits(key.substr(colon + 1)) ||

@@ -1,5 +1,5 @@
-// Admission checks on what producers send (SPEC §2 "Who sets what" and "Bad input"), with the
-// vchannel naming rules of SPEC §1 (vchannel_name.h).
+// Admission checks on what producers send (docs/semantics.md §2 "Who sets what" and "Bad input"),
+// with the vchannel naming rules of docs/semantics.md §1 (vchannel_name.h).
 //
 // Pure functions: thread-safe. Every rejection is StreamingError(kInvalidArgument, message)
 // with a message that names the offending type, key or field, so a client can fix its input.
@@ -18,7 +18,7 @@
 namespace kf {
 
 struct ValidationOptions {
-  // Largest accepted payload (SPEC §2 default 64 MiB, configurable).
+  // Largest accepted payload (docs/semantics.md §2 default 64 MiB, configurable).
   size_t max_payload_bytes = 64u << 20;
 };
 

@@ -1,6 +1,6 @@
-// The vchannel naming rules of SPEC §1: `<pchannel>_<suffix>` where the pchannel matches
-// ^(.+-dml_\d+); a suffix `<collectionID>v<shard>` names one shard of a collection, any other
-// suffix a raw vchannel (a plain log: no schema, no payload checks).
+// The vchannel naming rules of docs/semantics.md §1: `<pchannel>_<suffix>` where the pchannel
+// matches ^(.+-dml_\d+); a suffix `<collectionID>v<shard>` names one shard of a collection, any
+// other suffix a raw vchannel (a plain log: no schema, no payload checks).
 //
 // Pure functions: thread-safe, no allocation on success. Errors are
 // StreamingError(kInvalidArgument, message naming the vchannel).

@@ -15,8 +15,8 @@
 // worker: none outlives the service.
 //
 // Thread-safety: thread-safe. Ownership: borrows the DdlHost (must outlive the service); owns
-// the workers. Errors (SPEC §3 statuses on the wire with the streaming code in the details,
-// status_convert.h): those of ddl::Catalog (INVALID_ARGUMENT, ALREADY_EXISTS
+// the workers. Errors (docs/semantics.md §3 statuses on the wire with the streaming code in the
+// details, status_convert.h): those of ddl::Catalog (INVALID_ARGUMENT, ALREADY_EXISTS
 // COLLECTION_EXISTS, NOT_FOUND COLLECTION_NOT_FOUND, ABORTED RESOURCE_ACQUIRED,
 // DEADLINE_EXCEEDED, UNAVAILABLE), UNAVAILABLE "not the acting coordinator" / "recovering
 // DDL tasks" (DdlHost), UNAVAILABLE ON_SHUTDOWN, RESOURCE_EXHAUSTED (max_calls running).

@@ -19,7 +19,7 @@
 //
 // Thread-safety: thread-safe. Ownership: borrows everything in the options (must outlive the
 // grpc::Server); owns the fan-out thread (stopped by BeginShutdown or the destructor).
-// Errors: SPEC §3 statuses on the wire (status_convert.h).
+// Errors: docs/semantics.md §3 statuses on the wire (status_convert.h).
 #pragma once
 
 #include <cstdint>

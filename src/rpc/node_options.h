@@ -1,5 +1,5 @@
 // Options of the StreamingNode service (Produce/Consume handlers). Plain struct; defaults are
-// the SPEC defaults.
+// the defaults of docs/semantics.md.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +14,7 @@ class Registry;
 namespace kf::rpc {
 
 struct StreamingNodeOptions {
-  // Largest accepted message payload (SPEC §2: 64 MiB, configurable).
+  // Largest accepted message payload (docs/semantics.md §2: 64 MiB, configurable).
   size_t max_payload_bytes = 64u << 20;
   // Appends one Produce stream may have in flight before the handler stops reading requests
   // (back-pressure onto the client's flow control instead of an unbounded queue).

@@ -15,8 +15,9 @@ RpcMetrics::RpcMetrics(metrics::Registry& r)
                                   "Encoded bytes of the messages sent on Consume streams")
                          .With({})),
       errors_(&r.GetCounter("kf_errors_total",
-                            "Requests that failed, by streaming code (SPEC error table): produce "
-                            "requests answered with an error and consume streams ended by one",
+                            "Requests that failed, by streaming code (docs/semantics.md §3 error "
+                            "table): produce requests answered with an error and consume streams "
+                            "ended by one",
                             {"code"})) {}
 
 void RpcMetrics::Produced(StreamingCode code) {

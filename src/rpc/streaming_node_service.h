@@ -8,7 +8,8 @@
 // wire protocol is unchanged.
 //
 // Thread-safety: thread-safe. Ownership: borrows the registry (must outlive the service and
-// every stream; i.e. the grpc::Server). Errors: per SPEC §3, on the wire (see status_convert.h).
+// every stream; i.e. the grpc::Server). Errors: per docs/semantics.md §3, on the wire (see
+// status_convert.h).
 #pragma once
 
 #include "absl/time/time.h"

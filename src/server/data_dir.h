@@ -1,4 +1,5 @@
-// DataDir: the on-disk layout a server owns (SPEC §4) and the checks before it touches it.
+// DataDir: the on-disk layout a server owns (docs/semantics.md §4) and the checks before it
+// touches it.
 //
 //   <data-dir>/KINGFISHER        marker: this directory is ours (format, cluster, pchannels)
 //   <data-dir>/wal/              the WAL (local backend root; may be shared between nodes)

@@ -1,4 +1,4 @@
-// HttpServer: the operations HTTP port (SPEC §8, docs/operations.md).
+// HttpServer: the operations HTTP port (docs/semantics.md §8, docs/operations.md).
 //   GET /healthz  200 "ok" while the process serves; 503 "<state>: <reason>" while it is
 //                 starting or shutting down (SetHealth), so a load balancer or an orchestrator
 //                 sends traffic only to a server that is ready for it.

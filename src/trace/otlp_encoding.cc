@@ -11,7 +11,7 @@ namespace common = opentelemetry::proto::common::v1;
 namespace otlp = opentelemetry::proto::trace::v1;
 using opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
 
-// Span.flags bits beyond the W3C trace flags (TRACING.md appendix).
+// Span.flags bits beyond the W3C trace flags (docs/tracing.md appendix).
 constexpr uint32_t kFlagParentRemoteKnown = 0x100;
 constexpr uint32_t kFlagParentRemote = 0x200;
 

@@ -1,10 +1,10 @@
 // Tracer and TracerProvider (OTel-shaped API) and the process-wide provider.
 //
-// The global provider is the one singleton STYLE.md allows. Its default is a no-op provider that
-// still hands out VALID span contexts (fresh random ids, trace id and flags inherited from a
-// valid parent, flags 00 for a root), so the message `_tc` propagates and logs correlate even
-// when nothing is exported (TRACING.md §2). No-op spans come from per-thread blocks
-// (MakeNonRecordingSpan): no allocation per span.
+// The global provider is the one singleton the project's conventions allow (docs/tracing.md §2).
+// Its default is a no-op provider that still hands out VALID span contexts (fresh random ids,
+// trace id and flags inherited from a valid parent, flags 00 for a root), so the message `_tc`
+// propagates and logs correlate even when nothing is exported. No-op spans come from per-thread
+// blocks (MakeNonRecordingSpan): no allocation per span.
 //
 // Thread-safety: all functions and methods are thread-safe.
 // Ownership: providers and tracers are shared; a Tracer keeps its provider's pipeline alive.
@@ -26,7 +26,7 @@ namespace sdk {
 struct TracerPipeline;  // sampler + processor + resource of an SdkTracerProvider
 }  // namespace sdk
 
-// The instrumentation scope of every WAL span (TRACING.md §2).
+// The instrumentation scope of every WAL span (docs/tracing.md §2).
 inline constexpr std::string_view kWalTracerScope = "kingfisher.streaming.wal";
 
 class Tracer {

@@ -1,5 +1,5 @@
-// The WAL backend SPI (SPEC §4): what the WAL adaptor needs from a log store. One interface,
-// several implementations (src/wal/backends/<name>), chosen by config.
+// The WAL backend SPI (docs/semantics.md §4): what the WAL adaptor needs from a log store. One
+// interface, several implementations (src/wal/backends/<name>), chosen by config.
 //
 // A backend stores opaque entries (encoded messages) per pchannel. It knows nothing about
 // timeticks, transactions or tracing; those live in the adaptor (src/wal).

@@ -1,6 +1,6 @@
 // The catch-up scanner: reads persisted messages from the backend in WAL order (= timetick
 // order), drops other vchannels' messages, and marks each consumed message with a
-// `wal.catchup_consume` span (TRACING.md §5). The tailing path over the write-ahead buffer
+// `wal.catchup_consume` span (docs/tracing.md §5). The tailing path over the write-ahead buffer
 // comes with the full WAL semantics; until then every read is a catch-up read.
 #pragma once
 

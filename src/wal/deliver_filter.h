@@ -1,5 +1,6 @@
-// DeliverFilter: the reader-side filters of SPEC §3 (TimeTickGT, TimeTickGTE, MessageType set),
-// applied by a Wal scanner to what it delivers (after transactions are assembled). Filters AND.
+// DeliverFilter: the reader-side filters of docs/semantics.md §3 (TimeTickGT, TimeTickGTE,
+// MessageType set), applied by a Wal scanner to what it delivers (after transactions are
+// assembled). Filters AND.
 //
 // - Timetick filters apply to non-txn messages, CommitTxn and the assembled Txn (judged by its
 //   commit's timetick) only; a txn's Begin and bodies pass, so a txn is never cut in half.

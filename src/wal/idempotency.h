@@ -1,4 +1,4 @@
-// IdempotencyTable: exactly-once appends under client retries (SPEC §3).
+// IdempotencyTable: exactly-once appends under client retries (docs/semantics.md §3).
 //
 // A client stamps every message with `_ik` = "<producer-id>:<sequence>" and resends the same
 // key after an ambiguous failure. The table remembers, per producer, the outcome of its most

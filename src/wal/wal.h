@@ -1,4 +1,4 @@
-// Wal: the WAL adaptor of one pchannel (SPEC §1–§3) over a WalBackend.
+// Wal: the WAL adaptor of one pchannel (docs/semantics.md §1–§3) over a WalBackend.
 //
 // The adaptor is the pchannel's single writer (its sequencer): it stamps each message with a
 // timetick at the moment it fixes the message's WAL position, so timeticks strictly increase
@@ -22,8 +22,8 @@
 // its filters.
 //
 // Thread-safe. Append is asynchronous; its callback runs on a backend or adaptor thread and
-// must be cheap. Errors (SPEC §3): FENCED (ABORTED/CHANNEL_FENCED) after another owner took
-// over — the Wal is then unusable and must be reopened at the new term; ON_SHUTDOWN after
+// must be cheap. Errors (docs/semantics.md §3): FENCED (ABORTED/CHANNEL_FENCED) after another owner
+// took over — the Wal is then unusable and must be reopened at the new term; ON_SHUTDOWN after
 // Close; RESOURCE_EXHAUSTED under back-pressure; an ambiguous failure (UNAVAILABLE) when a
 // message may or may not be durable; COLLECTION_NOT_FOUND (NOT_FOUND), COLLECTION_EXISTS
 // (ALREADY_EXISTS) and INVALID_ARGUMENT from the collection rules (docs/ddl-node.md), with
@@ -76,7 +76,7 @@ struct WalOptions {
   std::string pchannel;
   // Borrowed; must outlive the Wal. Timeticks come from here (the node's TSO batch source).
   TimestampSource* tso = nullptr;
-  // Persisted TimeTick cadence while there is traffic (SPEC §3 default 200 ms).
+  // Persisted TimeTick cadence while there is traffic (docs/semantics.md §3 default 200 ms).
   absl::Duration timetick_interval = absl::Milliseconds(200);
   // How far back from the tail the open-time scan decodes every entry to rebuild the `_ik`
   // state and the last timetick (before it, only DDL is decoded).
@@ -87,7 +87,7 @@ struct WalOptions {
   // Backend retry budget for recoverable errors (each attempt is one `wal.appendimpl` span).
   int max_append_attempts = 5;
   absl::Duration initial_backoff = absl::Milliseconds(5);
-  // The write-ahead buffer tailing readers share (SPEC §3 defaults 64 MiB, 30 s).
+  // The write-ahead buffer tailing readers share (docs/semantics.md §3 defaults 64 MiB, 30 s).
   WriteAheadBufferOptions buffer;
   TxnManagerOptions txn;
   // Per reader: bytes of uncommitted txns held while assembling Txn messages.
@@ -97,7 +97,7 @@ struct WalOptions {
   metrics::Registry* metrics = nullptr;
 };
 
-// Where a reader starts (SPEC §3 DeliverPolicy).
+// Where a reader starts (docs/semantics.md §3 DeliverPolicy).
 struct DeliverPolicy {
   enum class Kind { kAll, kLatest, kStartFrom, kStartAfter };
   Kind kind = Kind::kAll;

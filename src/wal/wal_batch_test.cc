@@ -158,7 +158,7 @@ TEST_F(WalBatchTest, WhatTheBackendRefusesIsRetriedAloneInOrder) {
     }
   }
   EXPECT_EQ(Stored(*b), (std::vector<std::string>{"a", "b", "c", "d"}));
-  // TRACING.md §5: one wal.append per message, one wal.appendimpl per attempt. Only "a" was
+  // docs/tracing.md §5: one wal.append per message, one wal.appendimpl per attempt. Only "a" was
   // offered to the backend before it refused; the rest of the run waited for it.
   std::map<std::string, int> impls_per_trace, failed_per_trace;
   for (const auto& s : tracing_.SpansNamed("wal.appendimpl")) {

@@ -93,7 +93,7 @@ absl::Status WalImpl::Recover() {
   // One pass over the whole log: every DDL rebuilds the collection state and the broadcast
   // dedupe (a collection may have been created long ago); the tail, from `tail`, the last
   // timetick and the `_ik` state. Entries before the tail are filtered by type without being
-  // decoded. A recovery checkpoint of the collection state will bound this (SPEC §6).
+  // decoded. A recovery checkpoint of the collection state will bound this (docs/semantics.md §6).
   ASSIGN_OR_RETURN(auto scanner, backend_->Read({.start = ReadOptions::Start::kEarliest}));
   TimeTick max_tt;
   std::optional<MessageId> last_id;
@@ -376,7 +376,7 @@ void WalImpl::AbandonIntercepted(Pending& p, const absl::Status& cause) {
 void WalImpl::StampAttempt(Pending& p, TimeTick tt, const std::optional<MessageId>& lcmid) {
   p.timetick = tt;
   p.stamp = AppendStamp{.timetick = tt, .term = term_, .last_confirmed = lcmid};
-  // The persisted `_tc` is the last attempt's span (TRACING.md §5).
+  // The persisted `_tc` is the last attempt's span (docs/tracing.md §5).
   p.impl_span = StartSpanForStampedMessage(p.append_ctx, p.msg, "wal.appendimpl", &p.stamp).second;
 }
 
@@ -389,8 +389,8 @@ void WalImpl::EndFailedAttempt(Pending& p, const absl::Status& status) {
 
 namespace {
 
-// SPEC §1: reading from the LCMID must yield every later message, so it is the Begin of the
-// oldest transaction still open (its later messages are still to come); nullopt: the message.
+// docs/semantics.md §1: reading from the LCMID must yield every later message, so it is the Begin
+// of the oldest open transaction (its later messages are still to come); nullopt: the message.
 std::optional<MessageId> Lcmid(const TxnManager& txns, const MessageId& id) {
   if (auto begin = txns.EarliestActiveBegin(); begin && begin->id < id) return begin->id;
   return std::nullopt;

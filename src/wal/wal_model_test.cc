@@ -1,4 +1,4 @@
-// Model-based tests of the WAL adaptor (SPEC §3): random seeded histories of appends,
+// Model-based tests of the WAL adaptor (docs/semantics.md §3): random seeded histories of appends,
 // transactions (commit, rollback, expiry by a late body or by the timetick watermark, failure
 // by an exclusive message), restarts, concurrent rounds and readers opened at random moments and
 // positions are replayed against the real WalImpl over the in-memory backend and over the local
@@ -301,8 +301,8 @@ class Model {
     return TimeTick(t.last_tt.value() + (static_cast<uint64_t>(kKeepaliveMs) << kLogicalBits));
   }
 
-  // SPEC §1: the LCMID of a message stamped now is the Begin of the oldest transaction that is
-  // still open (its later messages are yet to come), else the message itself.
+  // docs/semantics.md §1: the LCMID of a message stamped now is the Begin of the oldest transaction
+  // that is still open (its later messages are yet to come), else the message itself.
   MessageId ExpectedLc(const MessageId& own) const {
     std::optional<MessageId> oldest;
     for (const auto& [id, t] : txns) {
@@ -641,11 +641,13 @@ class History {
   TimeTick NextHi() { return TimeTick(ComposeTimeTick(now_ms_.load() + 1, 0).value() - 1); }
 
   Want Predict(const ModelTxn& t) {
-    // SPEC §3: txns do not survive a restart; a request naming one is told to retry it whole.
+    // docs/semantics.md §3: txns do not survive a restart; a request naming one is told to
+    // retry it whole.
     if (t.earlier_owner) return Want::kExpired;
     switch (t.state) {
       case TxnState::kActive: {
-        // SPEC §3: a body (or commit) later than last activity + keepalive expires the txn.
+        // docs/semantics.md §3: a body (or commit) later than last activity + keepalive
+        // expires the txn.
         const TimeTick deadline = Model::Deadline(t);
         if (NextLo() > deadline) return Want::kExpired;
         if (NextHi() <= deadline) return Want::kOk;
@@ -825,7 +827,7 @@ class History {
 
   void Exclusive() {
     const std::string vc = Pick(vcs_);
-    // SPEC §2: an exclusive message fails every active transaction on its vchannel.
+    // docs/semantics.md §2: an exclusive message fails every active transaction on its vchannel.
     std::vector<int64_t> failed;
     for (auto& [id, t] : model_.txns) {
       if (t.state == TxnState::kActive && t.vc == vc) failed.push_back(id);
@@ -874,7 +876,7 @@ class History {
       return Fail(absl::StrCat("TimeTick stamped ", after.value(), " outside [", lo.value(), ", ",
                                hi.value(), "]"));
     }
-    // SPEC §3: the watermark expires every txn whose keepalive passed with no body.
+    // docs/semantics.md §3: the watermark expires every txn whose keepalive passed with no body.
     std::vector<int64_t> expired;
     for (auto& [id, t] : model_.txns) {
       if (t.state == TxnState::kActive && Model::Deadline(t) < after) {
@@ -894,7 +896,8 @@ class History {
     if (absl::Status s = wut_->Restart(); !s.ok()) {
       return Fail(absl::StrCat("restart: ", s.ToString()));
     }
-    // SPEC §3: transactions do not survive a reassignment; the new owner knows none of them.
+    // docs/semantics.md §3: transactions do not survive a reassignment; the new owner knows
+    // none of them.
     for (auto& [id, t] : model_.txns) {
       t.earlier_owner = true;
       if (t.state == TxnState::kActive) t.state = TxnState::kLost;
@@ -1335,7 +1338,7 @@ class History {
                                      " acknowledged outside its txn (begin ", t.begin_id.ToText(),
                                      ", end/fail at ", limit ? limit->ToText() : "-", ")"));
           }
-          // SPEC §3: a commit is acknowledged only after its bodies are durable.
+          // docs/semantics.md §3: a commit is acknowledged only after its bodies are durable.
           if (end_id && end->kind == RoundOp::Kind::kCommit &&
               end->out->ack_seq < op->out->ack_seq) {
             return Fail(

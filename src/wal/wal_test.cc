@@ -144,7 +144,7 @@ TEST_F(WalTest, MalformedIdempotencyKeyIsInvalidArgument) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// TRACING.md §8 scenario 10.
+// docs/tracing.md §8 scenario 10.
 TEST_F(WalTest, EachAttemptHasItsOwnAppendImplSpanAndTheLastIsPersisted) {
   auto backend = std::make_unique<MemoryWalBackend>("kf-dml_0");
   auto* b = backend.get();
@@ -269,7 +269,7 @@ TEST_F(WalTest, ScannerPoliciesAndVChannelFilter) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// TRACING.md §8 scenario 11 (non-txn part): one wal.catchup_consume per non-txn message,
+// docs/tracing.md §8 scenario 11 (non-txn part): one wal.catchup_consume per non-txn message,
 // child of the persisted context, and the delivered `_tc` is the consume span.
 TEST_F(WalTest, CatchupReadMarksEachMessageWithAConsumeSpan) {
   auto wal =

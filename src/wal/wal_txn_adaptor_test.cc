@@ -1,5 +1,5 @@
-// Focused tests of transactions through the WAL adaptor (SPEC §3) and of the consume-side
-// tracing of TRACING.md §8 scenarios 11 and 12. The random interleavings live in
+// Focused tests of transactions through the WAL adaptor (docs/semantics.md §3) and of the
+// consume-side tracing of docs/tracing.md §8 scenarios 11 and 12. The random interleavings live in
 // wal_model_test.cc; these pin the acceptance statements one by one, step by step.
 //
 // The TSO runs on a fake clock the tests advance (txn expiry is a matter of timeticks), and the
@@ -375,11 +375,11 @@ TEST_F(WalTxnAdaptorTest, CommitIsAcknowledgedOnlyAfterItsBodiesAreDurable) {
   EXPECT_EQ(t->inner()[2]->message().payload(), "b2");
 }
 
-// --- tracing (TRACING.md §5, §8) --------------------------------------------------------------
+// --- tracing (docs/tracing.md §5, §8) -----------------------------------------------------------
 
 class WalTxnTracingTest : public WalTxnAdaptorTest {
  protected:
-  // A source span started and ended by the test before the action (TRACING.md §8).
+  // A source span started and ended by the test before the action (docs/tracing.md §8).
   std::pair<trace::Context, std::shared_ptr<trace::Span>> Source() {
     auto source = trace::WalTracer()->StartSpan({}, "wal.txn");
     source.second->End();

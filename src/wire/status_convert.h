@@ -2,8 +2,8 @@
 // common/errors.h attached) <-> grpc::Status (whose error_details carry a serialized
 // kingfisher.v1.Error) <-> kingfisher.v1.Error (the per-request error in responses).
 //
-// The SPEC §3 table is the one mapping: the gRPC code is always ToStatusCode(streaming code)
-// when a streaming code is known, and absl and gRPC codes share their numbers.
+// The docs/semantics.md §3 table is the one mapping: the gRPC code is always ToStatusCode(streaming
+// code) when a streaming code is known, and absl and gRPC codes share their numbers.
 // Pure functions: thread-safe, no ownership, never fail (malformed input maps to a status that
 // says so).
 #pragma once

@@ -12,7 +12,7 @@ struct Row {
   grpc::StatusCode grpc_code;
 };
 
-// SPEC §3: the one mapping, checked in both directions through every representation.
+// docs/semantics.md §3: the one mapping, checked in both directions through every representation.
 const Row kTable[] = {
     {StreamingCode::kChannelNotExist, grpc::StatusCode::ABORTED},
     {StreamingCode::kUnmatchedChannelTerm, grpc::StatusCode::ABORTED},

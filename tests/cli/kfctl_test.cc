@@ -1,6 +1,6 @@
-// End-to-end tests of `kfctl` (SPEC §8) against the real `kingfisher run standalone` server:
-// both binaries run as child processes; kfctl's JSON output is parsed with nlohmann::json, a
-// parser we did not write.
+// End-to-end tests of `kfctl` (docs/semantics.md §8) against the real `kingfisher run standalone`
+// server: both binaries run as child processes; kfctl's JSON output is parsed with nlohmann::json,
+// a parser we did not write.
 
 #include <cstdint>
 #include <cstdlib>
@@ -120,9 +120,9 @@ TEST_F(KfctlTest, UsageErrorsExitTwo) {
       << Describe(rollback);
 }
 
-// SPEC §3/§8: produce --txn appends all messages in one transaction and prints their acks once
-// the commit is acknowledged; a consumer sees exactly one Txn message holding Begin, the bodies
-// and Commit.
+// docs/semantics.md §3/§8: produce --txn appends all messages in one transaction and prints their
+// acks once the commit is acknowledged; a consumer sees exactly one Txn message holding Begin, the
+// bodies and Commit.
 TEST_F(KfctlTest, ProduceTxnIsConsumedAsOneTxnMessage) {
   const std::string vchannel = "kf-dml_2_kfctl_txn";
   auto produced =

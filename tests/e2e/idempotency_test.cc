@@ -1,9 +1,9 @@
-// Idempotency acceptance test (SPEC §3 "exactly once under retries"), over real processes:
-// the server is killed after a batch is durable but before its acks are sent (test hook
+// Idempotency acceptance test (docs/semantics.md §3 "exactly once under retries"), over real
+// processes: the server is killed after a batch is durable but before its acks are sent (test hook
 // KINGFISHER_TEST_CRASH_AFTER_DURABLE); the client library retries with the same `_ik` once the
 // server is back, gets the original results, and no message is stored twice.
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -27,7 +27,8 @@ constexpr int kMessages = 40;
 constexpr int kCrashAfter = 10;  // the 10th durable append kills the server before its ack
 
 kingfisher::Message Payload(int i) {
-  kingfisher::Message m{.type = MessageType::kInsert, .vchannel = kVChannel, .payload = "msg-" + std::to_string(i)};
+  kingfisher::Message m{
+      .type = MessageType::kInsert, .vchannel = kVChannel, .payload = "msg-" + std::to_string(i)};
   return m;
 }
 

@@ -1,4 +1,4 @@
-// Tracing end to end (TRACING.md §8 scenario 18 for the autocommit and broadcast shapes):
+// Tracing end to end (docs/tracing.md §8 scenario 18 for the autocommit and broadcast shapes):
 // real processes, the real OTLP/HTTP exporter, and a decoder we did not write (protobufjs with
 // the upstream OTLP protos, tests/otlp). `kfctl produce`, then `kfctl consume` twice: once from
 // the write-ahead buffer (tailing: no server-side consume span) and, after a server restart
@@ -163,7 +163,7 @@ TEST(TracingE2E, ProduceThenConsumeGivesOneTracePerMessageWithTheCanonicalChain)
   EXPECT_EQ(complete_traces, kMessages);
 }
 
-// TRACING.md §6 "broadcast" over real processes (scenario 18): a CreateCollection with a
+// docs/tracing.md §6 "broadcast" over real processes (scenario 18): a CreateCollection with a
 // caller traceparent, on 2 shards, gives ONE trace under the caller's span:
 //   wal.broadcast > wal.dist_append > wal.append > wal.appendimpl   (per vchannel)
 //   wal.broadcast > wal.bc_callback

@@ -1,6 +1,6 @@
-// Transactions through the C++ client against the real standalone server (SPEC §3): what the
-// acks say matches what a consumer receives, and the server's txn errors reach the caller at
-// once (no retry), as the SPEC §3 table says.
+// Transactions through the C++ client against the real standalone server (docs/semantics.md §3):
+// what the acks say matches what a consumer receives, and the server's txn errors reach the caller
+// at once (no retry), as the error table of docs/semantics.md §3 says.
 #include <chrono>
 #include <memory>
 #include <set>
@@ -42,7 +42,8 @@ class TxnE2E : public ::testing::Test {
   }
 
   static kingfisher::Message Insert(const std::string& vchannel, std::string payload) {
-    kingfisher::Message m{.type = MessageType::kInsert, .vchannel = vchannel, .payload = std::move(payload)};
+    kingfisher::Message m{
+        .type = MessageType::kInsert, .vchannel = vchannel, .payload = std::move(payload)};
     return m;
   }
 
@@ -109,10 +110,10 @@ TEST_F(TxnE2E, CommitOfARolledBackTxnFailsAtOnce) {
   ASSERT_TRUE(txn.ok()) << txn.status();
   ASSERT_TRUE((*txn)->AppendSync(Insert(v, "b1")).ok());
   // Rolled back behind the Transaction's back (as another client holding the id could).
-  ASSERT_TRUE(client::NewProducer(*client_)
-                  ->AppendMessageSync(NewRollbackTxnMessage(v, (*txn)->txn_id()),
-                                      absl::InfinitePast(), {})
-                  .ok());
+  ASSERT_TRUE(
+      client::NewProducer(*client_)
+          ->AppendMessageSync(NewRollbackTxnMessage(v, (*txn)->txn_id()), absl::InfinitePast(), {})
+          .ok());
   auto commit = (*txn)->Commit();
   ASSERT_FALSE(commit.ok());
   EXPECT_EQ(commit.status().code(), absl::StatusCode::kFailedPrecondition) << commit.status();

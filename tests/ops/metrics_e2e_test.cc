@@ -1,13 +1,13 @@
-// Operations acceptance test (SPEC §8): the real `kingfisher run standalone`, driven by the
-// client library, scraped over real HTTP. /metrics must account for exactly what the test did
-// (appends by code, latency histogram counts, consumed messages, WAL sizes, errors by code) and
+// Operations acceptance test (docs/semantics.md §8): the real `kingfisher run standalone`, driven
+// by the client library, scraped over real HTTP. /metrics must account for exactly what the test
+// did (appends by code, latency histogram counts, consumed messages, WAL sizes, errors by code) and
 // /healthz must say the server is serving.
 //
 // The exposition is parsed by a small parser of our own that checks what Prometheus requires
 // (sample syntax, TYPE before samples, cumulative buckets) and nothing incidental.
-#include <chrono>
 #include <httplib.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -250,7 +250,9 @@ TEST_F(MetricsE2ETest, MetricsAccountForProducedAndConsumedMessages) {
   ASSERT_TRUE(producer.ok()) << producer.status();
   std::vector<std::future<absl::StatusOr<kingfisher::AppendResult>>> acks;
   for (int i = 0; i < kMessages; ++i) {
-    kingfisher::Message m{.type = MessageType::kInsert, .vchannel = kVChannels[i % 3], .payload = "payload-" + std::to_string(i)};
+    kingfisher::Message m{.type = MessageType::kInsert,
+                          .vchannel = kVChannels[i % 3],
+                          .payload = "payload-" + std::to_string(i)};
     acks.push_back((*producer)->Append(std::move(m)));
   }
   for (auto& a : acks) {

@@ -48,7 +48,7 @@ class EtcdMetaStore final : public MetaStore {
     absl::Duration watch_backoff_max = absl::Seconds(2);
   };
 
-  // Splits "http://a:2379,http://b:2379" (SPEC §8 --etcd) into endpoints.
+  // Splits "http://a:2379,http://b:2379" (docs/semantics.md §8 --etcd) into endpoints.
   static std::vector<std::string> ParseEndpoints(std::string_view list);
 
   // Creates the channels (connections are made lazily; no call is made here).

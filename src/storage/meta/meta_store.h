@@ -1,6 +1,6 @@
-// MetaStore: the metadata store of SPEC §4 — the small, strongly consistent key-value store the
-// coordinator keeps its state in (pchannel assignments and terms via CAS, the node registry on
-// leases, discovery by prefix watch, the TSO high-water mark).
+// MetaStore: the metadata store of docs/semantics.md §4 — the small, strongly consistent key-value
+// store the coordinator keeps its state in (pchannel assignments and terms via CAS, the node
+// registry on leases, discovery by prefix watch, the TSO high-water mark).
 //
 // The model is etcd v3's, so the two implementations (EmbeddedMetaStore for standalone,
 // EtcdMetaStore for distributed mode) behave the same:
@@ -20,7 +20,7 @@
 // Deadlines: every call takes a deadline; a call whose deadline has passed fails with
 // DEADLINE_EXCEEDED without side effects, one that times out in flight may or may not have
 // been applied.
-// Errors (absl::Status, the SPEC §3 meanings):
+// Errors (absl::Status, the docs/semantics.md §3 meanings):
 //   UNAVAILABLE        the store cannot be reached; retryable; a mutation may have been applied
 //   DEADLINE_EXCEEDED  the deadline passed; a mutation may have been applied
 //   NOT_FOUND          Get of an absent key; KeepAliveOnce/RevokeLease of an unknown or expired

@@ -1,6 +1,6 @@
 // ObjectStore: the object storage the objectstore and quorum WAL backends keep their blocks,
-// fence objects and manifests in (SPEC §4). Implementations: LocalObjectStore (a directory),
-// S3ObjectStore (S3 over HTTP, tested against Ceph RGW) and FaultObjectStore (tests).
+// fence objects and manifests in (docs/semantics.md §4). Implementations: LocalObjectStore (a
+// directory), S3ObjectStore (S3 over HTTP, tested against Ceph RGW) and FaultObjectStore (tests).
 // The contract is in docs/object-store.md.
 //
 // Keys: 1..1024 bytes of [A-Za-z0-9/_.-]; segments ('/'-separated) of 1..200 bytes (a file

@@ -1,4 +1,4 @@
-// TimestampSource: where a WAL gets its timeticks (SPEC §1 TSO).
+// TimestampSource: where a WAL gets its timeticks (docs/semantics.md §1 TSO).
 //
 // Two implementations: TimestampAllocator (local, persisted high-water mark: standalone and
 // the coordinator's oracle) and a streaming node's batches from the coordinator

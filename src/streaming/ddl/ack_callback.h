@@ -1,5 +1,5 @@
-// The broadcast ACK callback (SPEC §5): the work a DDL does once every target vchannel has
-// acknowledged its copy — the catalog transition, whose store write is also what nodes and
+// The broadcast ACK callback (docs/semantics.md §5): the work a DDL does once every target vchannel
+// has acknowledged its copy — the catalog transition, whose store write is also what nodes and
 // clients watch to invalidate their caches.
 //
 // A callback does not write: it reads what it needs and returns the writes (with the compares

@@ -1,14 +1,14 @@
 // BroadcastAppender: how the broadcaster appends one copy of a broadcast message to one
 // vchannel. The production implementation (wiring step) appends through the client library's
 // producer, keeping the message's `_ik`, so a retried or recovered append is deduplicated by
-// the node (SPEC §3) and answered with the original result.
+// the node (docs/semantics.md §3) and answered with the original result.
 //
 // Contract for implementations:
 //   - `message` is complete: `_vc` (the target), `_bh`, `_tc` and `_ik` =
 //     "bc<broadcast id>:<1-based index of the vchannel in the task>" are set; send it as is
 //     (never replace `_ik`: the broadcaster's exactly-once argument rests on it).
 //   - `ctx` is the broadcast's trace (Extract of `_tc`); a remote append starts
-//     `wal.dist_append` under it. Never start `wal.autocommit` or `wal.txn` (TRACING.md §6:
+//     `wal.dist_append` under it. Never start `wal.autocommit` or `wal.txn` (docs/tracing.md §6:
 //     a broadcast never creates them).
 //   - `done` runs exactly once, on any thread, possibly before AppendAsync returns. Any error
 //     is retried by the broadcaster later with the same message; an error may mean "appended

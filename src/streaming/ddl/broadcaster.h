@@ -1,4 +1,5 @@
-// Broadcaster: writes one logical DDL message to many vchannels (SPEC §5, docs/ddl.md).
+// Broadcaster: writes one logical DDL message to many vchannels
+// (docs/semantics.md §5, docs/ddl.md).
 //
 // Broadcast(locks, request):
 //   1. the caller holds the request's resource-key locks (Lock);

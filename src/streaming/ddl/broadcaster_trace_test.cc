@@ -1,4 +1,4 @@
-// TRACING.md §8 scenarios 8, 15, 16 and 17 at the broadcaster.
+// docs/tracing.md §8 scenarios 8, 15, 16 and 17 at the broadcaster.
 #include <gtest/gtest.h>
 
 #include <condition_variable>

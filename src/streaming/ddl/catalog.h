@@ -1,4 +1,4 @@
-// Catalog: the collection catalog at the coordinator (SPEC §5, docs/ddl.md "Catalog").
+// Catalog: the collection catalog at the coordinator (docs/semantics.md §5, docs/ddl.md "Catalog").
 //
 // Collections live in the metadata store (`catalog/collections/<id>`: CollectionInfo, and the
 // name index `catalog/names/<database>/<name>` -> id); every change is a DDL broadcast whose

@@ -1,5 +1,5 @@
-// ResourceKey: what a broadcast DDL locks (SPEC §5), and where it sits in the lock hierarchy
-// cluster > database > collection.
+// ResourceKey: what a broadcast DDL locks (docs/semantics.md §5), and where it sits in the lock
+// hierarchy cluster > database > collection.
 //
 // Keys travel in the broadcast header `_bh` as kingfisher.v1.ResourceKey{domain, key}:
 //   cluster     domain "cluster",    key ""

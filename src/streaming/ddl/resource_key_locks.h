@@ -1,4 +1,4 @@
-// ResourceKeyLocks: the broadcaster's in-memory DDL locks (SPEC §5).
+// ResourceKeyLocks: the broadcaster's in-memory DDL locks (docs/semantics.md §5).
 //
 // A request names the keys its DDL changes; each is locked exclusively and each of their
 // ancestors (ResourceKey::Ancestors) in shared "intention" mode. So DDL on the same collection

@@ -7,8 +7,8 @@
 // Thread-safety: implementations are thread-safe. Ownership: the registry shares each Wal with
 // the streams using it (std::shared_ptr), so a stream may outlive the Wal's removal from the
 // registry; closing a Wal is the owner's job, not the registry's.
-// Errors (SPEC §3): a pchannel that does not exist in the cluster is INVALID_ARGUMENT; one that
-// exists but is not on this node is CHANNEL_NOT_EXIST (ABORTED).
+// Errors (docs/semantics.md §3): a pchannel that does not exist in the cluster is INVALID_ARGUMENT;
+// one that exists but is not on this node is CHANNEL_NOT_EXIST (ABORTED).
 #pragma once
 
 #include <functional>

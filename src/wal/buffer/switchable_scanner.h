@@ -1,6 +1,6 @@
 // SwitchableScanner: a Scanner that reads the backend (catch-up) until its next position is
 // in the write-ahead buffer, then tails the buffer, and falls back to catch-up when the buffer
-// evicts its next position (SPEC §3 "Write-ahead buffer").
+// evicts its next position (docs/semantics.md §3 "Write-ahead buffer").
 //
 // Fallback restarts catch-up at the last consumed message's LCMID (ImmutableMessage::
 // last_confirmed(); the message's own id when it has none) and skips what was already
@@ -8,7 +8,7 @@
 // LCMID may be) and TimeTicks with a timetick <= the last delivered timetick. So the output has no
 // gap and no duplicate across any number of switches.
 //
-// Tracing (TRACING.md §5): the catch-up scanner opens `wal.catchup_consume` itself; tailing
+// Tracing (docs/tracing.md §5): the catch-up scanner opens `wal.catchup_consume` itself; tailing
 // returns the buffer's shared message untouched (no span, no mutation).
 //
 // Thread-safety: none (one reader), like every Scanner. Ownership: shares the buffer; owns

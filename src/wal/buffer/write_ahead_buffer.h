@@ -1,9 +1,9 @@
 // WriteAheadBuffer: the most recent durable messages of one pchannel, in WAL order, shared
-// read-only by every tailing reader (SPEC §3 "Write-ahead buffer").
+// read-only by every tailing reader (docs/semantics.md §3 "Write-ahead buffer").
 //
 // The WAL adaptor appends each message once it and everything before it are durable, so a
 // TailingReader delivers a message as soon as it may be delivered at all. Messages are held as
-// ImmutableMessagePtr: every reader receives the same object (no copy, no mutation; TRACING.md
+// ImmutableMessagePtr: every reader receives the same object (no copy, no mutation; docs/tracing.md
 // §5: tailing opens no consume span). Non-persisted TimeTicks (`_np`) live here only.
 //
 // Memory is bounded: entries are evicted from the head by size (sum of EncodedSize(), default

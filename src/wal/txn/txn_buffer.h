@@ -1,5 +1,6 @@
-// TxnBuffer: the read-side transaction assembler of one reader (SPEC §3 "Consumers deliver one
-// synthetic Txn message at the CommitTxn ...; rolled-back and expired txns are never delivered").
+// TxnBuffer: the read-side transaction assembler of one reader (docs/semantics.md §3
+// "Transactions": consumers deliver one synthetic Txn message at the CommitTxn; rolled-back and
+// expired txns are never delivered).
 //
 // Feed it every message the reader takes from the log, in WAL order; it appends to *out what to
 // deliver, in order:

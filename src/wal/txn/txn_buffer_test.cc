@@ -77,7 +77,7 @@ TEST(TxnBufferTest, NonTxnMessagesPassThrough) {
   EXPECT_EQ(AsTxnMessage(*ins), nullptr);
 }
 
-// TRACING.md §8 scenario 11, the txn input: exactly one Txn at the Commit, carrying its `_tc`.
+// docs/tracing.md §8 scenario 11, the txn input: exactly one Txn at the Commit, carrying its `_tc`.
 TEST(TxnBufferTest, CommitDeliversOneTxnWithTheCommitsIdentity) {
   TxnBuffer b;
   auto begin = Begin(100, 0);

@@ -1,5 +1,5 @@
 // Keepalive arithmetic shared by the append side (TxnManager) and the read side (TxnBuffer), so
-// both agree to the tick on when a transaction expires (SPEC §3).
+// both agree to the tick on when a transaction expires (docs/semantics.md §3).
 //
 // A transaction's deadline is `last activity timetick + keepalive`, where the last activity is
 // its BeginTxn or its latest body. A message (or watermark) with a timetick strictly greater
@@ -14,7 +14,7 @@
 
 namespace kf::wal {
 
-// SPEC §3: BeginTxn's keepalive when the producer gives 0.
+// docs/semantics.md §3: BeginTxn's keepalive when the producer gives 0.
 inline constexpr int64_t kDefaultTxnKeepaliveMs = 10'000;
 
 // The keepalive a BeginTxn with `keepalive_ms` gets: the default for 0, else unchanged.

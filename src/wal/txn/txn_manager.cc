@@ -110,8 +110,8 @@ absl::Status TxnManager::CheckActiveLocked(TxnId txn_id, std::string_view vchann
   }
   if (!state) {
     if (txn_id.value() >= 0 && static_cast<uint64_t>(txn_id.value()) <= opened_after_.value()) {
-      // SPEC §3: transactions do not survive a reassignment or restart; the client's remedy
-      // is the expired one (retry the whole transaction), not "fail".
+      // docs/semantics.md §3: transactions do not survive a reassignment or restart; the client's
+      // remedy is the expired one (retry the whole transaction), not "fail".
       return StreamingError(
           StreamingCode::kTransactionExpired,
           absl::StrCat(ToAbsl(what), " of transaction ", txn_id.value(),

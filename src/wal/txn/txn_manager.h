@@ -1,4 +1,5 @@
-// TxnManager: the append-side transaction state machine of one pchannel (SPEC §3), free of I/O.
+// TxnManager: the append-side transaction state machine of one pchannel, free of I/O
+// (docs/semantics.md §3).
 //
 // The pchannel's sequencer calls it with the timetick it has just allocated for the message it
 // is stamping, before encoding it, so an error means "reject, append nothing":
@@ -88,7 +89,7 @@ class TxnManager {
                                                       int64_t keepalive_ms, TimeTick tt);
   // Every timetick up to `tt` was handed out by an earlier owner (the last one in the log when
   // this instance opened): a request naming an unknown txn id <= tt is TRANSACTION_EXPIRED, as
-  // its txn died with that owner (SPEC §3), instead of INVALID_TRANSACTION_STATE.
+  // its txn died with that owner (docs/semantics.md §3), instead of INVALID_TRANSACTION_STATE.
   void SetOpenedAfter(TimeTick tt);
 
   // Records the Begin's MessageId. Until then the txn is not reported by EarliestActiveBegin

@@ -1,13 +1,13 @@
-// TxnMessage: the synthetic `Txn` message (type kTxn, SPEC §2/§3) a reader delivers at a
-// CommitTxn in place of the transaction's Begin, bodies and Commit.
+// TxnMessage: the synthetic `Txn` message (type kTxn, docs/semantics.md §2/§3) a reader delivers at
+// a CommitTxn in place of the transaction's Begin, bodies and Commit.
 //
 // Design (the least invasive one): TxnMessage IS an ImmutableMessage, so it flows through every
 // existing ImmutableMessagePtr path (scanners, write-ahead buffer readers, filters, the Consume
 // RPC) unchanged, and adds one accessor, inner(): Begin, bodies and Commit in WAL order, shared
 // (not copied) with whoever else holds them. Its own message is the CommitTxn's message with
 // only `_t` changed to Txn, so it carries the commit's id, timetick (`_tt`), LCMID (`_lc`/`_lcs`),
-// vchannel, txn context and trace context (`_tc`; TRACING.md §5 "Assembled Txn messages take the
-// CommitTxn's `_tc`"). Consumers reach inner() through AsTxnMessage().
+// vchannel, txn context and trace context (`_tc`; docs/tracing.md §5 "Assembled Txn messages take
+// the CommitTxn's `_tc`"). Consumers reach inner() through AsTxnMessage().
 //
 // Why a downcast is safe: ImmutableMessage has no virtual functions (message.h is shared and hot;
 // we leave it alone), so AsTxnMessage() relies on the invariant "every ImmutableMessage of type

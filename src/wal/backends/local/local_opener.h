@@ -1,5 +1,5 @@
-// The local-disk WAL backend (SPEC §4 item 1): segmented log files per pchannel, CRC32C
-// record batches, group commit with fdatasync, fencing by term across processes.
+// The local-disk WAL backend (docs/semantics.md §4 item 1): segmented log files per pchannel,
+// CRC32C record batches, group commit with fdatasync, fencing by term across processes.
 // Format and protocols: docs/local-wal-format.md.
 //
 // Thread-safety: the opener and the backends it returns are thread-safe.

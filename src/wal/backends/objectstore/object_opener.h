@@ -1,6 +1,6 @@
-// The objectstore WAL backend (SPEC §4 item 2, Woodpecker's MemoryBuffer mode): appends are
-// batched into immutable block objects in an object store, acknowledged once their block (and
-// every block before it) is stored; segments and fencing live in the metadata store.
+// The objectstore WAL backend (docs/semantics.md §4 item 2, Woodpecker's MemoryBuffer mode):
+// appends are batched into immutable block objects in an object store, acknowledged once their
+// block (and every block before it) is stored; segments and fencing live in the metadata store.
 // Format, protocols and tuning: docs/objectstore-wal.md.
 //
 // Thread-safety: the opener and the backends it returns are thread-safe.

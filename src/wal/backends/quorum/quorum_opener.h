@@ -1,8 +1,8 @@
-// The quorum WAL backend (SPEC §4 item 3, Woodpecker's QuorumBuffer mode): each pchannel's log
-// is a sequence of segments; a segment's entries are replicated to an ensemble of 3 logstores
-// (`kingfisher run logstore`, src/logstore) and acknowledged once 2 have them durable. Segment
-// metadata lives in the MetaStore; a new writer fences the last open segment's ensemble by epoch,
-// recovers its tail from a quorum, seals it and starts a new segment. Design and protocol:
+// The quorum WAL backend (docs/semantics.md §4 item 3, Woodpecker's QuorumBuffer mode): each
+// pchannel's log is a sequence of segments; a segment's entries are replicated to an ensemble of 3
+// logstores (`kingfisher run logstore`, src/logstore) and acknowledged once 2 have them durable.
+// Segment metadata lives in the MetaStore; a new writer fences the last open segment's ensemble by
+// epoch, recovers its tail from a quorum, seals it and starts a new segment. Design and protocol:
 // docs/quorum-wal.md.
 //
 // Thread-safety: the opener and its backends are thread-safe. Ownership: `meta` and
