@@ -126,7 +126,9 @@ std::vector<double> Appends(kingfisher::Client& client, const std::string& vchan
   if (!producer.ok()) Die("producer: " + producer.status().ToString());
   std::vector<double> out;
   for (int i = 0; i < n; ++i) {
-    kingfisher::Message m{.type = kf::MessageType::kInsert, .vchannel = vchannel, .payload = std::string(256, 'x')};
+    kingfisher::Message m{.type = kingfisher::MessageType::kInsert,
+                          .vchannel = vchannel,
+                          .payload = std::string(256, 'x')};
     out.push_back(Timed([&] {
       auto r = (*producer)->AppendSync(std::move(m));
       if (!r.ok()) Die("append: " + r.status().ToString());

@@ -94,12 +94,12 @@ TEST(ArgsTest, ConsumePolicies) {
   Args b;
   ASSERT_FALSE(Parse({"consume", "--vchannel", "v", "--from", "local:42"}, &b).exit_code);
   EXPECT_EQ(b.consume.policy.kind, kingfisher::DeliverPolicy::Kind::kStartFrom);
-  EXPECT_EQ(b.consume.policy.id, MessageId::Local(42));
+  EXPECT_EQ(b.consume.policy.id, kingfisher::MessageId::Local(42));
 
   Args c;
   ASSERT_FALSE(Parse({"consume", "--vchannel", "v", "--after", "local:7"}, &c).exit_code);
   EXPECT_EQ(c.consume.policy.kind, kingfisher::DeliverPolicy::Kind::kStartAfter);
-  EXPECT_EQ(c.consume.policy.id, MessageId::Local(7));
+  EXPECT_EQ(c.consume.policy.id, kingfisher::MessageId::Local(7));
 
   Args d;
   ASSERT_FALSE(Parse({"consume", "--vchannel", "v", "--from", "latest"}, &d).exit_code);

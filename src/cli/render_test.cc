@@ -8,12 +8,12 @@ namespace {
 
 TEST(RenderTest, Ack) {
   kingfisher::AppendResult r;
-  r.id = MessageId::Local(42);
-  r.timetick = TimeTick(uint64_t{1} << 60);
+  r.id = kingfisher::MessageId::Local(42);
+  r.timetick = kingfisher::TimeTick(uint64_t{1} << 60);
   EXPECT_EQ(RenderAck(r, "kf-dml_0_x"),
             R"({"message_id":"local:42","timetick":"1152921504606846976",)"
             R"("vchannel":"kf-dml_0_x","txn_id":null})");
-  r.txn_id = TxnId(7);
+  r.txn_id = kingfisher::TxnId(7);
   EXPECT_NE(RenderAck(r, "v").find(R"("txn_id":"7")"), std::string::npos);
 }
 
@@ -24,9 +24,9 @@ TEST(RenderTest, ConsumedInsertCountsRows) {
   b.add_pks(2);
   for (int i = 0; i < 4; ++i) b.add_vectors(0.5f);
   kingfisher::ConsumedMessage m;
-  m.id = MessageId::Local(3);
-  m.type = MessageType::kInsert;
-  m.timetick = TimeTick(99);
+  m.id = kingfisher::MessageId::Local(3);
+  m.type = kingfisher::MessageType::kInsert;
+  m.timetick = kingfisher::TimeTick(99);
   m.vchannel = "kf-dml_0_x";
   m.payload = b.SerializeAsString();
   m.properties = {{"_t", "2"}, {"_vc", "kf-dml_0_x"}, {"k\"", "v\n"}};
@@ -37,20 +37,20 @@ TEST(RenderTest, ConsumedInsertCountsRows) {
 
 TEST(RenderTest, TimeTickAndTxn) {
   kingfisher::ConsumedMessage tick;
-  tick.id = MessageId::Local(9);
-  tick.type = MessageType::kTimeTick;
-  tick.timetick = TimeTick(5);
+  tick.id = kingfisher::MessageId::Local(9);
+  tick.type = kingfisher::MessageType::kTimeTick;
+  tick.timetick = kingfisher::TimeTick(5);
   EXPECT_EQ(RenderConsumed(tick),
             R"({"message_id":"local:9","type":"TimeTick","timetick":"5","vchannel":"",)"
             R"("txn_id":null,"rows":null,"properties":{}})");
 
   kingfisher::ConsumedMessage txn;
-  txn.id = MessageId::Local(12);
-  txn.type = MessageType::kTxn;
-  txn.timetick = TimeTick(20);
+  txn.id = kingfisher::MessageId::Local(12);
+  txn.type = kingfisher::MessageType::kTxn;
+  txn.timetick = kingfisher::TimeTick(20);
   kingfisher::ConsumedMessage begin;
-  begin.id = MessageId::Local(10);
-  begin.type = MessageType::kBeginTxn;
+  begin.id = kingfisher::MessageId::Local(10);
+  begin.type = kingfisher::MessageType::kBeginTxn;
   txn.messages.push_back(begin);
   std::string s = RenderConsumed(txn);
   EXPECT_NE(s.find(R"("messages":[{"message_id":"local:10","type":"BeginTxn")"), std::string::npos)
@@ -102,15 +102,15 @@ TEST(RenderTest, CollectionList) {
 
 TEST(RenderTest, RowsAckListsShortPkLists) {
   kingfisher::AppendResult r;
-  r.id = MessageId::Local(5);
-  r.timetick = TimeTick(99);
+  r.id = kingfisher::MessageId::Local(5);
+  r.timetick = kingfisher::TimeTick(99);
   EXPECT_EQ(RenderRowsAck(r, "kf-dml_0_7v0", {470795705276170240, -3}),
             R"({"message_id":"local:5","timetick":"99","vchannel":"kf-dml_0_7v0","txn_id":null,)"
             R"("rows":2,"first_pk":"470795705276170240","last_pk":"-3",)"
             R"("pks":["470795705276170240","-3"]})");
   std::vector<int64_t> many(kMaxListedPks + 1);
   for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<int64_t>(i) + 10;
-  r.txn_id = TxnId(4);
+  r.txn_id = kingfisher::TxnId(4);
   EXPECT_EQ(RenderRowsAck(r, "v", many),
             R"({"message_id":"local:5","timetick":"99","vchannel":"v","txn_id":"4",)"
             R"("rows":17,"first_pk":"10","last_pk":"26","pks":null})");

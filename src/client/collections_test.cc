@@ -90,10 +90,10 @@ TEST(InsertMessagesTest, OneMessagePerShardWithRowsInInputOrder) {
   size_t rows = 0;
   std::string last_vchannel;
   for (const auto& m : *msgs) {
-    EXPECT_EQ(m.type(), MessageType::kInsert);
-    EXPECT_LT(last_vchannel, std::string(m.vchannel()));  // by shard
-    last_vchannel = std::string(m.vchannel());
-    auto batch = DecodeInsertBatch(m.payload());
+    EXPECT_EQ(m.type, kingfisher::MessageType::kInsert);
+    EXPECT_LT(last_vchannel, std::string(m.vchannel));  // by shard
+    last_vchannel = std::string(m.vchannel);
+    auto batch = DecodeInsertBatch(m.payload);
     ASSERT_TRUE(batch.ok()) << batch.status();
     EXPECT_EQ(batch->collection_id(), 7);
     EXPECT_EQ(batch->partition(), "p1");
@@ -104,7 +104,7 @@ TEST(InsertMessagesTest, OneMessagePerShardWithRowsInInputOrder) {
       EXPECT_GT(pk, prev);  // input order kept
       prev = pk;
       const uint32_t shard = ShardOfPk(pk, 3);
-      EXPECT_EQ(std::string(m.vchannel()), c.vchannels[shard]);
+      EXPECT_EQ(std::string(m.vchannel), c.vchannels[shard]);
       EXPECT_EQ(batch->vectors(2 * i), static_cast<float>(pk));
       EXPECT_EQ(batch->vectors(2 * i + 1), static_cast<float>(-pk));
     }
@@ -118,8 +118,8 @@ TEST(InsertMessagesTest, OnlyShardsWithRowsGetAMessage) {
   auto msgs = kingfisher::InsertMessages(c, {1, 2}, {0.5f, 1.5f});
   ASSERT_TRUE(msgs.ok()) << msgs.status();
   ASSERT_EQ(msgs->size(), 2u);
-  EXPECT_EQ((*msgs)[0].vchannel(), "kf-dml_39_7v39");  // pk 2 -> 39
-  EXPECT_EQ((*msgs)[1].vchannel(), "kf-dml_44_7v44");  // pk 1 -> 44
+  EXPECT_EQ((*msgs)[0].vchannel, "kf-dml_39_7v39");  // pk 2 -> 39
+  EXPECT_EQ((*msgs)[1].vchannel, "kf-dml_44_7v44");  // pk 1 -> 44
 }
 
 TEST(InsertMessagesTest, Errors) {
@@ -152,12 +152,12 @@ TEST(DeleteMessagesTest, GroupsPksByShard) {
   auto msgs = kingfisher::DeleteMessages(c, {1, 2, 3, -1});
   ASSERT_TRUE(msgs.ok()) << msgs.status();
   ASSERT_EQ(msgs->size(), 2u);
-  EXPECT_EQ((*msgs)[0].type(), MessageType::kDelete);
-  EXPECT_EQ((*msgs)[0].vchannel(), "kf-dml_0_7v0");
-  auto d0 = DecodeDeletePks((*msgs)[0].payload());
+  EXPECT_EQ((*msgs)[0].type, kingfisher::MessageType::kDelete);
+  EXPECT_EQ((*msgs)[0].vchannel, "kf-dml_0_7v0");
+  auto d0 = DecodeDeletePks((*msgs)[0].payload);
   ASSERT_TRUE(d0.ok());
   EXPECT_EQ(std::vector<int64_t>(d0->pks().begin(), d0->pks().end()), (std::vector<int64_t>{1, 3}));
-  auto d1 = DecodeDeletePks((*msgs)[1].payload());
+  auto d1 = DecodeDeletePks((*msgs)[1].payload);
   ASSERT_TRUE(d1.ok());
   EXPECT_EQ(std::vector<int64_t>(d1->pks().begin(), d1->pks().end()),
             (std::vector<int64_t>{2, -1}));

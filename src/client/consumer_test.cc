@@ -87,7 +87,8 @@ TEST(ConsumerTest, CloseWakesNextAndIsSticky) {
   auto client = ConnectTo(node);
   auto consumer = *client->CreateConsumer(AllOf("kf-dml_0_orders"));
   consumer->Close();
-  EXPECT_EQ(consumer->Next(absl::InfiniteFuture()).status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(consumer->Next(kingfisher::Deadline::max()).status().code(),
+            absl::StatusCode::kCancelled);
 }
 
 TEST(ConsumerTest, RejectsBadVChannelAndPolicyLocally) {

@@ -273,8 +273,8 @@ TEST(ProducerTest, AppendAsyncDoesNotBlockWhileTheServerIsUnreachable) {
   }
   kingfisher::ClientOptions o;
   o.endpoint = endpoint;
-  o.append_timeout = absl::Hours(1);
-  o.attempt_timeout = absl::Hours(1);
+  o.append_timeout = std::chrono::hours(1);
+  o.attempt_timeout = std::chrono::hours(1);
   auto client = *kingfisher::Client::Connect(o);
   auto producer = *client->CreateProducer();
   std::vector<std::future<absl::StatusOr<AppendResult>>> pending;

@@ -46,7 +46,7 @@ grpc::ServerUnaryReactor* CollectionService::Run(grpc::CallbackServerContext* co
   // Not acting (or still recovering) is known at once: no thread for it.
   absl::StatusOr<std::shared_ptr<streaming::ddl::Catalog>> catalog = options_.ddl->catalog();
   if (!catalog.ok()) {
-    reactor->Finish(ToGrpcStatus(catalog.status()));
+    reactor->Finish(wire::ToGrpcStatus(catalog.status()));
     return reactor;
   }
   const auto cap =
@@ -56,14 +56,14 @@ grpc::ServerUnaryReactor* CollectionService::Run(grpc::CallbackServerContext* co
   const CallWorkers::Spawn spawned =
       workers_.TrySpawn([reactor, deadline, work = std::move(work),
                          catalog = *std::move(catalog)]() mutable -> CallWorkers::Reply {
-        const grpc::Status status = ToGrpcStatus(work(*catalog, deadline));
+        const grpc::Status status = wire::ToGrpcStatus(work(*catalog, deadline));
         return [reactor, status] { reactor->Finish(status); };
       });
   if (spawned == CallWorkers::Spawn::kClosed) {
     reactor->Finish(
-        ToGrpcStatus(StreamingError(StreamingCode::kOnShutdown, "server is shutting down")));
+        wire::ToGrpcStatus(StreamingError(StreamingCode::kOnShutdown, "server is shutting down")));
   } else if (spawned == CallWorkers::Spawn::kFull) {
-    reactor->Finish(ToGrpcStatus(StreamingError(
+    reactor->Finish(wire::ToGrpcStatus(StreamingError(
         StreamingCode::kRateLimited, absl::StrCat("too many collection calls in progress (",
                                                   options_.max_calls, "); retry later"))));
   }

@@ -73,7 +73,7 @@ class CollectionServiceTest : public streaming::ddl::testing::DdlTest {
   // The call's status as the client library reads it (streaming code from the details).
   absl::StatusOr<v1::CollectionInfo> Create(const v1::CreateCollectionRequest& r) {
     v1::CreateCollectionResponse resp;
-    absl::Status s = FromGrpcStatus(stub_->CreateCollection(Ctx().get(), r, &resp));
+    absl::Status s = wire::FromGrpcStatus(stub_->CreateCollection(Ctx().get(), r, &resp));
     if (!s.ok()) return s;
     return resp.collection();
   }
@@ -82,7 +82,7 @@ class CollectionServiceTest : public streaming::ddl::testing::DdlTest {
     r.set_name(name);
     r.mutable_options()->set_no_wait(no_wait);
     v1::DropCollectionResponse resp;
-    return FromGrpcStatus(stub_->DropCollection(Ctx().get(), r, &resp));
+    return wire::FromGrpcStatus(stub_->DropCollection(Ctx().get(), r, &resp));
   }
   absl::StatusOr<v1::CollectionInfo> Describe(const std::string& name,
                                               const std::string& database = "") {
@@ -90,7 +90,7 @@ class CollectionServiceTest : public streaming::ddl::testing::DdlTest {
     r.set_database(database);
     r.set_name(name);
     v1::DescribeCollectionResponse resp;
-    absl::Status s = FromGrpcStatus(stub_->DescribeCollection(Ctx().get(), r, &resp));
+    absl::Status s = wire::FromGrpcStatus(stub_->DescribeCollection(Ctx().get(), r, &resp));
     if (!s.ok()) return s;
     return resp.collection();
   }
@@ -98,7 +98,7 @@ class CollectionServiceTest : public streaming::ddl::testing::DdlTest {
     v1::ListCollectionsRequest r;
     r.set_database(database);
     v1::ListCollectionsResponse resp;
-    absl::Status s = FromGrpcStatus(stub_->ListCollections(Ctx().get(), r, &resp));
+    absl::Status s = wire::FromGrpcStatus(stub_->ListCollections(Ctx().get(), r, &resp));
     if (!s.ok()) return s;
     std::vector<std::string> names;
     for (const auto& c : resp.collections()) names.push_back(c.schema().name());
@@ -109,8 +109,8 @@ class CollectionServiceTest : public streaming::ddl::testing::DdlTest {
     r.set_collection(collection);
     r.set_partition(partition);
     v1::PartitionResponse resp;
-    return FromGrpcStatus(create ? stub_->CreatePartition(Ctx().get(), r, &resp)
-                                 : stub_->DropPartition(Ctx().get(), r, &resp));
+    return wire::FromGrpcStatus(create ? stub_->CreatePartition(Ctx().get(), r, &resp)
+                                       : stub_->DropPartition(Ctx().get(), r, &resp));
   }
 
   streaming::ddl::testing::FakeAppender appender_;

@@ -294,11 +294,11 @@ void ConsumeStream::IssueFinish() {
   bool send_error;
   {
     absl::MutexLock lock(&mu_);
-    status = ToGrpcStatus(end_status_);
+    status = wire::ToGrpcStatus(end_status_);
     send_error = end_send_error_;
     if (send_error) {
       out_.Clear();
-      *out_.mutable_error() = ToProtoError(end_status_);
+      *out_.mutable_error() = wire::ToProtoError(end_status_);
     }
   }
   // No write is outstanding (TakeFinishLocked) and none will start (ending_), so out_ is ours.

@@ -219,7 +219,8 @@ TEST_F(ConsumeStreamTest, ShutdownEndsTailingConsumersWithOnShutdown) {
     ConsumeResponse resp;
     while (c->stream->Read(&resp) && !resp.has_error()) {
     }
-    EXPECT_EQ(GetStreamingCode(FromGrpcStatus(c->stream->Finish())), StreamingCode::kOnShutdown);
+    EXPECT_EQ(GetStreamingCode(wire::FromGrpcStatus(c->stream->Finish())),
+              StreamingCode::kOnShutdown);
   }
   stop.join();
   server_.reset();

@@ -25,7 +25,7 @@ class RefusedWatch final : public grpc::ServerWriteReactor<AssignmentSnapshot> {
 
 grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& s) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(s));
+  reactor->Finish(wire::ToGrpcStatus(s));
   return reactor;
 }
 
@@ -97,8 +97,8 @@ grpc::ServerWriteReactor<AssignmentSnapshot>* CoordService::WatchAssignments(
   {
     absl::MutexLock l(&mu_);
     if (shutting_down_) {
-      stream->End(
-          ToGrpcStatus(StreamingError(StreamingCode::kOnShutdown, "server is shutting down")));
+      stream->End(wire::ToGrpcStatus(
+          StreamingError(StreamingCode::kOnShutdown, "server is shutting down")));
       return stream.get();
     }
     streams_[stream.get()] = stream;
@@ -167,7 +167,7 @@ void CoordService::BeginShutdown() {
     fan_out_.join();
   }
   const grpc::Status ending =
-      ToGrpcStatus(StreamingError(StreamingCode::kOnShutdown, "server is shutting down"));
+      wire::ToGrpcStatus(StreamingError(StreamingCode::kOnShutdown, "server is shutting down"));
   for (const auto& stream : live) stream->End(ending);
 }
 

@@ -36,7 +36,7 @@ absl::StatusOr<streaming::TimestampBatchFetcher::Batch> CoordTsoFetcher::Fetch(
   kingfisher::v1::AllocateTimestampsResponse resp;
   grpc::Status st = stub->AllocateTimestamps(&ctx, req, &resp);
   if (!st.ok()) {
-    absl::Status s = FromGrpcStatus(st);
+    absl::Status s = wire::FromGrpcStatus(st);
     return absl::Status(s.code(), absl::StrCat("timestamp oracle at ", snapshot->coord->address(),
                                                ": ", s.message()));
   }

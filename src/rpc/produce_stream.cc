@@ -46,7 +46,7 @@ uint64_t SalvageRequestId(const grpc::ByteBuffer& buf) {
 ProduceResponse ErrorResponse(uint64_t request_id, const absl::Status& status) {
   ProduceResponse r;
   r.set_request_id(request_id);
-  *r.mutable_error() = ToProtoError(status);
+  *r.mutable_error() = wire::ToProtoError(status);
   return r;
 }
 
@@ -73,7 +73,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ProduceStream::Star
       raw->finish_called_ = true;
     }
     metrics->Failed(StreamingCode::kOnShutdown);
-    raw->Finish(ToGrpcStatus(OnShutdownError()));
+    raw->Finish(wire::ToGrpcStatus(OnShutdownError()));
     return raw;
   }
   raw->StartRead(&raw->read_buf_);
@@ -276,7 +276,7 @@ void ProduceStream::MaybeWriteOrFinishLocked(Actions* a) {
   if (broken_) {
     a->finish_status = grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled");
   } else if (shutting_down_) {
-    a->finish_status = ToGrpcStatus(OnShutdownError());
+    a->finish_status = wire::ToGrpcStatus(OnShutdownError());
   } else {
     a->finish_status = grpc::Status::OK;
   }

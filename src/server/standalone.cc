@@ -100,7 +100,8 @@ absl::Status WaitDdl(ShutdownSignals* signals, Standalone* s) {
   return absl::OkStatus();
 }
 
-absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Standalone* s) {
+absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const ServerHooks& hooks,
+                  Standalone* s) {
   auto dir = DataDir::Open(config.data_dir, kStandaloneNodeId,
                            DataDir::Identity{config.cluster, config.pchannels});
   if (!dir.ok()) return dir.status();
@@ -209,11 +210,10 @@ void Close(const ServerConfig& config, Standalone* s) {
 
 }  // namespace
 
-int RunStandalone(const ServerConfig& config, ShutdownSignals* signals,
-                  const ServerHooks& hooks) {
+int RunStandalone(const ServerConfig& config, ShutdownSignals* signals, const ServerHooks& hooks) {
   Standalone s;
   s.tracing = trace::InitTracingFromEnv("kingfisher");
-  if (absl::Status st = Open(config, signals, &s); !st.ok()) {
+  if (absl::Status st = Open(config, signals, hooks, &s); !st.ok()) {
     if (absl::IsCancelled(st)) {
       spdlog::info("kingfisher stopped before it started: {}", std::string(st.message()));
       Close(config, &s);

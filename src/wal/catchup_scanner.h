@@ -1,7 +1,7 @@
 // The catch-up scanner: reads persisted messages from the backend in WAL order (= timetick
 // order), drops other vchannels' messages, and marks each consumed message with a
-// `wal.catchup_consume` span (docs/tracing.md §5). The tailing path over the write-ahead buffer
-// comes with the full WAL semantics; until then every read is a catch-up read.
+// `wal.catchup_consume` span (docs/tracing.md §5). A reader uses it until it has caught up, then
+// tails the write-ahead buffer (buffer/switchable_scanner.h).
 #pragma once
 
 #include <memory>

@@ -52,7 +52,9 @@ void Load::Run(int p) {
   ASSERT_TRUE(producer.ok()) << producer.status();
   for (int i = 0;; ++i) {
     size_t index;
-    kingfisher::Message m{.type = MessageType::kInsert, .vchannel = VChannel(p), .payload = absl::StrCat("p", p, "-m", i)};
+    kingfisher::Message m{.type = kingfisher::MessageType::kInsert,
+                          .vchannel = VChannel(p),
+                          .payload = absl::StrCat("p", p, "-m", i)};
     {
       absl::MutexLock l(&mu_);
       auto room = [this, p]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -61,7 +63,7 @@ void Load::Run(int p) {
       mu_.Await(absl::Condition(&room));
       if (stop_) break;
       index = ops_[p].size();
-      ops_[p].push_back(Op{.payload = std::string(m.payload())});
+      ops_[p].push_back(Op{.payload = m.payload});
       ++outstanding_[p];
     }
     (*producer)->AppendAsync(std::move(m),
@@ -162,8 +164,8 @@ void ClusterTest::SetUp() {
   ASSERT_TRUE(WaitSettled(absl::Seconds(30))) << coord_->Output();
 }
 
-std::unique_ptr<kingfisher::Client> ClusterTest::Connect(absl::Duration attempt_timeout,
-                                                         absl::Duration append_timeout) {
+std::unique_ptr<kingfisher::Client> ClusterTest::Connect(kingfisher::Duration attempt_timeout,
+                                                         kingfisher::Duration append_timeout) {
   kingfisher::ClientOptions options;
   options.endpoint = coord_->address();
   options.attempt_timeout = attempt_timeout;
@@ -234,7 +236,7 @@ std::vector<kingfisher::ConsumedMessage> ClusterTest::ReadAll(const std::string&
   while (out.size() < want && kingfisher::Clock::now() < deadline) {
     auto m = (*consumer)->Next(deadline);
     if (!m.ok()) break;
-    if (m->type != MessageType::kTimeTick) out.push_back(*std::move(m));
+    if (m->type != kingfisher::MessageType::kTimeTick) out.push_back(*std::move(m));
   }
   return out;
 }
@@ -246,7 +248,8 @@ std::vector<kingfisher::ConsumedMessage> ClusterTest::ReadPChannelToEnd(int p) {
     auto producer = client_->CreateProducer();
     EXPECT_TRUE(producer.ok()) << producer.status();
     if (!producer.ok()) return out;
-    kingfisher::Message m{.type = MessageType::kInsert, .vchannel = VChannel(p), .payload = last};
+    kingfisher::Message m{
+        .type = kingfisher::MessageType::kInsert, .vchannel = VChannel(p), .payload = last};
     auto r = (*producer)->AppendSync(std::move(m));
     EXPECT_TRUE(r.ok()) << "the last append to pchannel " << p << ": " << r.status();
     if (!r.ok()) return out;
@@ -265,7 +268,7 @@ std::vector<kingfisher::ConsumedMessage> ClusterTest::ReadPChannelToEnd(int p) {
                     << " messages: " << m.status();
       return out;
     }
-    const bool end = m->type != MessageType::kTimeTick && m->payload == last;
+    const bool end = m->type != kingfisher::MessageType::kTimeTick && m->payload == last;
     out.push_back(*std::move(m));
     if (end) return out;
   }
@@ -300,7 +303,7 @@ void ExpectExactlyOnce(const std::vector<kingfisher::ConsumedMessage>& log,
   std::set<std::string> iks;
   Problems problems;
   for (const auto& m : log) {
-    if (m.type == MessageType::kTimeTick) continue;
+    if (m.type == kingfisher::MessageType::kTimeTick) continue;
     ++payloads[m.payload];
     auto ik = m.properties.find(std::string(prop::kIdempotencyKey));
     if (ik == m.properties.end()) {

@@ -90,8 +90,9 @@ class ClusterTest : public ::testing::Test {
   virtual std::string WalBackend() const { return "local"; }
 
   // A client of the coordinator's endpoint with a generous append timeout.
-  std::unique_ptr<kingfisher::Client> Connect(absl::Duration attempt_timeout = std::chrono::seconds(10),
-                                              absl::Duration append_timeout = std::chrono::seconds(60));
+  std::unique_ptr<kingfisher::Client> Connect(
+      kingfisher::Duration attempt_timeout = std::chrono::seconds(10),
+      kingfisher::Duration append_timeout = std::chrono::seconds(60));
 
   // Polls the coordinator's GetStatus until `pred` holds; false at the deadline.
   bool WaitStatus(const std::function<bool(const kingfisher::ClusterStatus&)>& pred,

@@ -6,8 +6,8 @@
 // killed with SIGKILL; its pchannels move (new term), producers wait for ready and go on, and
 // afterwards every acknowledged message is in the WAL exactly once (no `_ik` twice, no payload
 // twice) and a consumer that tailed the moved pchannel throughout saw no gap and no duplicate.
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -40,7 +40,7 @@ TEST_P(ClusterBackendTest, KillNodeUnderLoad) {
   std::thread tailer([&] {
     while (!stop.load()) {
       auto m = (*tail)->Next(kingfisher::Clock::now() + std::chrono::milliseconds(200));
-      if (m.ok() && m->type != MessageType::kTimeTick) {
+      if (m.ok() && m->type != kingfisher::MessageType::kTimeTick) {
         absl::MutexLock l(&mu);
         tailed.push_back(m->payload);
       }
@@ -58,7 +58,9 @@ TEST_P(ClusterBackendTest, KillNodeUnderLoad) {
       auto producer = client_->CreateProducer();
       ASSERT_TRUE(producer.ok());
       for (int i = 0; i < kPerPChannel; ++i) {
-        kingfisher::Message m{.type = MessageType::kInsert, .vchannel = VChannel(p), .payload = absl::StrCat("p", p, "-m", i)};
+        kingfisher::Message m{.type = kingfisher::MessageType::kInsert,
+                              .vchannel = VChannel(p),
+                              .payload = absl::StrCat("p", p, "-m", i)};
         auto r = (*producer)->AppendSync(std::move(m));
         if (!r.ok()) {
           absl::MutexLock l(&mu);

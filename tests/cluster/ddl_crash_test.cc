@@ -19,9 +19,9 @@
 //     with the task's DONE and conditioned on the task);
 //   - every acknowledged DDL is applied (created ids exist, dropped ids are DROPPED) and every
 //     acknowledged Insert is in its vchannel exactly once, at the id its ack named.
-#include <chrono>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -36,6 +36,7 @@
 #include "cluster_fixture.h"
 #include "kingfisher/collections.h"
 #include "kingfisher/v1/ddl.pb.h"
+#include "message/message.h"
 #include "storage/meta/etcd_meta_store.h"
 #include "streaming/cluster_meta.h"
 
@@ -163,7 +164,7 @@ void DdlCrashTest::Work(int w, History* h) {
     auto messages = kingfisher::InsertMessages(info, pks, std::vector<float>(pks.size() * kDim));
     ASSERT_TRUE(messages.ok()) << messages.status();
     for (auto& m : *messages) {
-      const std::string vchannel(m.vchannel());
+      const std::string vchannel = m.vchannel;
       auto r = (*producer)->AppendSync(std::move(m));
       // Only this worker drops its collections, so a refusal would be a bug.
       ASSERT_TRUE(r.ok() || Ambiguous(r.status())) << vchannel << ": " << r.status();
@@ -242,7 +243,8 @@ TEST_F(DdlCrashTest, EveryAcceptedDdlAppliesOnceAcrossCoordinatorKills) {
   std::map<std::string, std::vector<kingfisher::ConsumedMessage>> by_vchannel;
   for (int p = 0; p < kPChannels; ++p) {
     for (auto& m : ReadPChannelToEnd(p)) {
-      if (m.type != MessageType::kTimeTick) by_vchannel[m.vchannel].push_back(std::move(m));
+      if (m.type != kingfisher::MessageType::kTimeTick)
+        by_vchannel[m.vchannel].push_back(std::move(m));
     }
   }
 
@@ -262,17 +264,17 @@ TEST_F(DdlCrashTest, EveryAcceptedDdlAppliesOnceAcrossCoordinatorKills) {
       int creates = 0, drops = 0;
       for (size_t i = 0; i < log.size(); ++i) {
         const auto& m = log[i];
-        if (m.type == MessageType::kCreateCollection) {
+        if (m.type == kingfisher::MessageType::kCreateCollection) {
           ++creates;
           EXPECT_EQ(i, 0u) << v << ": CreateCollection is not the first message";
           EXPECT_EQ(BroadcastIdOf(m), c.create_broadcast_id()) << v;
-        } else if (m.type == MessageType::kDropCollection) {
+        } else if (m.type == kingfisher::MessageType::kDropCollection) {
           ++drops;
           EXPECT_EQ(i, log.size() - 1)
               << v << ": " << log.size() - 1 - i << " messages after DropCollection";
           EXPECT_EQ(BroadcastIdOf(m), c.drop_broadcast_id()) << v;
         } else {
-          EXPECT_EQ(m.type, MessageType::kInsert) << v;
+          EXPECT_EQ(m.type, kingfisher::MessageType::kInsert) << v;
         }
       }
       EXPECT_EQ(creates, 1) << v;

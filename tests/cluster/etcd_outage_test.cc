@@ -9,6 +9,7 @@
 // cluster recovers — appends issued after etcd returned succeed on every pchannel, all
 // pchannels are ASSIGNED — and every acknowledged append is in the WAL exactly once, in
 // timetick order.
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -47,7 +48,8 @@ size_t Count(const std::string& log, const std::string& text) {
 }
 
 TEST_F(ClusterTest, EtcdOutageUnderNodes) {
-  auto client = Connect(/*attempt_timeout=*/absl::Seconds(2), /*append_timeout=*/absl::Seconds(3));
+  auto client = Connect(/*attempt_timeout=*/std::chrono::seconds(2),
+                        /*append_timeout=*/std::chrono::seconds(3));
   ASSERT_NE(client, nullptr);
   Load load(client.get(), {0, 1, 2}, /*in_flight=*/2);
   ASSERT_TRUE(load.WaitAcked(-1, 150, absl::Seconds(30)));

@@ -10,9 +10,9 @@
 // once; reading the pchannel from the beginning, no message of the old term follows one of a
 // newer term and timeticks strictly increase. And the old node learns it lost the pchannel: its
 // own /metrics stops reporting pchannel 0 at the old term.
-#include <chrono>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -125,7 +125,7 @@ TEST_P(ClusterBackendTest, FencingWithSigstop) {
   ASSERT_TRUE(zombie.Connect());
 
   // Attempts stuck on the frozen node are given up after 2 s and retried (same `_ik`).
-  auto client = Connect(/*attempt_timeout=*/absl::Seconds(2));
+  auto client = Connect(/*attempt_timeout=*/std::chrono::seconds(2));
   ASSERT_NE(client, nullptr);
   Load load(client.get(), {0}, /*in_flight=*/8);
   ASSERT_TRUE(load.WaitAcked(0, 200, absl::Seconds(30)));

@@ -5,8 +5,8 @@
 //     and every acknowledged create/drop is exactly one collection's;
 //   - different names, each driven by its own thread with no_wait: never RESOURCE_ACQUIRED, so
 //     no DDL waited for one on another name.
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <string>
 #include <thread>
@@ -49,8 +49,8 @@ std::pair<uint64_t, uint64_t> Lifetime(kingfisher::Client& client, const std::st
       ADD_FAILURE() << vchannel << ": " << m.status();
       return {created, 0};
     }
-    if (m->type == MessageType::kCreateCollection) created = m->timetick.value();
-    if (m->type == MessageType::kDropCollection) return {created, m->timetick.value()};
+    if (m->type == kingfisher::MessageType::kCreateCollection) created = m->timetick.value();
+    if (m->type == kingfisher::MessageType::kDropCollection) return {created, m->timetick.value()};
   }
 }
 

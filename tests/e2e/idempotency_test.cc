@@ -27,8 +27,9 @@ constexpr int kMessages = 40;
 constexpr int kCrashAfter = 10;  // the 10th durable append kills the server before its ack
 
 kingfisher::Message Payload(int i) {
-  kingfisher::Message m{
-      .type = MessageType::kInsert, .vchannel = kVChannel, .payload = "msg-" + std::to_string(i)};
+  kingfisher::Message m{.type = kingfisher::MessageType::kInsert,
+                        .vchannel = kVChannel,
+                        .payload = "msg-" + std::to_string(i)};
   return m;
 }
 
@@ -76,11 +77,11 @@ TEST(IdempotencyE2E, RetriesAfterACrashBeforeTheAckReturnTheOriginalResults) {
       {.vchannel = kVChannel, .policy = kingfisher::DeliverPolicy::All()});
   ASSERT_TRUE(consumer.ok()) << consumer.status();
   std::map<std::string, int> seen;
-  std::set<MessageId> ids;
+  std::set<kingfisher::MessageId> ids;
   while (seen.size() < results.size()) {
     auto m = (*consumer)->Next(kingfisher::Clock::now() + std::chrono::seconds(10));
     ASSERT_TRUE(m.ok()) << m.status() << " after " << seen.size() << " messages";
-    if (m->type != MessageType::kInsert) continue;
+    if (m->type != kingfisher::MessageType::kInsert) continue;
     ++seen[m->payload];
     auto it = results.find(m->payload);
     ASSERT_NE(it, results.end()) << "unexpected payload " << m->payload;
@@ -88,14 +89,16 @@ TEST(IdempotencyE2E, RetriesAfterACrashBeforeTheAckReturnTheOriginalResults) {
     EXPECT_EQ(it->second.timetick, m->timetick) << m->payload;
   }
   // Anything stored twice was appended before every retry returned, so it would come before
-  // the first TimeTick above the last acknowledged timetick (persisted, or `_np` when idle).
-  TimeTick last_acked;
+  // the first kingfisher::TimeTick above the last acknowledged timetick (persisted, or `_np` when
+  // idle).
+  kingfisher::TimeTick last_acked;
   for (const auto& [payload, r] : results) last_acked = std::max(last_acked, r.timetick);
   for (;;) {
     auto m = (*consumer)->Next(kingfisher::Clock::now() + std::chrono::seconds(10));
-    ASSERT_TRUE(m.ok()) << m.status() << " while waiting for a TimeTick past the last ack";
-    if (m->type == MessageType::kTimeTick && m->timetick > last_acked) break;
-    if (m->type == MessageType::kInsert) ++seen[m->payload];
+    ASSERT_TRUE(m.ok()) << m.status()
+                        << " while waiting for a kingfisher::TimeTick past the last ack";
+    if (m->type == kingfisher::MessageType::kTimeTick && m->timetick > last_acked) break;
+    if (m->type == kingfisher::MessageType::kInsert) ++seen[m->payload];
   }
   for (auto& [payload, n] : seen) EXPECT_EQ(n, 1) << payload << " stored " << n << " times";
   EXPECT_EQ(seen.size(), static_cast<size_t>(kMessages));

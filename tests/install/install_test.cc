@@ -25,7 +25,7 @@ struct CommandResult {
 };
 
 // Runs `command` with /bin/sh, stdout and stderr together.
-CommandResult Run(const std::string& command) {
+CommandResult RunCommand(const std::string& command) {
   CommandResult r;
   std::FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return r;
@@ -55,7 +55,7 @@ TEST(InstallTest, AnOutOfTreeProgramBuildsAgainstTheInstalledPackageAndRuns) {
   const fs::path example = fs::path(dir.path()) / "example";
 
   CommandResult install =
-      Run(cmake + " --install " + Quote(build) + " --prefix " + Quote(prefix.string()));
+      RunCommand(cmake + " --install " + Quote(build) + " --prefix " + Quote(prefix.string()));
   ASSERT_EQ(install.exit_code, 0) << install.output;
 
   // The package: headers, the library, the CMake config; no internal header came along.
@@ -74,9 +74,9 @@ TEST(InstallTest, AnOutOfTreeProgramBuildsAgainstTheInstalledPackageAndRuns) {
   }
 
   CommandResult configure =
-      Run(cmake + " -S " + Quote(source + "/examples/client") + " -B " + Quote(example.string()) +
-          " -DCMAKE_PREFIX_PATH=" + Quote(prefix.string()) +
-          " -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON");
+      RunCommand(cmake + " -S " + Quote(source + "/examples/client") + " -B " +
+                 Quote(example.string()) + " -DCMAKE_PREFIX_PATH=" + Quote(prefix.string()) +
+                 " -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON");
   ASSERT_EQ(configure.exit_code, 0) << configure.output;
   // The example compiles against the prefix alone: neither the source tree's src/ and include/
   // nor the build tree's generated protos are on its include path.
@@ -85,13 +85,13 @@ TEST(InstallTest, AnOutOfTreeProgramBuildsAgainstTheInstalledPackageAndRuns) {
   EXPECT_EQ(commands.find(source + "/src"), std::string::npos) << commands;
   EXPECT_EQ(commands.find(source + "/include"), std::string::npos) << commands;
   EXPECT_EQ(commands.find(build + "/proto"), std::string::npos) << commands;
-  CommandResult compile = Run(cmake + " --build " + Quote(example.string()));
+  CommandResult compile = RunCommand(cmake + " --build " + Quote(example.string()));
   ASSERT_EQ(compile.exit_code, 0) << compile.output;
 
   ServerProcess server({.data_dir = dir.path() + "/data"});
   ASSERT_TRUE(server.Start()) << server.Output();
-  CommandResult run = Run(Quote((example / "kingfisher_example").string()) + " " +
-                          Quote(server.address()));
+  CommandResult run =
+      RunCommand(Quote((example / "kingfisher_example").string()) + " " + Quote(server.address()));
   ASSERT_EQ(run.exit_code, 0) << run.output << "\nserver:\n" << server.Output();
   EXPECT_TRUE(std::regex_search(run.output,
                                 std::regex("appended 3 messages, first id local:[0-9]+\n"

@@ -110,7 +110,7 @@ class LogStoreKillTest : public ::testing::Test {
     ASSERT_TRUE(scanner.ok()) << scanner.status();
     std::map<std::string, int> seen;
     for (;;) {
-      auto e = (*scanner)->Next(kingfisher::Clock::now() + std::chrono::seconds(10));
+      auto e = (*scanner)->Next(absl::Now() + absl::Seconds(10));
       ASSERT_TRUE(e.ok()) << e.status();
       ++seen[e->data];
       if (MessageId(WalKind::kQuorum, e->id.segment(), e->id.entry() + 1) == end) break;
@@ -188,21 +188,22 @@ TEST_F(LogStoreKillTest, StandaloneOverTwoDeadLogStoresResumesAfterTheirRestart)
   ASSERT_TRUE(client.ok()) << client.status();
   auto producer = (*client)->CreateProducer();
   ASSERT_TRUE(producer.ok()) << producer.status();
-  auto append = [&](const std::string& payload, absl::Duration timeout) {
-    kingfisher::Message m{.type = MessageType::kInsert, .vchannel = "kf-dml_0_kill", .payload = payload};
-    return (*producer)->Append(std::move(m), {.deadline = absl::Now() + timeout}).get();
+  auto append = [&](const std::string& payload, kingfisher::Duration timeout) {
+    kingfisher::Message m{
+        .type = kingfisher::MessageType::kInsert, .vchannel = "kf-dml_0_kill", .payload = payload};
+    return (*producer)->Append(std::move(m), {.deadline = kingfisher::Clock::now() + timeout}).get();
   };
-  ASSERT_TRUE(append("before", absl::Seconds(30)).ok());
+  ASSERT_TRUE(append("before", std::chrono::seconds(30)).ok());
   stores_[0]->Kill();
   stores_[2]->Kill();
   // Longer than the backend's ack timeout (10 s): the WAL breaks, nothing is acknowledged.
-  auto lost = append("during", absl::Seconds(15));
+  auto lost = append("during", std::chrono::seconds(15));
   EXPECT_FALSE(lost.ok());
   EXPECT_TRUE(absl::IsUnavailable(lost.status()) || absl::IsDeadlineExceeded(lost.status()))
       << lost.status();
   ASSERT_TRUE(stores_[0]->Start()) << stores_[0]->Output();
   ASSERT_TRUE(stores_[2]->Start()) << stores_[2]->Output();
-  auto after = append("after", absl::Seconds(60));
+  auto after = append("after", std::chrono::seconds(60));
   ASSERT_TRUE(after.ok()) << after.status() << "\n" << server.Output();
   auto consumer = (*client)->CreateConsumer(
       {.vchannel = "kf-dml_0_kill", .policy = kingfisher::DeliverPolicy::All()});
@@ -211,7 +212,7 @@ TEST_F(LogStoreKillTest, StandaloneOverTwoDeadLogStoresResumesAfterTheirRestart)
   while (seen["after"] == 0) {
     auto m = (*consumer)->Next(kingfisher::Clock::now() + std::chrono::seconds(30));
     ASSERT_TRUE(m.ok()) << m.status();
-    if (m->type == MessageType::kInsert) ++seen[m->payload];
+    if (m->type == kingfisher::MessageType::kInsert) ++seen[m->payload];
   }
   EXPECT_EQ(seen["before"], 1);
   EXPECT_LE(seen["during"], 1);

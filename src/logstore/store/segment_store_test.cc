@@ -177,17 +177,18 @@ TEST_F(SegmentStoreTest, NewSegmentFileSurvivesCrash) {
 }
 
 TEST(SegmentObjectTest, RoundTripsAndDetectsDamage) {
-  std::string object = BeginSegmentObject(5);
-  AppendSegmentBatch(&object, 0, {"a", "b"});
-  AppendSegmentBatch(&object, 2, {"c", "d", "e"});
-  auto entries = ParseSegmentObject(object);
+  std::string object = format::BeginSegmentObject(5);
+  format::AppendSegmentBatch(&object, 0, {"a", "b"});
+  format::AppendSegmentBatch(&object, 2, {"c", "d", "e"});
+  auto entries = format::ParseSegmentObject(object);
   ASSERT_TRUE(entries.ok()) << entries.status();
   EXPECT_EQ(*entries, (std::vector<std::string>{"a", "b", "c", "d", "e"}));
   std::string flipped = object;
   flipped[flipped.size() - 1] ^= 1;
-  EXPECT_TRUE(absl::IsDataLoss(ParseSegmentObject(flipped).status()));
-  EXPECT_TRUE(absl::IsDataLoss(ParseSegmentObject(object.substr(0, object.size() - 4)).status()));
-  EXPECT_EQ(SegmentObjectKey("p", "log", 3), "p/log/00000000000000000003.seg");
+  EXPECT_TRUE(absl::IsDataLoss(format::ParseSegmentObject(flipped).status()));
+  EXPECT_TRUE(
+      absl::IsDataLoss(format::ParseSegmentObject(object.substr(0, object.size() - 4)).status()));
+  EXPECT_EQ(format::SegmentObjectKey("p", "log", 3), "p/log/00000000000000000003.seg");
 }
 
 }  // namespace
