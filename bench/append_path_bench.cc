@@ -1,18 +1,18 @@
 // append_path_bench: the per-append CPU of the message work the Wal adaptor does on the
-// appending thread (src/wal/wal_impl.cc Append/Persist/ReleaseEnqueued), one component at a
-// time, single-threaded (no disk, no backend threads), so a change to src/message, src/trace
+// appending thread (src/wal/wal_impl.cc Submit, src/wal/sequencer.cc SequenceOnce), one component
+// at a time, single-threaded (no disk, no backend threads), so a change to src/message, src/trace
 // or the TSO shows up as nanoseconds instead of drowning in local_wal_bench's noise.
 //
 // BM_Stage/N runs the first N steps of the adaptor's sequence on a fresh 1 KiB message, as
 // local_wal_bench's adaptor mode builds it; step N's cost is BM_Stage/N - BM_Stage/(N-1):
 //   0 build: MutableMessage(kInsert, payload copy) + set_vchannel + set_idempotency_key,
-//     destroyed at the end (ReleaseEnqueued frees it on this thread too)
+//     destroyed at the end (the sequencer frees it on this thread too)
 //   1 + StartSpanForMessage("wal.append") (no-op provider) and dropping the span
 //   2 + TimestampAllocator::Allocate(1)
 //   3 + the AppendStamp (timetick, term, LCMID self)
 //   4 + StartSpanForStampedMessage("wal.appendimpl") (the stamp gets `_tc`)
 //   5 + EncodeTo(stamp) (the string the backend gets; freed here)
-//   6 + msg.txn() (ReleaseEnqueued)
+//   6 + msg.txn() (txn_interceptor.cc, for txn messages)
 // (The message itself is stamped only when a tailing reader keeps it, after it is durable, on
 // the completion thread.)
 // The other benchmarks time single operations in isolation (the collection rules, the batch

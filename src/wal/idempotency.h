@@ -126,6 +126,17 @@ class IdempotencyTable {
     Trim(p);
   }
 
+  // The remembered result of `key` if its append completed (tests and diagnostics; touches no
+  // producer's recency).
+  std::optional<Result> Completed(const IdempotencyKey& key) const {
+    absl::MutexLock lock(&mu_);
+    auto it = producers_.find(key.producer);
+    if (it == producers_.end()) return std::nullopt;
+    const Slot* s = it->second.window.Find(key.sequence);
+    if (s == nullptr || s->state != Window::State::kDone) return std::nullopt;
+    return s->result;
+  }
+
   size_t producer_count() const {
     absl::MutexLock lock(&mu_);
     return producers_.size();

@@ -42,6 +42,9 @@ class SequenceWindow {
     Slot* s = Locate(sequence);
     return s != nullptr && s->state != State::kVacant ? s : nullptr;
   }
+  const Slot* Find(uint64_t sequence) const {
+    return const_cast<SequenceWindow*>(this)->Find(sequence);  // Find changes nothing
+  }
 
   // A new in-flight slot for `sequence`. REQUIRES: Find(sequence) == nullptr.
   Slot& Add(uint64_t sequence) {

@@ -173,6 +173,28 @@ TEST_F(WalBatchTest, WhatTheBackendRefusesIsRetriedAloneInOrder) {
   EXPECT_EQ(failed_per_trace.begin()->second, 2);
 }
 
+// As alone: each message has max_append_attempts attempts (one span each), the run's included.
+TEST_F(WalBatchTest, ARefusedRequestHasTheRetryBudgetOfItsOwnAppend) {
+  auto backend = std::make_unique<MemoryWalBackend>("kf-dml_0");
+  auto* b = backend.get();
+  auto wal = Open(std::move(backend));  // max_append_attempts 5
+  b->FailNextAppends(5, absl::ResourceExhaustedError("queue full"));
+  Batch batch;
+  batch.Add(Raw("a"));
+  batch.Add(Raw("b"));
+  const auto& r = batch.Run(*wal);
+  EXPECT_EQ(r[0].status().code(), absl::StatusCode::kResourceExhausted);  // 5 refusals
+  ASSERT_TRUE(r[1].ok()) << r[1].status();
+  EXPECT_EQ(Stored(*b), (std::vector<std::string>{"b"}));
+  EXPECT_EQ(b->Attempts().size(), 6u);
+  EXPECT_EQ(tracing_.SpansNamed("wal.appendimpl").size(), 6u);
+  // The same refusals for one Append each.
+  b->FailNextAppends(5, absl::ResourceExhaustedError("queue full"));
+  EXPECT_EQ(wal->AppendSync({}, Raw("c")).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(wal->AppendSync({}, Raw("d")).ok());
+  EXPECT_EQ(b->Attempts().size(), 12u);
+}
+
 TEST_F(WalBatchTest, ARunThatFailsToBecomeDurableFailsEachRequestAmbiguously) {
   auto backend = std::make_unique<MemoryWalBackend>("kf-dml_0", Term(1), /*auto_durable=*/false);
   auto* b = backend.get();

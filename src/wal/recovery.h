@@ -1,0 +1,51 @@
+// RecoverWal: what a WAL adaptor needs to know of its log before it takes appends, read from
+// the log itself (docs/semantics.md §3, docs/wal-internals.md). One pass from the log's start:
+// every DDL (exclusive type) rebuilds the collection table and the broadcast results (a
+// collection may have been created long ago); the tail (the last `tail_bytes`, from
+// WalBackend::TailStart) rebuilds the `_ik` results and gives the last timetick. Entries before
+// the tail are filtered by type without being decoded. The last id is the log's last entry.
+// WalImpl hands each part to its owner: the interceptors (tables), the sequencer (last timetick
+// and id), the TSO (raised above the last timetick), the transaction manager (every txn id up to
+// the last timetick belongs to an earlier owner) and the write-ahead buffer (it starts after the
+// last id).
+//
+// A recovery checkpoint (the collection table and broadcast results as of some id) will let
+// this replay only from that id on.
+//
+// Thread-safety: reads `backend` through its own scanner; the caller must not append meanwhile
+// (everything durable is then readable, so a scanner's DEADLINE_EXCEEDED means the end).
+// Errors: the backend's (TailStart, Read, the scan), DATA_LOSS for an entry that does not decode.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/hybrid_time.h"
+#include "message/message_id.h"
+#include "wal/backend.h"
+#include "wal/collections/collection_table.h"
+#include "wal/idempotency_interceptor.h"
+
+namespace kf::wal {
+
+struct RecoveryOptions {
+  std::string pchannel;  // for errors
+  // How far back from the tail every entry is decoded (WalOptions::recovery_scan_bytes).
+  uint64_t tail_bytes = 64ull << 20;
+  size_t dedup_window_per_producer = 4096;  // WalOptions::dedup_window_per_producer
+};
+
+struct RecoveredState {
+  std::optional<MessageId> last_id;          // nullopt: the log is empty
+  TimeTick last_timetick;                    // the tail's highest (0: none)
+  CollectionTable collections;               // every DDL replayed
+  std::unique_ptr<ResultTable> broadcasts;   // BroadcastKey -> the DDL's result, every DDL
+  std::unique_ptr<ResultTable> idempotency;  // `_ik` -> the append's result, the tail's
+};
+
+absl::StatusOr<RecoveredState> RecoverWal(WalBackend& backend, const RecoveryOptions& options);
+
+}  // namespace kf::wal
