@@ -47,8 +47,12 @@ std::string ReadFile(const fs::path& p) {
 }
 
 TEST(InstallTest, AnOutOfTreeProgramBuildsAgainstTheInstalledPackageAndRuns) {
-  const std::string source = std::getenv("KF_SOURCE_DIR");
-  const std::string build = fs::path(std::getenv("KF_BIN_DIR")).parent_path().string();
+  const char* source_dir = std::getenv("KF_SOURCE_DIR");
+  const char* bin_dir = std::getenv("KF_BIN_DIR");
+  ASSERT_TRUE(source_dir != nullptr && bin_dir != nullptr)
+      << "run through ctest: KF_SOURCE_DIR and KF_BIN_DIR say where the trees are";
+  const std::string source = source_dir;
+  const std::string build = fs::path(bin_dir).parent_path().string();
   const std::string cmake = KF_CMAKE_COMMAND;
   TempDir dir;
   const fs::path prefix = fs::path(dir.path()) / "prefix";
