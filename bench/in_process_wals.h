@@ -1,7 +1,7 @@
 // InProcessWals: the fast path's side of cluster_bench — one WAL per pchannel on the local
 // backend in this process, opened as `kingfisher run standalone` opens them (a file TSO, the
 // local opener, OpenWal at one term), and a Client whose appends reach them directly through
-// the in-process fast path (client/in_process.h), with no gRPC hop.
+// the in-process fast path (streaming/node/local_wal_transport.h), with no gRPC hop.
 //
 // The client's router still needs an endpoint: a loopback gRPC server whose StreamingCoord
 // answers UNIMPLEMENTED puts it in static mode (every pchannel at term 0), and the local

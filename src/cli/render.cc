@@ -1,7 +1,6 @@
 #include "cli/render.h"
 
 #include "cli/json_writer.h"
-#include "message/payload.h"
 
 namespace kf::cli {
 namespace {
@@ -19,12 +18,9 @@ void WriteConsumed(const kingfisher::ConsumedMessage& m, JsonWriter* w) {
     w->Null();
   }
   w->Key("rows");
-  absl::StatusOr<kingfisher::v1::InsertBatch> batch =
-      m.type == kingfisher::MessageType::kInsert ? DecodeInsertBatch(m.payload)
-                                     : absl::StatusOr<kingfisher::v1::InsertBatch>(
-                                           absl::InvalidArgumentError("not an insert"));
-  if (batch.ok()) {
-    w->Int(batch->pks_size());
+  absl::StatusOr<kingfisher::Rows> rows = m.rows();  // an error for anything but an Insert
+  if (rows.ok()) {
+    w->Int(static_cast<int64_t>(rows->pks.size()));
   } else {
     w->Null();
   }

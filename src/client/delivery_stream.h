@@ -1,5 +1,5 @@
 // DeliveryStream: what a Consumer reads from — a Consume stream to a node (ConsumeStream) or,
-// on the in-process fast path, a scanner of a local Wal (LocalScanStream).
+// on the in-process fast path, a local reader (local_transport.h).
 //
 // Thread-safety: WaitFor, Pop and status are called by one thread at a time (the consumer's
 // Next); Cancel may be called from any thread and wakes a blocked WaitFor.
