@@ -7,7 +7,6 @@
 
 #include <unistd.h>
 
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/errors.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "message/builders.h"
 #include "storage/tso/timestamp_allocator.h"
@@ -222,18 +222,10 @@ TEST(ChainDispatchTest, OrdinaryAppendsReachOnlyTheHooksTheyNeed) {
 
 class WalInterceptorTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("kf-walint-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    tso_ = *TimestampAllocator::Open((dir_ / "tso").string(), {});
-  }
+  void SetUp() override { tso_ = *TimestampAllocator::Open(dir_.path() + "/tso", {}); }
   void TearDown() override {
     if (manual_ != nullptr) manual_->MakeDurable(1 << 20);
     if (wal_) wal_->Close();
-    std::filesystem::remove_all(dir_);
   }
 
   // A WAL over a memory backend, E1 and E2 at the end of its chain; E1 wants every message.
@@ -291,7 +283,7 @@ class WalInterceptorTest : public ::testing::Test {
     return out;
   }
 
-  std::filesystem::path dir_;
+  kf::testing::TempDir dir_{"kf-walint"};
   std::unique_ptr<TimestampAllocator> tso_;
   absl::Mutex mu_;
   std::vector<std::string> log_;

@@ -5,11 +5,11 @@
 
 #include <unistd.h>
 
-#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "common/errors.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "message/builders.h"
 #include "storage/tso/timestamp_allocator.h"
@@ -58,15 +58,9 @@ MutableMessage WithKey(MutableMessage m, const std::string& ik) {
 class RecoveryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("kf-walrecovery-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    tso_ = *TimestampAllocator::Open((dir_ / "tso").string(), {});
+    tso_ = *TimestampAllocator::Open(dir_.path() + "/tso", {});
     log_ = std::make_unique<MemoryWalBackend>(kPchannel);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // Writes the log through the adaptor (no ticker: nothing but these entries).
   void Write() {
@@ -93,7 +87,7 @@ class RecoveryTest : public ::testing::Test {
     return RecoverWal(*backend, {.pchannel = kPchannel});
   }
 
-  std::filesystem::path dir_;
+  kf::testing::TempDir dir_{"kf-walrecovery"};
   std::unique_ptr<TimestampAllocator> tso_;
   std::unique_ptr<MemoryWalBackend> log_;
   AppendResult create_, create_other_, insert_, begin_, commit_, drop_other_;

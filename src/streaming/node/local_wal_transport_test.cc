@@ -4,9 +4,9 @@
 #include "streaming/node/local_wal_transport.h"
 
 #include <chrono>
-#include <filesystem>
 
 #include "client/fake_streaming_node.h"
+#include "common/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "kingfisher/consumer.h"
 #include "kingfisher/producer.h"
@@ -20,12 +20,7 @@ namespace {
 class InProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("kf-in-process-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    tso_ = *TimestampAllocator::Open((dir_ / "tso").string(), {});
+    tso_ = *TimestampAllocator::Open(dir_.path() + "/tso", {});
     wal::WalOptions o;
     o.pchannel = "kf-dml_0";
     o.tso = tso_.get();
@@ -47,12 +42,11 @@ class InProcessTest : public ::testing::Test {
   void TearDown() override {
     client_.reset();
     wal_->Close();
-    std::filesystem::remove_all(dir_);
   }
 
   trace::testing::ScopedInMemoryTracing tracing_;
   client::testing::FakeStreamingNode node_;
-  std::filesystem::path dir_;
+  kf::testing::TempDir dir_{"kf-in-process"};
   std::unique_ptr<TimestampAllocator> tso_;
   std::shared_ptr<wal::Wal> wal_;
   std::atomic<int> lookups_{0};
@@ -97,9 +91,8 @@ TEST_F(InProcessTest, AppendAndConsumeSkipTheNetwork) {
 TEST_F(InProcessTest, BadMessageIsRejectedLikeTheNodeWould) {
   auto producer = *client_->CreateProducer();
   // A collection vchannel: the payload must decode.
-  kingfisher::Message m{.type = MessageType::kInsert,
-                        .vchannel = "kf-dml_0_5v0",
-                        .payload = "not an insert batch"};
+  kingfisher::Message m{
+      .type = MessageType::kInsert, .vchannel = "kf-dml_0_5v0", .payload = "not an insert batch"};
   auto r = producer->AppendSync(std::move(m));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
   EXPECT_TRUE(node_.produce_requests().empty());
