@@ -287,6 +287,19 @@ bool CondVar::WaitWithDeadline(Mutex* mu, Time deadline) {
   return AwaitAnnotated<bool>(KF_CALLER, mu, [&] { return real(this, mu, deadline); });
 }
 
+// Release unlocks through the exported Unlock, but from inside absl, where the caller check
+// would leave it unannotated; annotate it here, for the Mutex it holds (its only member).
+void ReleasableMutexLock::Release() KF_FORWARD {
+  static auto real = RealFn<void (*)(ReleasableMutexLock*)>("19ReleasableMutexLock7ReleaseEv");
+  Mutex* const mu = *reinterpret_cast<Mutex**>(this);
+  Outer outer(KF_CALLER);
+  if (outer) __tsan_mutex_pre_unlock(mu, 0);
+  real(this);
+  if (outer) __tsan_mutex_post_unlock(mu, 0);
+}
+
+static_assert(sizeof(ReleasableMutexLock) == sizeof(Mutex*), "ReleasableMutexLock is {Mutex*}");
+
 static_assert(sizeof(Notification) == 2 * sizeof(Mutex), "Notification is {Mutex, atomic<bool>}");
 
 // Notify happens before every wait that returns because of it and every HasBeenNotified()
