@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CMAKE := cmake -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_CXX_COMPILER_LAUNCHER=ccache $(CMAKE_FLAGS)
 
-.PHONY: deps configure build test test-asan run bench fuzz format clean
+.PHONY: deps configure build test test-asan test-tsan run bench fuzz format clean
 
 deps:
 	@./scripts/deps.sh
@@ -21,11 +21,22 @@ build: configure
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --label-exclude slow-asan
 
+# Sanitizer builds use clang-14, which also checks the thread-safety annotations
+# (-Wthread-safety -Werror), at -O1 (see CMakeLists.txt).
+CLANG := -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14
+
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps
-	$(CMAKE) -S . -B build-asan -DKF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+	$(CMAKE) $(CLANG) -S . -B build-asan -DKF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 	cmake --build build-asan -j $(JOBS)
 	ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+
+# The same suite under ThreadSanitizer; tsan.supp lists the reports that are not ours.
+test-tsan: deps
+	$(CMAKE) $(CLANG) -S . -B build-tsan -DKF_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
+	cmake --build build-tsan -j $(JOBS)
+	TSAN_OPTIONS="suppressions=$(CURDIR)/tsan.supp ignore_noninstrumented_modules=1 second_deadlock_stack=1 $(TSAN_OPTIONS)" \
+	  ctest --test-dir build-tsan --output-on-failure -j $(JOBS)
 
 run: build
 	$(BUILD_DIR)/bin/kingfisher run standalone $(ARGS)
@@ -43,4 +54,4 @@ format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD_DIR) build-asan build-fuzz
+	rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz

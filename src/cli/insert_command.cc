@@ -69,7 +69,10 @@ class Inserter {
   // completed and, with --txn, the transactions were committed or rolled back).
   absl::Status Run(uint64_t total, const RowSource& source) {
     total_ = total;
-    last_progress_ = absl::Now();
+    {
+      absl::MutexLock l(&mu_);
+      last_progress_ = absl::Now();
+    }
     const uint64_t window = std::clamp<uint64_t>(kMaxWindowBytes / RowBytes(collection_.dim),
                                                  RowsPerMessage(collection_.dim), kMaxWindowRows);
     std::vector<float> vectors;

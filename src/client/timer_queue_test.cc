@@ -12,10 +12,12 @@ namespace {
 constexpr absl::Duration kPatience = absl::Seconds(30);
 
 TEST(TimerQueueTest, RunsTasksInTimeOrder) {
-  TimerQueue q;
   absl::Mutex mu;
   std::vector<int> order;
   absl::Notification done;
+  // Declared after what its tasks touch, so its thread is joined before they are destroyed: the
+  // last task notifies `done` while holding `mu` and may still be unlocking it when we return.
+  TimerQueue q;
   const absl::Time base = absl::Now() + absl::Milliseconds(20);
   auto record = [&](int i) {
     absl::MutexLock l(&mu);

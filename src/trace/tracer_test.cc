@@ -209,7 +209,7 @@ TEST_F(SdkTracerTest, ConcurrentUseOfOneSpan) {
   std::latch start(kThreads);
   std::vector<std::jthread> threads;
   for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
+    threads.emplace_back([&, t, &span = span] {
       start.arrive_and_wait();
       for (int i = 0; i < 100; ++i) {
         span->SetAttribute("t" + std::to_string(t), int64_t{i});

@@ -419,7 +419,7 @@ TEST_F(WalTxnTracingTest, Scenario11CatchupGivesTheTxnOneConsumeSpanChildOfTheSo
   kingfisher::v1::TxnContext txn;
   txn.set_txn_id(100);
   txn.set_keepalive_ms(10'000);
-  auto persist = [&](MutableMessage m, uint64_t tt, bool self_lc) {
+  auto persist = [&, &source_ctx = source_ctx](MutableMessage m, uint64_t tt, bool self_lc) {
     m.set_timetick(TimeTick(tt));
     m.set_wal_term(Term(1));
     if (self_lc) {

@@ -89,7 +89,7 @@ TEST_F(ClusterTest, EtcdOutageUnderNodes) {
   // registers again, the coordinator acts again, the assignment settles.
   for (auto& [id, node] : nodes_) {
     EXPECT_TRUE(absl::StrContains(node->Output(), "session lost")) << "node " << id;
-    EXPECT_TRUE(PollUntil([&] { return Count(node->Output(), "registered at") >= 2; }))
+    EXPECT_TRUE(PollUntil([&node = node] { return Count(node->Output(), "registered at") >= 2; }))
         << "node " << id << " did not register again:\n"
         << node->Output();
   }

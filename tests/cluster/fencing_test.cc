@@ -142,7 +142,7 @@ TEST_P(ClusterBackendTest, FencingWithSigstop) {
   int64_t new_node = 0;
   int64_t new_term = 0;
   ASSERT_TRUE(WaitStatus(
-      [&](const kingfisher::ClusterStatus& s) {
+      [&, victim = victim, old_term = old_term](const kingfisher::ClusterStatus& s) {
         for (const auto& p : s.pchannels) {
           if (p.pchannel == PChannel(0) && p.node != victim && p.node != 0 && p.term > old_term &&
               p.state == "ASSIGNED") {

@@ -88,20 +88,21 @@ class FaultInjectionFileSystem final : public FileSystem {
 
   // Called by File with mu_ held shared.
   absl::Status AppendLocked(const std::string& path, uint64_t generation, WritableFile* base,
-                            std::string_view data);
-  absl::Status SyncLocked(const std::string& path, uint64_t generation, WritableFile* base);
+                            std::string_view data) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status SyncLocked(const std::string& path, uint64_t generation, WritableFile* base)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status TruncateLocked(const std::string& path, uint64_t generation, WritableFile* base,
-                              uint64_t size);
+                              uint64_t size) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status PreallocateLocked(const std::string& path, uint64_t generation, WritableFile* base,
-                                 uint64_t size);
+                                 uint64_t size) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status ZeroFillLocked(const std::string& path, uint64_t generation, WritableFile* base,
-                              uint64_t offset, uint64_t len);
+                              uint64_t offset, uint64_t len) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckAlive(uint64_t generation) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckNotDead() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   Fault NextWriteFault(size_t* partial_bytes);
   bool NextSyncFails();
   // Records that `path`'s appended bytes reach `end` (takes knob_mu_).
-  void NoteWritten(const std::string& path, uint64_t end);
+  void NoteWritten(const std::string& path, uint64_t end) ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   FileSystem* const base_;
   // Shared by writes/syncs, exclusive for crashes and namespace changes.

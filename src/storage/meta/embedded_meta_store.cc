@@ -19,11 +19,15 @@ absl::Status CheckDeadline(absl::Time deadline) {
   return absl::OkStatus();
 }
 
+absl::Status WriterDeadlineError() {
+  return absl::DeadlineExceededError("metadata store: deadline waiting for the writer");
+}
+
 // Releases write_mu_ taken by a successful LockWriter at scope exit.
-class WriterUnlock {
+class ABSL_SCOPED_LOCKABLE WriterUnlock {
  public:
-  explicit WriterUnlock(absl::Mutex* mu) : mu_(mu) {}
-  ~WriterUnlock() { mu_->Unlock(); }
+  explicit WriterUnlock(absl::Mutex* mu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) : mu_(mu) {}
+  ~WriterUnlock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
   WriterUnlock(const WriterUnlock&) = delete;
   WriterUnlock& operator=(const WriterUnlock&) = delete;
 
@@ -150,12 +154,12 @@ absl::Status EmbeddedMetaStore::Recover() {
   return absl::OkStatus();
 }
 
-absl::Status EmbeddedMetaStore::LockWriter(absl::Time deadline) {
+bool EmbeddedMetaStore::LockWriter(absl::Time deadline) {
   if (!write_mu_.LockWhenWithDeadline(absl::Condition::kTrue, deadline)) {
     write_mu_.Unlock();
-    return absl::DeadlineExceededError("metadata store: deadline waiting for the writer");
+    return false;
   }
-  return absl::OkStatus();
+  return true;
 }
 
 absl::Status EmbeddedMetaStore::Commit(const Mutation& m) {
@@ -252,7 +256,7 @@ absl::StatusOr<TxnResult> EmbeddedMetaStore::Txn(const std::vector<Compare>& com
                                                  const std::vector<Op>& else_ops,
                                                  absl::Time deadline) {
   RETURN_IF_ERROR(CheckDeadline(deadline));
-  RETURN_IF_ERROR(LockWriter(deadline));
+  if (!LockWriter(deadline)) return WriterDeadlineError();
   WriterUnlock unlock(&write_mu_);
   KvState::TxnPlan plan;
   {
@@ -275,7 +279,7 @@ absl::StatusOr<LeaseGrant> EmbeddedMetaStore::GrantLease(absl::Duration ttl, abs
   const int64_t ttl_ms = absl::ToInt64Milliseconds(absl::Ceil(ttl, absl::Milliseconds(1)));
   if (ttl_ms <= 0) return absl::InvalidArgumentError("metadata store: lease ttl must be > 0");
   RETURN_IF_ERROR(CheckDeadline(deadline));
-  RETURN_IF_ERROR(LockWriter(deadline));
+  if (!LockWriter(deadline)) return WriterDeadlineError();
   WriterUnlock unlock(&write_mu_);
   Mutation m;
   {
@@ -304,7 +308,7 @@ absl::StatusOr<absl::Duration> EmbeddedMetaStore::KeepAliveOnce(LeaseId lease,
 
 absl::Status EmbeddedMetaStore::RevokeLease(LeaseId lease, absl::Time deadline) {
   RETURN_IF_ERROR(CheckDeadline(deadline));
-  RETURN_IF_ERROR(LockWriter(deadline));
+  if (!LockWriter(deadline)) return WriterDeadlineError();
   WriterUnlock unlock(&write_mu_);
   Mutation m;
   {
@@ -371,7 +375,7 @@ void EmbeddedMetaStore::DispatchLoop() {
       absl::MutexLock l(&mu_);
       mu_.Await(absl::Condition(this, &EmbeddedMetaStore::DispatchReady));
       if (stopping_) return;
-      auto ready = [&](const auto& entry) {
+      auto ready = [&](const auto& entry) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
         return !entry.second->done && entry.second->next_revision <= state_.revision();
       };
       auto it = std::find_if(watchers_.upper_bound(last_id), watchers_.end(), ready);

@@ -76,8 +76,8 @@ class EmbeddedMetaStore final : public MetaStore {
   EmbeddedMetaStore(std::string dir, Options options);
 
   absl::Status Recover();
-  // Takes write_mu_ by `deadline`; DEADLINE_EXCEEDED (and not held) otherwise.
-  absl::Status LockWriter(absl::Time deadline);
+  // Takes write_mu_ by `deadline` and returns true; false (and not held) otherwise.
+  bool LockWriter(absl::Time deadline) ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true, write_mu_);
   // Logs `m` durably, applies it, snapshots if the log is due.
   absl::Status Commit(const Mutation& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::Status SnapshotLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);

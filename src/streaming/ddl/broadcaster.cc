@@ -435,7 +435,7 @@ absl::Status Broadcaster::Complete(std::stop_token stop, Task& task) {
   while (true) {
     auto [ctx, span] =
         StartSpan(ExtractTraceContext(trace::Context(), task.message), "wal.bc_callback");
-    absl::Status s = [&]() -> absl::Status {
+    absl::Status s = [&, &ctx = ctx]() -> absl::Status {
       AckWrites writes;
       if (callback) {
         ASSIGN_OR_RETURN(writes,

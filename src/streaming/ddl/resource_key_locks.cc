@@ -50,7 +50,8 @@ absl::StatusOr<ResourceKeyLocks::Guard> ResourceKeyLocks::Acquire(std::vector<Re
     }
   }
   for (const auto& [k, mode] : wanted) {  // std::map: sorted acquisition
-    auto free = [this, &k, mode]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return CanTake(k, mode); };
+    auto free = [this, &k = k, mode = mode]()
+                    ABSL_SHARED_LOCKS_REQUIRED(mu_) { return CanTake(k, mode); };
     if (!mu_.AwaitWithDeadline(absl::Condition(&free), deadline)) {
       const std::string held = k.ToString();
       for (const auto& [t, m] : guard.taken_) Untake(t, m);

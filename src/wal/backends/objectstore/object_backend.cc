@@ -191,7 +191,7 @@ absl::Status ObjectBackend::Upload(Block& block) {
     spdlog::warn("objectstore WAL {}: storing block {} failed (attempt {}), retrying in {}: {}",
                  pchannel(), key, attempt, absl::FormatDuration(wait), s.ToString());
     absl::MutexLock l(&mu_);
-    auto stop = [this] { return !error_.ok(); };
+    auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !error_.ok(); };
     mu_.AwaitWithTimeout(absl::Condition(&stop), wait);
     if (!error_.ok()) return error_;
   }
@@ -274,7 +274,9 @@ void ObjectBackend::CompactorLoop() {
     uint64_t segment;
     {
       absl::MutexLock l(&mu_);
-      auto ready = [this] { return closing_ || !compact_queue_.empty(); };
+      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return closing_ || !compact_queue_.empty();
+      };
       mu_.Await(absl::Condition(&ready));
       if (closing_) return;
       segment = compact_queue_.front();
@@ -347,8 +349,9 @@ absl::Status ObjectBackend::UpdateMeta(
   for (;;) {
     kingfisher::v1::ObjectLogMeta next = meta_.meta;
     change(&next);
+    const auto revision = meta_.mod_revision;
     auto cas = RetryUnavailable(give_up, [&] {
-      return CasMeta(options_.meta, view_->layout().meta_key(), meta_.mod_revision, next,
+      return CasMeta(options_.meta, view_->layout().meta_key(), revision, next,
                      RequestDeadline(give_up));
     });
     if (!cas.ok()) return cas.status();
@@ -403,7 +406,7 @@ void ObjectBackend::CompletionLoop() {
     absl::Status failed;
     {
       absl::MutexLock l(&mu_);
-      auto ready = [this] {
+      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
         return (!pending_.empty() && pending_.front()->done) ||
                (closing_ && pending_.empty() && open_ == nullptr);
       };
