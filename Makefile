@@ -31,12 +31,14 @@ test-asan: deps
 	cmake --build build-asan -j $(JOBS)
 	ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
-# The same suite under ThreadSanitizer; tsan.supp lists the reports that are not ours.
+# The same suite under ThreadSanitizer; tsan.supp lists the reports that are not ours. The suites
+# labelled tsan-blind serve through gRPC's callback API: Debian's gRPC is not built with TSan, so
+# the hand-offs between its threads are invisible and every access of a reactor is reported.
 test-tsan: deps
 	$(CMAKE) $(CLANG) -S . -B build-tsan -DKF_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
 	cmake --build build-tsan -j $(JOBS)
 	TSAN_OPTIONS="suppressions=$(CURDIR)/tsan.supp ignore_noninstrumented_modules=1 second_deadlock_stack=1 $(TSAN_OPTIONS)" \
-	  ctest --test-dir build-tsan --output-on-failure -j $(JOBS)
+	  ctest --test-dir build-tsan --output-on-failure -j $(JOBS) --label-exclude tsan-blind
 
 run: build
 	$(BUILD_DIR)/bin/kingfisher run standalone $(ARGS)
