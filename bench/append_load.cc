@@ -19,7 +19,9 @@ namespace {
 constexpr int kWarmupAppends = 20;
 
 kingfisher::Message NewMessage(const std::string& vchannel, size_t payload_bytes) {
-  kingfisher::Message m{.type = kingfisher::MessageType::kInsert, .vchannel = vchannel, .payload = std::string(payload_bytes, 'p')};
+  kingfisher::Message m{.type = kingfisher::MessageType::kInsert,
+                        .vchannel = vchannel,
+                        .payload = std::string(payload_bytes, 'p')};
   return m;
 }
 

@@ -1,8 +1,8 @@
 #include "failover.h"
 
-#include <chrono>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -61,7 +61,8 @@ class Writer {
  private:
   void Loop() {
     while (!stop_) {
-      kingfisher::Message m{.type = kingfisher::MessageType::kInsert, .vchannel = vchannel_, .payload = payload_};
+      kingfisher::Message m{
+          .type = kingfisher::MessageType::kInsert, .vchannel = vchannel_, .payload = payload_};
       auto r = producer_->AppendSync(std::move(m));
       const auto now = Clock::now();
       std::function<void()> kill;

@@ -113,8 +113,8 @@ int main(int argc, char** argv) {
     if (!inserted.ok()) Fail("rows", inserted.status());
     rows += inserted->pks.size();
   }
-  std::printf("inserted %zu rows into collection %s (%zu shards)\n", rows,
-              collection->name.c_str(), collection->vchannels.size());
+  std::printf("inserted %zu rows into collection %s (%zu shards)\n", rows, collection->name.c_str(),
+              collection->vchannels.size());
   if (auto dropped = (*client)->DropCollection(collection->name); !dropped.ok()) {
     Fail("drop collection", dropped);
   }

@@ -172,11 +172,10 @@ int RunConsume(const Args& args, std::FILE* out, std::FILE* err) {
                                                                           : kExitServerError;
   }
   auto idle_deadline = [&c]() {
-    return c.idle_timeout_seconds
-               ? kingfisher::Clock::now() + std::chrono::duration_cast<kingfisher::Duration>(
-                                                std::chrono::duration<double>(
-                                                    *c.idle_timeout_seconds))
-               : kingfisher::Deadline::max();
+    return c.idle_timeout_seconds ? kingfisher::Clock::now() +
+                                        std::chrono::duration_cast<kingfisher::Duration>(
+                                            std::chrono::duration<double>(*c.idle_timeout_seconds))
+                                  : kingfisher::Deadline::max();
   };
   uint64_t printed = 0;
   kingfisher::Deadline deadline = idle_deadline();

@@ -142,7 +142,8 @@ absl::StatusOr<std::vector<CollectionInfo>> Client::ListCollections() {
   req.set_database(impl_->options_.database);
   v1::ListCollectionsResponse resp;
   absl::Status s =
-      Unary(*impl_, absl::Now() + kf::client::AbslDuration(impl_->options_.status_timeout), "ListCollections",
+      Unary(*impl_, absl::Now() + kf::client::AbslDuration(impl_->options_.status_timeout),
+            "ListCollections",
             /*ddl=*/false, [&](const auto& channel, grpc::ClientContext* ctx) {
               return v1::Collections::NewStub(channel)->ListCollections(ctx, req, &resp);
             });
@@ -214,11 +215,11 @@ absl::StatusOr<std::vector<int64_t>> Client::AllocateIds(uint32_t count) {
   v1::AllocateTimestampsRequest req;
   req.set_count(count);
   v1::AllocateTimestampsResponse resp;
-  absl::Status s =
-      Unary(*impl_, absl::Now() + kf::client::AbslDuration(impl_->options_.status_timeout), "AllocateIds",
-            /*ddl=*/false, [&](const auto& channel, grpc::ClientContext* ctx) {
-              return v1::StreamingCoord::NewStub(channel)->AllocateTimestamps(ctx, req, &resp);
-            });
+  absl::Status s = Unary(
+      *impl_, absl::Now() + kf::client::AbslDuration(impl_->options_.status_timeout), "AllocateIds",
+      /*ddl=*/false, [&](const auto& channel, grpc::ClientContext* ctx) {
+        return v1::StreamingCoord::NewStub(channel)->AllocateTimestamps(ctx, req, &resp);
+      });
   if (!s.ok()) return s;
   // Hybrid timestamps are ids as long as they fit an int64 pk and the range is what was asked.
   constexpr uint64_t kMaxId = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());

@@ -202,7 +202,8 @@ TEST_F(CollectionCallsTest, DdlDeadlineIsHonoured) {
 }
 
 TEST_F(CollectionCallsTest, DefaultDeadlinesComeFromTheClientOptions) {
-  auto client = Connect({.status_timeout = std::chrono::seconds(20), .ddl_timeout = std::chrono::seconds(200)});
+  auto client = Connect(
+      {.status_timeout = std::chrono::seconds(20), .ddl_timeout = std::chrono::seconds(200)});
   const absl::Time before = absl::Now();
   ASSERT_TRUE(client->CreateCollection(Spec()).ok());
   ASSERT_TRUE(client->DescribeCollection("orders").ok());

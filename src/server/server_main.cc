@@ -60,8 +60,7 @@ void SetUpLogging(const std::string& level) {
   spdlog::set_default_logger(logger);
 }
 
-int RunRole(const std::string& role, CLI::App* app, const Flags& flags,
-            const ServerHooks& hooks) {
+int RunRole(const std::string& role, CLI::App* app, const Flags& flags, const ServerHooks& hooks) {
   Settings given;
   for (const SettingInfo& s : AllSettings()) {
     if (app->get_option(FlagName(s.key))->count() > 0) given[s.key] = flags.raw.at(s.key);

@@ -191,7 +191,9 @@ TEST_F(LogStoreKillTest, StandaloneOverTwoDeadLogStoresResumesAfterTheirRestart)
   auto append = [&](const std::string& payload, kingfisher::Duration timeout) {
     kingfisher::Message m{
         .type = kingfisher::MessageType::kInsert, .vchannel = "kf-dml_0_kill", .payload = payload};
-    return (*producer)->Append(std::move(m), {.deadline = kingfisher::Clock::now() + timeout}).get();
+    return (*producer)
+        ->Append(std::move(m), {.deadline = kingfisher::Clock::now() + timeout})
+        .get();
   };
   ASSERT_TRUE(append("before", std::chrono::seconds(30)).ok());
   stores_[0]->Kill();

@@ -1,8 +1,8 @@
 // Collections end to end over `kingfisher run standalone` (docs/ddl.md, docs/ddl-node.md): DDL
 // over the raw generated stub, data through the client library, and a restart.
-#include <chrono>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>

@@ -137,11 +137,11 @@ class StandaloneServerTest : public ::testing::Test {
   std::unique_ptr<ServerProcess> StartServer(std::vector<std::string> extra_args = {},
                                              std::map<std::string, std::string> env = {},
                                              std::string binary = "kingfisher") {
-    auto server = std::make_unique<ServerProcess>(ServerProcess::Options{
-        .data_dir = data_dir(),
-        .extra_args = std::move(extra_args),
-        .env = std::move(env),
-        .binary = std::move(binary)});
+    auto server =
+        std::make_unique<ServerProcess>(ServerProcess::Options{.data_dir = data_dir(),
+                                                               .extra_args = std::move(extra_args),
+                                                               .env = std::move(env),
+                                                               .binary = std::move(binary)});
     if (!server->Start()) {
       ADD_FAILURE() << "server did not start:\n" << server->Output();
       return nullptr;

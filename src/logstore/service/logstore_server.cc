@@ -85,7 +85,8 @@ absl::Status LogStoreServer::UploadOne(const SegmentKey& key, uint64_t end) {
     format::AppendSegmentBatch(&object, next, r.entries);
     next += r.entries.size();
   }
-  const std::string object_key = format::SegmentObjectKey(options_.object_prefix, key.log, key.segment);
+  const std::string object_key =
+      format::SegmentObjectKey(options_.object_prefix, key.log, key.segment);
   // Every replica of the segment uploads the same entries; the first create wins.
   auto put = options_.object_store->Put(object_key, object, {.if_absent = true},
                                         absl::Now() + absl::Seconds(60));

@@ -1,7 +1,8 @@
 #include "streaming/ddl/producer_appender.h"
 
-#include <chrono>
 #include <gtest/gtest.h>
+
+#include <chrono>
 
 #include "absl/synchronization/notification.h"
 #include "client/fake_streaming_node.h"
