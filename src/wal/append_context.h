@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/hybrid_time.h"
@@ -90,6 +91,9 @@ struct AppendContext {
   // Set by whoever held the run (HoldRun) and failed, e.g. the txn's commit gate: a durable
   // append whose hold failed is answered with it.
   absl::Status hold_status;
+  // Dropped right after this append is answered: a hold on another run that must not be
+  // answered before this one (TxnInterceptor: the commit a body's durability released).
+  absl::AnyInvocable<void() &&> after_answer;
 
   // --- The sequencer's stamp of the last attempt.
   MessageId id;  // the backend id, set while the entry is encoded (before it can be durable)

@@ -100,6 +100,7 @@ void Completion::Answer(AppendContext& a, WalMetrics::Clock::time_point now) {
   if (a.metered) metrics_->AppendFinished(a.result.status(), a.started, now, a.bytes);
   a.stage = AppendContext::Stage::kAnswered;
   if (a.done) std::move(a.done)(std::move(a.result));
+  a.after_answer = nullptr;  // e.g. a commit waiting for this body: answered after it
 }
 
 }  // namespace kf::wal

@@ -7,6 +7,14 @@
 #include "wal/run.h"
 
 namespace kf::wal {
+namespace {
+
+// The body whose durability is being counted on this thread (AfterDurable): a commit gate that
+// fires then hands its hold to that body, so the commit is acknowledged after the body even
+// when the body's own answer waits for its appending thread (run.h).
+thread_local AppendContext* t_settling_body = nullptr;
+
+}  // namespace
 
 absl::Status TxnInterceptor::BeforeSequence(AppendContext& a, TimeTick tt) {
   if (a.ordinary() || a.role == AppendRole::kTimeTick) return absl::OkStatus();
@@ -38,6 +46,9 @@ absl::Status TxnInterceptor::BeforeSequence(AppendContext& a, TimeTick tt) {
             if (!gate.ok() && a.hold_status.ok()) {
               a.hold_status = std::move(gate);
             }
+            if (t_settling_body != nullptr) {
+              t_settling_body->after_answer = [held = std::move(held)]() mutable {};
+            }
           }));
       break;
     case AppendRole::kRollback:
@@ -55,7 +66,10 @@ void TxnInterceptor::AfterEnqueued(AppendContext& a) {
 }
 
 void TxnInterceptor::AfterDurable(AppendContext& a, const ImmutableMessagePtr& /*message*/) {
-  if (a.role == AppendRole::kBody) txns_->BodyDurable(a.txn_id);
+  if (a.role != AppendRole::kBody) return;
+  t_settling_body = &a;
+  txns_->BodyDurable(a.txn_id);
+  t_settling_body = nullptr;
 }
 
 void TxnInterceptor::AfterAbandoned(AppendContext& a, const absl::Status& cause) {
