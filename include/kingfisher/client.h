@@ -15,7 +15,7 @@
 //
 // Errors (every method, exhaustively):
 //   Connect        INVALID_ARGUMENT  empty endpoint, non-positive timeouts, bad retry policy.
-//   CreateProducer never fails today (StatusOr so that routing discovery can fail later).
+//   CreateProducer INVALID_ARGUMENT  a batching bound below 1.
 //   CreateConsumer INVALID_ARGUMENT  the vchannel does not name a pchannel ("kf-dml_<i>_<x>"),
 //                                    or a StartFrom/StartAfter policy without a valid id.
 //   Collection calls: INVALID_ARGUMENT (bad name, dim, metric, shards, database, dropping

@@ -5,6 +5,13 @@
 // PChannelOfVChannel(message.vchannel()); one Produce stream per pchannel carries many appends
 // in flight, answered in any order.
 //
+// Batching (ProducerOptions::batching): a message is sent at once when fewer than
+// max_inflight_requests requests of its pchannel await answers; otherwise it waits, with what
+// else is queued for that pchannel, for the next request, which goes out as soon as one is
+// answered. No linger timer: an idle producer pays no latency, a busy one sends big requests.
+// Each message of a request is still acknowledged or failed on its own, retried on its own, and
+// messages of one pchannel leave in the order they were appended.
+//
 // Retries (all with the SAME `_ik`, so the WAL appends the message at most once and answers a
 // duplicate with the original result), with exponential backoff, until the append's deadline:
 //   UNAVAILABLE (transport loss, server restart, ON_SHUTDOWN), DEADLINE_EXCEEDED of one
@@ -35,6 +42,7 @@
 // Ownership: destroying the Producer runs Close.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -56,9 +64,19 @@ struct AppendResult {
   std::optional<TxnId> txn_id;  // set for transaction messages
 };
 
+// How a producer coalesces the messages it has queued for one pchannel into Produce requests.
+struct BatchingOptions {
+  // Requests of one pchannel awaiting their answers before new messages wait to be coalesced.
+  int max_inflight_requests = 2;
+  // Bounds of one request; a message larger than max_bytes goes alone.
+  size_t max_messages = 1024;
+  size_t max_bytes = size_t{1} << 20;
+};
+
 struct ProducerOptions {
   // Empty: a random 16-hex-digit id. Give a stable id only if sequences are kept too.
   std::string producer_id;
+  BatchingOptions batching;
 };
 
 struct AppendOptions {

@@ -81,6 +81,11 @@ std::unique_ptr<ProducerImpl> NewProducer(const kingfisher::Client& client,
 namespace kingfisher {
 
 absl::StatusOr<std::unique_ptr<Producer>> Client::CreateProducer(ProducerOptions options) {
+  const BatchingOptions& b = options.batching;
+  if (b.max_inflight_requests < 1 || b.max_messages < 1 || b.max_bytes < 1) {
+    return kf::StreamingError(kf::StreamingCode::kInvalidArgument,
+                              "ProducerOptions::batching: every bound must be at least 1");
+  }
   return std::unique_ptr<Producer>(kf::client::NewProducer(*this, std::move(options)));
 }
 

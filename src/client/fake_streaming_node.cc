@@ -31,7 +31,11 @@ v1::Error MakeWireError(StreamingCode code, std::string message) {
 }
 
 MutableMessage SentMessage(const v1::ProduceRequest& r) {
-  absl::StatusOr<MutableMessage> m = MutableMessage::Decode(r.message());
+  if (r.entries_size() != 1) {
+    std::fprintf(stderr, "a recorded ProduceRequest has %d entries, not 1\n", r.entries_size());
+    std::abort();
+  }
+  absl::StatusOr<MutableMessage> m = MutableMessage::Decode(r.entries(0).message());
   if (!m.ok()) {
     std::fprintf(stderr, "undecodable ProduceRequest.message: %s\n", m.status().ToString().c_str());
     std::abort();
@@ -73,6 +77,11 @@ void FakeStreamingNode::AnswerInReverseBatchesOf(int n) {
 std::vector<v1::ProduceRequest> FakeStreamingNode::produce_requests() const {
   absl::MutexLock l(&mu_);
   return requests_;
+}
+
+std::vector<int> FakeStreamingNode::batch_sizes() const {
+  absl::MutexLock l(&mu_);
+  return batch_sizes_;
 }
 
 int FakeStreamingNode::produce_streams() const {
@@ -117,10 +126,10 @@ std::vector<v1::ConsumeRequest::Create> FakeStreamingNode::consume_creates() con
   return creates_;
 }
 
-v1::ProduceResponse FakeStreamingNode::AppendLocked(const v1::ProduceRequest& req) {
-  v1::ProduceResponse r;
-  r.set_request_id(req.request_id());
-  absl::StatusOr<MutableMessage> m = MutableMessage::Decode(req.message());
+v1::ProduceResult FakeStreamingNode::AppendLocked(const v1::ProduceRequest& req) {
+  v1::ProduceResult r;
+  r.set_id(req.entries(0).id());
+  absl::StatusOr<MutableMessage> m = MutableMessage::Decode(req.entries(0).message());
   if (!m.ok()) {
     *r.mutable_error() = MakeWireError(StreamingCode::kInvalidArgument, m.status().ToString());
     return r;
@@ -130,8 +139,8 @@ v1::ProduceResponse FakeStreamingNode::AppendLocked(const v1::ProduceRequest& re
   if (ik) {
     auto it = by_key_.find(*ik);
     if (it != by_key_.end()) {
-      v1::ProduceResponse dup = it->second;
-      dup.set_request_id(req.request_id());
+      v1::ProduceResult dup = it->second;
+      dup.set_id(req.entries(0).id());
       return dup;
     }
   }
@@ -195,37 +204,58 @@ grpc::Status FakeStreamingNode::Produce(
     grpc::ServerContext* /*ctx*/,
     grpc::ServerReaderWriter<v1::ProduceResponse, v1::ProduceRequest>* stream) {
   bool fail_this;
-  int batch;
+  int reverse_batch;
   {
     absl::MutexLock l(&mu_);
     ++streams_;
     fail_this = fail_streams_ > 0;
     if (fail_this) --fail_streams_;
-    batch = reverse_batch_;
+    reverse_batch = reverse_batch_;
   }
-  std::vector<v1::ProduceResponse> held;
-  v1::ProduceRequest req;
-  while (stream->Read(&req)) {
-    v1::ProduceResponse resp;
+  std::vector<v1::ProduceResult> held;
+  v1::ProduceRequest batch_req;
+  while (stream->Read(&batch_req)) {
     {
       absl::MutexLock l(&mu_);
-      requests_.push_back(req);
-      std::optional<v1::Error> err;
-      if (injector_) err = injector_(req);
-      if (err) {
-        resp.set_request_id(req.request_id());
-        *resp.mutable_error() = *err;
-      } else {
-        resp = AppendLocked(req);
+      batch_sizes_.push_back(batch_req.entries_size());
+    }
+    for (const v1::ProduceEntry& entry : batch_req.entries()) {
+      // Recorded and judged one message at a time, as if each had come alone.
+      v1::ProduceRequest req;
+      req.set_pchannel(batch_req.pchannel());
+      req.set_term(batch_req.term());
+      *req.add_entries() = entry;
+      v1::ProduceResult result;
+      std::function<std::optional<v1::Error>(const v1::ProduceRequest&)> injector;
+      {
+        absl::MutexLock l(&mu_);
+        requests_.push_back(req);
+        injector = injector_;
       }
+      // Outside mu_: an injector may block (holding this stream's answers) while the test
+      // inspects the node.
+      const std::optional<v1::Error> err = injector ? injector(req) : std::nullopt;
+      {
+        absl::MutexLock l(&mu_);
+        if (err) {
+          result.set_id(entry.id());
+          *result.mutable_error() = *err;
+        } else {
+          result = AppendLocked(req);
+        }
+      }
+      held.push_back(std::move(result));
     }
     if (fail_this) {
-      // "Appended", but the answer is lost with the connection.
+      // "Appended", but the answers are lost with the connection.
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "injected transport failure");
     }
-    held.push_back(std::move(resp));
-    if (static_cast<int>(held.size()) >= batch) {
-      for (auto it = held.rbegin(); it != held.rend(); ++it) stream->Write(*it);
+    if (static_cast<int>(held.size()) >= reverse_batch) {
+      for (auto it = held.rbegin(); it != held.rend(); ++it) {
+        v1::ProduceResponse resp;
+        *resp.add_results() = std::move(*it);
+        stream->Write(resp);
+      }
       held.clear();
     }
   }

@@ -34,7 +34,8 @@ std::unique_ptr<kingfisher::Client> ConnectTo(const FakeStreamingNode& node, int
 // A per-request error as the server sends it (docs/semantics.md §3 code mapping).
 kingfisher::v1::Error MakeWireError(StreamingCode code, std::string message = "injected");
 
-// The message a request carries, decoded; aborts on bytes the client library cannot have sent.
+// The message a recorded (one-entry) request carries, decoded; aborts on bytes the client library
+// cannot have sent.
 MutableMessage SentMessage(const kingfisher::v1::ProduceRequest& r);
 
 class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
@@ -49,16 +50,22 @@ class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
   const std::string& endpoint() const { return endpoint_; }
 
   // --- Produce behaviour ---
+  // Every message of a batched request is recorded, judged and answered (one response each) as
+  // if it had come alone: produce_requests() and the injector see one-entry requests.
+  //
   // The first `n` produce streams record the first request they get as appended (so a retry
   // is a duplicate) and then end with UNAVAILABLE without answering.
   void FailStreamsAfterAppend(int n);
-  // Per-request verdict: return an Error to answer with it (nothing is appended).
+  // Per-message verdict: return an Error to answer with it (nothing is appended). Runs on the
+  // stream's handler thread without the node's lock: it may block to hold the stream.
   void SetErrorInjector(
       std::function<std::optional<kingfisher::v1::Error>(const kingfisher::v1::ProduceRequest&)> f);
-  // Hold answers until `n` requests arrived on the stream, then answer them in reverse.
+  // Hold answers until `n` messages arrived on the stream, then answer them in reverse.
   void AnswerInReverseBatchesOf(int n);
 
   std::vector<kingfisher::v1::ProduceRequest> produce_requests() const;
+  // The number of messages of each request as it arrived, in order.
+  std::vector<int> batch_sizes() const;
   int produce_streams() const;
   // Messages appended (after deduplication), in order.
   std::vector<MutableMessage> appended() const;
@@ -95,7 +102,7 @@ class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
                                                 kingfisher::v1::ConsumeRequest>* stream) override;
 
  private:
-  kingfisher::v1::ProduceResponse AppendLocked(const kingfisher::v1::ProduceRequest& req)
+  kingfisher::v1::ProduceResult AppendLocked(const kingfisher::v1::ProduceRequest& req)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The txn verdict on a message about to be appended at `timetick`: an error, or the
   // TxnContext to answer with (txn_id 0 = not a txn message). Updates txns_ when admitted.
@@ -113,7 +120,8 @@ class FakeStreamingNode final : public kingfisher::v1::StreamingNode::Service {
   std::vector<kingfisher::v1::ProduceRequest> requests_ ABSL_GUARDED_BY(mu_);
   int streams_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<MutableMessage> appended_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, kingfisher::v1::ProduceResponse> by_key_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, kingfisher::v1::ProduceResult> by_key_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> batch_sizes_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, TxnRecord> txns_ ABSL_GUARDED_BY(mu_);
 
   std::vector<MutableMessage> consume_log_ ABSL_GUARDED_BY(mu_);

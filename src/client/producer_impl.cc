@@ -35,6 +35,13 @@ struct ProducerImpl::Op {
   absl::Status last_error;
   int64_t route_version = 0;  // of the route the last attempt used
   int64_t stale_version = 0;  // resolve from a newer assignment than this (after a routing error)
+  // An attempt prepared (span started, message encoded) but sent back to wait in its lane:
+  // the next attempt sends it as is, so that no span is started for nothing.
+  struct Prepared {
+    std::shared_ptr<trace::Span> span;
+    std::string encoded;
+  };
+  std::optional<Prepared> prepared;
 
   explicit Op(const kingfisher::RetryPolicy& p) : backoff(p) {}
 };
@@ -51,7 +58,7 @@ absl::Status WithContext(const absl::Status& s, std::string_view suffix) {
   return WithMessage(s, absl::StrCat(ToAbsl(ToStd(s.message())), ToAbsl(suffix)));
 }
 
-absl::StatusOr<kingfisher::AppendResult> ResultOf(const kingfisher::v1::ProduceResponse& r) {
+absl::StatusOr<kingfisher::AppendResult> ResultOf(const kingfisher::v1::ProduceResult& r) {
   if (r.has_error() && (r.error().grpc_code() != 0 || r.error().streaming_code() != 0)) {
     return wire::FromProtoError(r.error());
   }
@@ -80,7 +87,8 @@ ProducerImpl::ProducerImpl(std::shared_ptr<Router> router, LocalTransport local,
       local_(std::move(local)),
       client_options_(std::move(client_options)),
       producer_id_(options.producer_id.empty() ? RandomProducerId()
-                                               : std::move(options.producer_id)) {}
+                                               : std::move(options.producer_id)),
+      batching_(options.batching) {}
 
 ProducerImpl::~ProducerImpl() { Close(); }
 
@@ -161,19 +169,13 @@ void ProducerImpl::AppendMessage(MutableMessage message, AppendDone done, absl::
   InjectTraceContext(op->logical, &message);
   op->message = std::move(message);
   // Never wait for a route or a connection on the caller's thread: an append that has no live
-  // stream to use starts on the timer thread (a caller issuing appends while the server is
-  // down would otherwise block for an attempt timeout per append).
-  if (local_ || HasLiveStream(op->pchannel)) return StartAttempt(op);
-  timer_.Schedule(absl::Now(), [this, op]() { StartAttempt(op); });
+  // stream to use waits in its pchannel's lane, which a timer task drains (a caller issuing
+  // appends while the server is down would otherwise block for an attempt timeout per append).
+  if (local_) return StartAttempt(op, /*from_lane=*/true);
+  StartAttempt(op, /*from_lane=*/false);
 }
 
-bool ProducerImpl::HasLiveStream(const std::string& pchannel) {
-  absl::MutexLock l(&mu_);
-  auto it = streams_.find(pchannel);
-  return it != streams_.end() && !it->second->broken();
-}
-
-void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
+void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op, bool from_lane) {
   {
     absl::MutexLock l(&mu_);
     if (op->finished) return;
@@ -190,8 +192,21 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
   }
   const absl::Time attempt_deadline =
       std::min(op->deadline, absl::Now() + AbslDuration(client_options_.attempt_timeout));
-  // Wait for ready (docs/semantics.md §3): the pchannel assigned to a node (newer than a route that
-  // failed).
+  if (!from_lane) {
+    // The common case: the pchannel's stream is live and nothing waits before this message.
+    std::shared_ptr<ProduceStream> stream;
+    {
+      absl::MutexLock l(&mu_);
+      auto it = streams_.find(op->pchannel);
+      if (it == streams_.end() || it->second->broken() || lanes_.contains(op->pchannel)) {
+        return WaitInLaneLocked(op, std::nullopt);
+      }
+      stream = it->second;
+    }
+    return SendOn(op, stream, attempt_deadline, from_lane);
+  }
+  // Wait for ready (docs/semantics.md §3): the pchannel assigned to a node (newer than a route
+  // that failed).
   absl::StatusOr<Router::Route> route =
       router_->Resolve(op->pchannel, op->stale_version, attempt_deadline, [this] {
         absl::MutexLock l(&mu_);
@@ -212,33 +227,46 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
     }
     return AttemptDone(op, stream.status());
   }
+  SendOn(op, *stream, attempt_deadline, from_lane);
+}
 
-  kingfisher::v1::ProduceRequest req;
-  MutableMessage copy = op->message;
-  auto [ctx, span] =
-      StartSpanForMessage(op->logical, &copy, "wal.dist_append", trace::SpanKind::kProducer);
-  OverwriteTraceContext(ctx, &copy);
-  copy.EncodeTo(req.mutable_message());
-  req.set_pchannel(op->pchannel);
-  req.set_term((*stream)->route().term);
-  op->route_version = (*stream)->route().version;
+void ProducerImpl::SendOn(const std::shared_ptr<Op>& op,
+                          const std::shared_ptr<ProduceStream>& stream, absl::Time attempt_deadline,
+                          bool from_lane) {
+  Op::Prepared prepared;
+  if (op->prepared) {
+    prepared = *std::move(op->prepared);
+    op->prepared.reset();
+  } else {
+    MutableMessage copy = op->message;
+    auto [ctx, span] =
+        StartSpanForMessage(op->logical, &copy, "wal.dist_append", trace::SpanKind::kProducer);
+    OverwriteTraceContext(ctx, &copy);
+    copy.EncodeTo(&prepared.encoded);
+    prepared.span = std::move(span);
+  }
+  op->route_version = stream->route().version;
 
   uint64_t request_id;
   {
     // The timeout is scheduled under mu_ so that it is registered with the attempt before any
     // answer can cancel it (lock order: mu_, then the timer's).
     absl::MutexLock l(&mu_);
+    if (MustWaitLocked(*op, from_lane)) {
+      op->prepared = std::move(prepared);
+      return WaitInLaneLocked(op, std::nullopt);
+    }
     request_id = next_request_id_++;
     auto timeout = timer_.Schedule(attempt_deadline,
                                    [this, op, request_id]() { OnAttemptTimeout(op, request_id); });
-    pending_[request_id] = Pending{op, *stream, span, timeout};
+    pending_[request_id] = Pending{op, stream, prepared.span, timeout};
     ++op->attempts;
   }
-  req.set_request_id(request_id);
-  if ((*stream)->Write(req)) return;
+  if (stream->Send(request_id, std::move(prepared.encoded))) return;
   // The stream is over. Its reader fails the attempts it knows of, but this one may have been
   // registered after that: fail it here unless the reader already did.
   Pending p;
+  absl::Status final;
   {
     absl::MutexLock l(&mu_);
     auto it = pending_.find(request_id);
@@ -247,15 +275,65 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op) {
     pending_.erase(it);
     timer_.Cancel(p.timeout);
     auto s = streams_.find(op->pchannel);
-    if (s != streams_.end() && s->second == *stream) {
+    if (s != streams_.end() && s->second == stream) {
       dead_streams_.push_back(std::move(s->second));
       streams_.erase(s);
     }
+    final = FailAttemptLocked(
+        op, absl::UnavailableError("produce stream closed before the request was sent"));
   }
-  absl::Status st = absl::UnavailableError("produce stream closed before the request was sent");
-  p.span->RecordError(st);
+  p.span->RecordError(op->last_error);
   p.span->End();
-  AttemptDone(op, st);
+  if (!final.ok()) Finish(op, final);
+}
+
+bool ProducerImpl::MustWaitLocked(const Op& op, bool from_lane) {
+  auto lane = lanes_.find(op.pchannel);
+  if (lane == lanes_.end()) return false;
+  if (!from_lane) return true;  // whatever is in the lane goes first
+  // A lane's own message waits again when an earlier one came back or an attempt failed.
+  return lane->second.stop ||
+         (!lane->second.waiting.empty() && lane->second.waiting.begin()->first < op.sequence);
+}
+
+void ProducerImpl::WaitInLaneLocked(const std::shared_ptr<Op>& op,
+                                    std::optional<absl::Time> retry_at) {
+  Lane& lane = lanes_[op->pchannel];
+  lane.waiting.emplace(op->sequence, op);
+  if (!lane.drain_scheduled) {
+    lane.drain_scheduled = true;
+    timer_.Schedule(retry_at.value_or(absl::Now()),
+                    [this, pchannel = op->pchannel]() { DrainLane(pchannel); });
+  } else if (retry_at) {
+    // The drain under way stops and resumes, from the earliest message, after the backoff.
+    lane.stop = true;
+    lane.retry_at = std::max(lane.retry_at, *retry_at);
+  }
+}
+
+void ProducerImpl::DrainLane(const std::string& pchannel) {
+  while (true) {
+    std::shared_ptr<Op> op;
+    {
+      absl::MutexLock l(&mu_);
+      auto it = lanes_.find(pchannel);
+      if (it == lanes_.end()) return;
+      Lane& lane = it->second;
+      if (lane.waiting.empty()) {
+        lanes_.erase(it);
+        return;
+      }
+      if (lane.stop) {
+        lane.stop = false;
+        const absl::Time when = std::exchange(lane.retry_at, absl::InfinitePast());
+        timer_.Schedule(when, [this, pchannel]() { DrainLane(pchannel); });
+        return;
+      }
+      op = std::move(lane.waiting.begin()->second);
+      lane.waiting.erase(lane.waiting.begin());
+    }
+    StartAttempt(op, /*from_lane=*/true);
+  }
 }
 
 void ProducerImpl::AppendLocal(const std::shared_ptr<Op>& op,
@@ -291,9 +369,19 @@ absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
       }
       // Broken before it was published (so its broken handler could not retire it), or the
       // pchannel moved: retire it; its pending attempts fail and are retried on the new route.
-      it->second->Cancel();
-      dead_streams_.push_back(std::move(it->second));
+      std::shared_ptr<ProduceStream> old = it->second;
+      old->Cancel();
+      dead_streams_.push_back(old);
       streams_.erase(it);
+      // Order: what it carried goes back to the lane (OnStreamBroken) before anything is sent
+      // on a new stream.
+      mu_.AwaitWithDeadline(
+          absl::Condition(
+              +[](ProduceStream* s) { return s->failures_reported(); }, old.get()),
+          attempt_deadline);
+      if (!old->failures_reported()) {
+        return absl::UnavailableError("produce stream to " + pchannel + " did not close in time");
+      }
     }
   }
   // A fail-fast stream on a channel that is reconnecting fails at once and leaves the
@@ -308,7 +396,7 @@ absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
   if (!ready.ok()) return ready;
   // Opening a stream may take a round trip: not under mu_.
   auto stream = std::make_shared<ProduceStream>(
-      pchannel, route,
+      pchannel, route, batching_,
       [this](ProduceStream* s, const kingfisher::v1::ProduceResponse& r) { OnResponse(s, r); },
       [this](ProduceStream* s, const absl::Status& st) { OnStreamBroken(s, st); });
   absl::MutexLock l(&mu_);
@@ -342,27 +430,32 @@ void ProducerImpl::ReapDeadStreams() {
 
 void ProducerImpl::OnResponse(ProduceStream* /*stream*/,
                               const kingfisher::v1::ProduceResponse& resp) {
-  Pending p;
+  std::vector<std::pair<Pending, const kingfisher::v1::ProduceResult*>> answered;
+  answered.reserve(static_cast<size_t>(resp.results_size()));
   {
     absl::MutexLock l(&mu_);
-    auto it = pending_.find(resp.request_id());
-    if (it == pending_.end()) return;  // a timed-out attempt: its answer is moot
-    p = std::move(it->second);
-    pending_.erase(it);
-    timer_.Cancel(p.timeout);
+    for (const kingfisher::v1::ProduceResult& r : resp.results()) {
+      auto it = pending_.find(r.id());
+      if (it == pending_.end()) continue;  // a timed-out attempt: its answer is moot
+      timer_.Cancel(it->second.timeout);
+      answered.emplace_back(std::move(it->second), &r);
+      pending_.erase(it);
+    }
   }
-  auto result = ResultOf(resp);
-  if (result.ok()) {
-    p.span->SetAttribute("message.timetick", static_cast<int64_t>(result->timetick.value()));
-  } else {
-    p.span->RecordError(result.status());
+  for (auto& [p, r] : answered) {
+    auto result = ResultOf(*r);
+    if (result.ok()) {
+      p.span->SetAttribute("message.timetick", static_cast<int64_t>(result->timetick.value()));
+    } else {
+      p.span->RecordError(result.status());
+    }
+    p.span->End();
+    AttemptDone(p.op, std::move(result));
   }
-  p.span->End();
-  AttemptDone(p.op, std::move(result));
 }
 
 void ProducerImpl::OnStreamBroken(ProduceStream* stream, const absl::Status& status) {
-  std::vector<Pending> failed;
+  std::vector<std::pair<Pending, absl::Status>> failed;  // with the error to finish with, if any
   {
     absl::MutexLock l(&mu_);
     auto it = streams_.find(stream->pchannel());
@@ -373,17 +466,21 @@ void ProducerImpl::OnStreamBroken(ProduceStream* stream, const absl::Status& sta
     for (auto it2 = pending_.begin(); it2 != pending_.end();) {
       if (it2->second.stream.get() == stream) {
         timer_.Cancel(it2->second.timeout);
-        failed.push_back(std::move(it2->second));
+        failed.emplace_back(std::move(it2->second), absl::OkStatus());
         pending_.erase(it2++);
       } else {
         ++it2;
       }
     }
+    // In the same critical section as the removal: no new stream can carry a later message
+    // before these are back in their lane.
+    for (auto& [p, final] : failed) final = FailAttemptLocked(p.op, status);
+    stream->MarkFailuresReported();
   }
-  for (auto& p : failed) {
+  for (auto& [p, final] : failed) {
     p.span->RecordError(status);
     p.span->End();
-    AttemptDone(p.op, status);
+    if (!final.ok()) Finish(p.op, final);
   }
 }
 
@@ -408,28 +505,30 @@ void ProducerImpl::OnAttemptTimeout(const std::shared_ptr<Op>& op, uint64_t requ
 void ProducerImpl::AttemptDone(const std::shared_ptr<Op>& op,
                                absl::StatusOr<kingfisher::AppendResult> r) {
   if (r.ok()) return Finish(op, std::move(r));
-  const absl::Status& s = r.status();
+  absl::Status final;
+  {
+    absl::MutexLock l(&mu_);
+    final = FailAttemptLocked(op, r.status());
+  }
+  if (!final.ok()) Finish(op, final);
+}
+
+absl::Status ProducerImpl::FailAttemptLocked(const std::shared_ptr<Op>& op, const absl::Status& s) {
   if (IsAmbiguous(s)) op->maybe_appended = true;
   op->last_error = s;
   // The node no longer serves the pchannel at the term we used: wait for a newer assignment.
   // Anything else (including that wait timing out) retries on the current one.
   op->stale_version = IsRoutingError(s) ? op->route_version : 0;
-  bool closed;
-  {
-    absl::MutexLock l(&mu_);
-    closed = closed_;
-  }
   const int max = client_options_.retry.max_attempts;
-  if (!IsRetryableAppendError(s) || closed || (max > 0 && op->attempts >= max)) {
+  if (!IsRetryableAppendError(s) || closed_ || (max > 0 && op->attempts >= max)) {
     if (IsRetryableAppendError(s) || s.code() == absl::StatusCode::kCancelled) {
-      return Finish(
-          op, WithContext(
-                  s, op->maybe_appended ? "; the message may or may not have been appended" : ""));
+      return WithContext(
+          s, op->maybe_appended ? "; the message may or may not have been appended" : "");
     }
-    return Finish(op, s);
+    return s;
   }
-  absl::Time when = std::min(op->deadline, absl::Now() + op->backoff.Next());
-  timer_.Schedule(when, [this, op]() { StartAttempt(op); });
+  WaitInLaneLocked(op, std::min(op->deadline, absl::Now() + op->backoff.Next()));
+  return absl::OkStatus();
 }
 
 void ProducerImpl::Finish(const std::shared_ptr<Op>& op,

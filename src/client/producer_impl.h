@@ -6,8 +6,9 @@
 // server side (the broadcaster's DDL copies carry `_bh`, client_internal.h).
 //
 // Design: an append is an Op that lives until its callback ran. Each attempt gets a fresh
-// request id, registered in pending_ before the request is written; the stream's reader thread
-// matches responses by id, so answers may arrive in any order. A broken stream fails every
+// entry id, registered in pending_ before the message is queued on the stream (which batches
+// it with others, produce_stream.h); the stream's reader thread matches results by id, so
+// answers may arrive in any order. A broken stream fails every
 // attempt registered on it; failed attempts are retried from the TimerQueue after a backoff.
 // An attempt that times out is forgotten (a late answer is ignored) and its stream reset.
 //
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,7 +76,32 @@ class ProducerImpl final : public kingfisher::Producer {
     TimerQueue::TaskId timeout;         // the attempt's timeout task
   };
 
-  void StartAttempt(const std::shared_ptr<Op>& op);
+  // Messages of one pchannel that wait their turn, in sequence order: retries, and appends
+  // made while the pchannel has no live stream or others already wait. One timer task at a
+  // time drains a lane; while a lane exists new appends join it, so a retried message is
+  // never overtaken by a later one of the same producer (only a message failing alone with a
+  // retryable error, while later ones succeed, can be).
+  struct Lane {
+    std::map<uint64_t, std::shared_ptr<Op>> waiting;  // by sequence
+    bool drain_scheduled = false;                     // a DrainLane task is queued or running
+    bool stop = false;  // an attempt failed meanwhile: the drain resumes after retry_at
+    absl::Time retry_at = absl::InfinitePast();
+  };
+
+  // One attempt: directly on the pchannel's live stream (unless something waits in its lane),
+  // or, from a lane, after resolving the route and opening a stream if needed.
+  void StartAttempt(const std::shared_ptr<Op>& op, bool from_lane);
+  void SendOn(const std::shared_ptr<Op>& op, const std::shared_ptr<ProduceStream>& stream,
+              absl::Time attempt_deadline, bool from_lane);
+  bool MustWaitLocked(const Op& op, bool from_lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts `op` in its lane; the drain starts now, or after `retry_at` for a retry.
+  void WaitInLaneLocked(const std::shared_ptr<Op>& op, std::optional<absl::Time> retry_at)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DrainLane(const std::string& pchannel) ABSL_LOCKS_EXCLUDED(mu_);
+  // Records a failed attempt: puts `op` in its lane for a retry and returns OK, or returns the
+  // error the append finishes with (the caller runs Finish, outside mu_).
+  absl::Status FailAttemptLocked(const std::shared_ptr<Op>& op, const absl::Status& s)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The attempt on the in-process fast path.
   void AppendLocal(const std::shared_ptr<Op>& op, const std::shared_ptr<LocalPChannel>& local);
   // The live stream of `pchannel` on `route`, or a new one once the route's channel is ready;
@@ -90,13 +117,12 @@ class ProducerImpl final : public kingfisher::Producer {
   void AttemptDone(const std::shared_ptr<Op>& op, absl::StatusOr<kingfisher::AppendResult> r);
   void Finish(const std::shared_ptr<Op>& op, absl::StatusOr<kingfisher::AppendResult> r);
   void ReapDeadStreams() ABSL_LOCKS_EXCLUDED(mu_);
-  // Whether a Produce stream to `pchannel` is open and not broken.
-  bool HasLiveStream(const std::string& pchannel) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::shared_ptr<Router> router_;
   const LocalTransport local_;
   const kingfisher::ClientOptions client_options_;
   const std::string producer_id_;
+  const kingfisher::BatchingOptions batching_;
   TimerQueue timer_;
 
   absl::Mutex mu_;
@@ -108,6 +134,7 @@ class ProducerImpl final : public kingfisher::Producer {
   absl::flat_hash_map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<ProduceStream>, std::less<>> streams_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<ProduceStream>> dead_streams_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Lane> lanes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kf::client

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "client/client_internal.h"
 #include "client/fake_streaming_node.h"
 #include "client/producer_impl.h"
@@ -46,7 +47,7 @@ TEST(ProducerTest, RetryAfterAmbiguousFailureCarriesTheSameKey) {
   ASSERT_EQ(reqs.size(), 2u);
   EXPECT_EQ(Ik(reqs[0]), Ik(reqs[1]));
   EXPECT_EQ(Ik(reqs[0]), producer->producer_id() + ":1");
-  EXPECT_NE(reqs[0].request_id(), reqs[1].request_id());
+  EXPECT_NE(reqs[0].entries(0).id(), reqs[1].entries(0).id());
   EXPECT_EQ(reqs[0].pchannel(), "kf-dml_0");
   EXPECT_EQ(node.produce_streams(), 2);
   // Appended once; the retry got the original result.
@@ -182,7 +183,8 @@ TEST(ProducerTest, ResponsesOutOfOrderAreMatchedByRequestId) {
   FakeStreamingNode node;
   node.AnswerInReverseBatchesOf(4);
   auto client = ConnectTo(node);
-  auto producer = *client->CreateProducer();
+  // Four requests may await answers, so the four messages reach the node before any answer.
+  auto producer = *client->CreateProducer({.batching = {.max_inflight_requests = 4}});
   std::vector<std::future<absl::StatusOr<AppendResult>>> futures;
   for (int i = 0; i < 4; ++i) {
     futures.push_back(producer->Append(Insert("kf-dml_0_orders", "payload-" + std::to_string(i))));
@@ -197,6 +199,68 @@ TEST(ProducerTest, ResponsesOutOfOrderAreMatchedByRequestId) {
     ids.insert(r->id);
   }
   EXPECT_EQ(ids.size(), 4u);
+}
+
+// While max_inflight_requests requests await answers, new messages queue and leave together in
+// the next request as soon as one is answered; each is still acknowledged on its own.
+TEST(ProducerTest, MessagesQueuedWhileRequestsAwaitAnswersGoOutAsOneRequest) {
+  FakeStreamingNode node;
+  auto client = ConnectTo(node);
+  auto producer = *client->CreateProducer({.batching = {.max_inflight_requests = 2}});
+  ASSERT_TRUE(producer->AppendSync(Insert("kf-dml_0_orders", "warm-up")).ok());  // a live stream
+
+  absl::Notification release;
+  node.SetErrorInjector([&release](const v1::ProduceRequest& r) -> std::optional<v1::Error> {
+    if (SentMessage(r).payload() == "m-0") release.WaitForNotification();
+    return std::nullopt;
+  });
+  std::vector<std::future<absl::StatusOr<AppendResult>>> futures;
+  for (int i = 0; i < 10; ++i) {
+    futures.push_back(producer->Append(Insert("kf-dml_0_orders", "m-" + std::to_string(i))));
+  }
+  release.Notify();  // m-0 and m-1 went out alone; m-2..m-9 wait on the client
+  for (int i = 0; i < 10; ++i) {
+    auto r = futures[i].get();
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status();
+  }
+  EXPECT_EQ(node.batch_sizes(), (std::vector<int>{1, 1, 1, 8}));
+  std::vector<std::string> payloads;
+  for (const MutableMessage& m : node.appended()) payloads.push_back(m.payload());
+  ASSERT_EQ(payloads.size(), 11u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(payloads[i + 1], "m-" + std::to_string(i));
+}
+
+TEST(ProducerTest, BatchingBoundsBelowOneAreInvalid) {
+  FakeStreamingNode node;
+  auto client = ConnectTo(node);
+  for (kingfisher::BatchingOptions b : {kingfisher::BatchingOptions{.max_inflight_requests = 0},
+                                        kingfisher::BatchingOptions{.max_messages = 0},
+                                        kingfisher::BatchingOptions{.max_bytes = 0}}) {
+    auto p = client->CreateProducer({.batching = b});
+    EXPECT_TRUE(absl::IsInvalidArgument(p.status())) << p.status();
+  }
+}
+
+// A broken stream fails everything in flight on it; the retries go out in the producer's order,
+// before anything appended after them, so the log keeps that order.
+TEST(ProducerTest, RetriesKeepTheOrderOfAPChannel) {
+  FakeStreamingNode node;
+  node.FailStreamsAfterAppend(2);  // the first two streams append their first request and break
+  auto client = ConnectTo(node);
+  auto producer = *client->CreateProducer();
+  std::vector<std::future<absl::StatusOr<AppendResult>>> futures;
+  for (int i = 0; i < 50; ++i) {
+    futures.push_back(producer->Append(Insert("kf-dml_0_orders", "m-" + std::to_string(i))));
+  }
+  for (int i = 0; i < 50; ++i) {
+    auto r = futures[i].get();
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status();
+  }
+  std::vector<std::string> payloads;
+  for (const MutableMessage& m : node.appended()) payloads.push_back(m.payload());
+  ASSERT_EQ(payloads.size(), 50u);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(payloads[i], "m-" + std::to_string(i));
+  EXPECT_GE(node.produce_streams(), 3);
 }
 
 TEST(ProducerTest, BadMessagesFailWithoutBeingSent) {

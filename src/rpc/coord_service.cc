@@ -46,9 +46,10 @@ grpc::ServerUnaryReactor* CoordService::GetStatus(
     return Reply(context,
                  absl::UnimplementedError("this server does not follow the cluster's assignments"));
   }
-  std::map<std::string, int> readers;  // of the pchannels this process serves
+  // The pchannels this process serves.
+  std::map<std::string, streaming::node::WalRegistry::PChannelInfo> served;
   if (options_.registry != nullptr) {
-    for (const auto& p : options_.registry->List()) readers[p.pchannel] = p.readers;
+    for (auto& p : options_.registry->List()) served[p.pchannel] = std::move(p);
   }
   const std::shared_ptr<const streaming::AssignmentSnapshot> s = options_.view->Current();
   for (const auto& [id, n] : s->nodes) {
@@ -63,7 +64,15 @@ grpc::ServerUnaryReactor* CoordService::GetStatus(
     p->set_node(pc.assignment.node());
     p->set_term(pc.assignment.term());
     p->set_state(std::string(streaming::PChannelStateName(pc.assignment.state())));
-    if (auto it = readers.find(name); it != readers.end()) p->set_readers(it->second);
+    auto it = served.find(name);
+    if (it != served.end()) p->set_readers(it->second.readers);
+    const bool serving = it != served.end() && it->second.term.value() == pc.assignment.term();
+    const bool assigned_here = options_.node_id != 0 && pc.assignment.node() == options_.node_id &&
+                               (pc.assignment.state() == kingfisher::v1::PCHANNEL_ASSIGNED ||
+                                pc.assignment.state() == kingfisher::v1::PCHANNEL_ASSIGNING);
+    if (assigned_here && !serving) {
+      p->set_state("RECOVERING");
+    }
   }
   return Reply(context, absl::OkStatus());
 }

@@ -3,6 +3,8 @@
 // without including gRPC headers.
 #pragma once
 
+#include <cstdint>
+
 namespace kf {
 namespace streaming {
 class AssignmentView;
@@ -22,6 +24,10 @@ struct CoordServiceOptions {
   streaming::TimestampOracle* oracle = nullptr;
   // Reader counts in GetStatus, for the pchannels this process serves. Optional.
   const streaming::node::WalRegistry* registry = nullptr;
+  // The streaming node of this process (0: none). GetStatus reports a pchannel assigned to it
+  // (ASSIGNING or ASSIGNED) that `registry` does not serve at the assigned term yet as
+  // RECOVERING: the node is still opening (recovering) its WAL, and appends to it wait.
+  int64_t node_id = 0;
 };
 
 }  // namespace rpc

@@ -19,35 +19,57 @@ namespace kf::rpc {
 namespace {
 
 using google::protobuf::internal::WireFormatLite;
+using kingfisher::v1::ProduceEntry;
 using kingfisher::v1::ProduceRequest;
 using kingfisher::v1::ProduceResponse;
+using kingfisher::v1::ProduceResult;
 
-// Best effort: the request_id (field 1) of a request that does not parse as a whole, so the
-// client can match the error to its request. 0 when it cannot be found.
-uint64_t SalvageRequestId(const grpc::ByteBuffer& buf) {
+// Best effort: the ids of the entries of a request that does not parse as a whole, so the
+// client can match the error to its messages. An entry whose id cannot be read is left out
+// (its attempt times out on the client and is retried under its `_ik`).
+std::vector<uint64_t> SalvageEntryIds(const grpc::ByteBuffer& buf) {
+  std::vector<uint64_t> ids;
   std::vector<grpc::Slice> slices;
-  if (!buf.Dump(&slices).ok()) return 0;
+  if (!buf.Dump(&slices).ok()) return ids;
   std::string bytes;
   for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
                                             static_cast<int>(bytes.size()));
+  const uint32_t entry_tag = WireFormatLite::MakeTag(ProduceRequest::kEntriesFieldNumber,
+                                                     WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  const uint32_t id_tag =
+      WireFormatLite::MakeTag(ProduceEntry::kIdFieldNumber, WireFormatLite::WIRETYPE_VARINT);
   while (true) {
-    uint32_t tag = in.ReadTag();
-    if (tag == 0) return 0;
-    if (tag == WireFormatLite::MakeTag(ProduceRequest::kRequestIdFieldNumber,
-                                       WireFormatLite::WIRETYPE_VARINT)) {
-      uint64_t id = 0;
-      return in.ReadVarint64(&id) ? id : 0;
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) return ids;
+    if (tag != entry_tag) {
+      if (!WireFormatLite::SkipField(&in, tag)) return ids;
+      continue;
     }
-    if (!WireFormatLite::SkipField(&in, tag)) return 0;
+    uint32_t length = 0;
+    if (!in.ReadVarint32(&length)) return ids;
+    const auto limit = in.PushLimit(static_cast<int>(length));
+    uint64_t id = 0;
+    bool found = false;
+    while (!found) {
+      const uint32_t inner = in.ReadTag();
+      if (inner == 0) break;
+      if (inner == id_tag) {
+        found = in.ReadVarint64(&id);
+        break;
+      }
+      if (!WireFormatLite::SkipField(&in, inner)) break;
+    }
+    if (found) ids.push_back(id);
+    in.Skip(in.BytesUntilLimit());
+    in.PopLimit(limit);
   }
 }
 
-ProduceResponse ErrorResponse(uint64_t request_id, const absl::Status& status) {
-  ProduceResponse r;
-  r.set_request_id(request_id);
-  *r.mutable_error() = wire::ToProtoError(status);
-  return r;
+void AddError(uint64_t id, const absl::Status& status, ProduceResponse* out) {
+  ProduceResult* r = out->add_results();
+  r->set_id(id);
+  *r->mutable_error() = wire::ToProtoError(status);
 }
 
 absl::Status OnShutdownError() {
@@ -115,108 +137,136 @@ void ProduceStream::OnReadDone(bool ok) {
 
 void ProduceStream::HandleRequest() {
   ProduceRequest req;
+  ProduceResponse refused;  // the entries answered at once, with their errors
   {
     grpc::ProtoBufferReader reader(&read_buf_);
     if (!req.ParseFromZeroCopyStream(&reader)) {
-      Respond(ErrorResponse(SalvageRequestId(read_buf_),
-                            StreamingError(StreamingCode::kInvalidArgument,
-                                           "malformed ProduceRequest: not a valid protobuf "
-                                           "message")),
-              false);
-      return;
+      const absl::Status malformed =
+          StreamingError(StreamingCode::kInvalidArgument,
+                         "malformed ProduceRequest: not a valid protobuf message");
+      for (uint64_t id : SalvageEntryIds(read_buf_)) AddError(id, malformed, &refused);
+      return Respond(std::move(refused), 0);
     }
   }
-  const uint64_t request_id = req.request_id();
   bool shutting_down;
   {
     absl::MutexLock lock(&mu_);
     shutting_down = shutting_down_;
   }
   if (shutting_down) {
-    Respond(ErrorResponse(request_id, OnShutdownError()), false);
-    return;
+    for (const ProduceEntry& e : req.entries()) AddError(e.id(), OnShutdownError(), &refused);
+    return Respond(std::move(refused), 0);
   }
-  if (req.message().empty()) {
-    Respond(ErrorResponse(request_id, StreamingError(StreamingCode::kInvalidArgument,
-                                                     "ProduceRequest has no message")),
-            false);
-    return;
-  }
-  absl::StatusOr<MutableMessage> decoded = MutableMessage::Decode(req.message());
-  if (!decoded.ok()) {
-    Respond(ErrorResponse(request_id, decoded.status()), false);
-    return;
-  }
-  MutableMessage msg = *std::move(decoded);
-  absl::Status valid = ValidateProducedMessage(
-      msg, ValidationOptions{.max_payload_bytes = options_->max_payload_bytes});
-  if (!valid.ok()) {
-    Respond(ErrorResponse(request_id, valid), false);
-    return;
-  }
-  absl::StatusOr<std::string> pchannel = ResolvePChannel(req.pchannel(), msg.vchannel());
-  if (!pchannel.ok()) {
-    Respond(ErrorResponse(request_id, pchannel.status()), false);
-    return;
-  }
-  absl::StatusOr<std::shared_ptr<wal::Wal>> wal =
-      streaming::node::GetAtTerm(*registry_, *pchannel, req.term());
-  if (!wal.ok()) {
-    Respond(ErrorResponse(request_id, wal.status()), false);
-    return;
-  }
-  const Term term = (*wal)->term();
-  // The client's wal.dist_append span (in `_tc`) is the parent of the server's wal.append.
-  trace::Context ctx = ExtractTraceContext(trace::Context(), msg);
+
+  // The entries that pass go to their pchannel's Wal in one AppendBatch, in request order; a
+  // request names one pchannel, so there is usually one group.
+  struct Group {
+    std::string pchannel;
+    absl::StatusOr<std::shared_ptr<wal::Wal>> wal;
+    std::vector<wal::AppendRequest> batch;
+  };
+  std::vector<Group> groups;
+  size_t admitted = 0;
   std::shared_ptr<ProduceStream> self;
   {
     absl::MutexLock lock(&mu_);
-    ++inflight_appends_;
     self = self_;
   }
-  (*wal)->Append(
-      ctx, std::move(msg),
-      [self = std::move(self), request_id, term](absl::StatusOr<wal::AppendResult> result) mutable {
-        self->OnAppendDone(request_id, term, std::move(result));
-      });
+  const ValidationOptions validation{.max_payload_bytes = options_->max_payload_bytes};
+  for (ProduceEntry& entry : *req.mutable_entries()) {
+    const uint64_t id = entry.id();
+    if (entry.message().empty()) {
+      AddError(id, StreamingError(StreamingCode::kInvalidArgument, "ProduceEntry has no message"),
+               &refused);
+      continue;
+    }
+    absl::StatusOr<MutableMessage> decoded = MutableMessage::Decode(entry.message());
+    if (!decoded.ok()) {
+      AddError(id, decoded.status(), &refused);
+      continue;
+    }
+    if (absl::Status valid = ValidateProducedMessage(*decoded, validation); !valid.ok()) {
+      AddError(id, valid, &refused);
+      continue;
+    }
+    absl::StatusOr<std::string> pchannel = ResolvePChannel(req.pchannel(), decoded->vchannel());
+    if (!pchannel.ok()) {
+      AddError(id, pchannel.status(), &refused);
+      continue;
+    }
+    Group* group = nullptr;
+    for (Group& g : groups) {
+      if (g.pchannel == *pchannel) group = &g;
+    }
+    if (group == nullptr) {
+      group = &groups.emplace_back();
+      group->pchannel = *pchannel;
+      group->wal = streaming::node::GetAtTerm(*registry_, *pchannel, req.term());
+    }
+    if (!group->wal.ok()) {
+      AddError(id, group->wal.status(), &refused);
+      continue;
+    }
+    const Term term = (*group->wal)->term();
+    // The client's wal.dist_append span (in `_tc`) is the parent of the server's wal.append.
+    trace::Context ctx = ExtractTraceContext(trace::Context(), *decoded);
+    group->batch.push_back(wal::AppendRequest{
+        .ctx = std::move(ctx),
+        .msg = *std::move(decoded),
+        .done = [self, id, term](absl::StatusOr<wal::AppendResult> result) mutable {
+          self->OnAppendDone(id, term, std::move(result));
+        }});
+    ++admitted;
+  }
+  self.reset();
+  if (admitted > 0) {
+    absl::MutexLock lock(&mu_);
+    inflight_appends_ += admitted;
+  }
+  if (refused.results_size() > 0) Respond(std::move(refused), 0);
+  for (Group& g : groups) {
+    if (!g.batch.empty()) (*g.wal)->AppendBatch(std::move(g.batch));
+  }
 }
 
-void ProduceStream::OnAppendDone(uint64_t request_id, Term term,
-                                 absl::StatusOr<wal::AppendResult> result) {
+void ProduceStream::OnAppendDone(uint64_t id, Term term, absl::StatusOr<wal::AppendResult> result) {
+  ProduceResponse response;
   if (!result.ok()) {
-    Respond(ErrorResponse(request_id, result.status()), true);
-    return;
+    AddError(id, result.status(), &response);
+    return Respond(std::move(response), 1);
   }
   if (options_->after_durable) options_->after_durable();
-  ProduceResponse r;
-  r.set_request_id(request_id);
-  r.set_message_id(result->id.Encode());
-  r.set_timetick(result->timetick.value());
-  if (result->last_confirmed.valid()) r.set_last_confirmed(result->last_confirmed.Encode());
-  if (result->txn) *r.mutable_txn() = *result->txn;
-  r.set_term(term.value());
-  Respond(r, true);
+  ProduceResult* r = response.add_results();
+  r->set_id(id);
+  r->set_message_id(result->id.Encode());
+  r->set_timetick(result->timetick.value());
+  if (result->last_confirmed.valid()) r->set_last_confirmed(result->last_confirmed.Encode());
+  if (result->txn) *r->mutable_txn() = *result->txn;
+  r->set_term(term.value());
+  Respond(std::move(response), 1);
 }
 
-void ProduceStream::Respond(const ProduceResponse& response, bool append_completed) {
-  metrics_->Produced(response.has_error()
-                         ? static_cast<StreamingCode>(response.error().streaming_code())
-                         : StreamingCode::kOk);
-  grpc::ByteBuffer buf;
-  bool own = false;
-  grpc::Status s = grpc::SerializationTraits<ProduceResponse>::Serialize(response, &buf, &own);
+void ProduceStream::Respond(ProduceResponse response, size_t appends_completed) {
+  for (const ProduceResult& r : response.results()) {
+    metrics_->Produced(r.has_error() ? static_cast<StreamingCode>(r.error().streaming_code())
+                                     : StreamingCode::kOk);
+  }
+  // Serialized responses concatenate into one (only a repeated field): results that complete
+  // while a write is in flight go out together in the next one.
+  std::string bytes;
+  const bool serialized = response.results_size() > 0 && response.SerializeToString(&bytes);
   Actions a;
   {
     absl::MutexLock lock(&mu_);
-    if (append_completed) {
-      --inflight_appends_;
+    if (appends_completed > 0) {
+      inflight_appends_ -= appends_completed;
       if (read_paused_ && !finish_called_ &&
           inflight_appends_ < options_->max_inflight_appends_per_stream) {
         read_paused_ = false;
         a.start_read = true;
       }
     }
-    if (s.ok() && !broken_ && !finish_called_) pending_.push_back(std::move(buf));
+    if (serialized && !broken_ && !finish_called_) pending_.append(bytes);
     MaybeWriteOrFinishLocked(&a);
   }
   Run(std::move(a));
@@ -260,8 +310,9 @@ void ProduceStream::OnServerShutdown() {
 void ProduceStream::MaybeWriteOrFinishLocked(Actions* a) {
   if (finish_called_) return;
   if (!write_in_flight_ && !broken_ && !pending_.empty()) {
-    writing_ = std::move(pending_.front());
-    pending_.pop_front();
+    grpc::Slice slice(pending_);
+    writing_ = grpc::ByteBuffer(&slice, 1);
+    pending_.clear();
     write_in_flight_ = true;
     a->start_write = true;
     return;

@@ -1,10 +1,13 @@
 // ProduceStream: the server side of one StreamingNode.Produce bidi stream (gRPC callback API).
 //
-// Each request is decoded, validated (ValidateProducedMessage), routed to its pchannel's Wal and
-// appended under the trace context carried in the message's `_tc` (the client's
-// wal.dist_append span). Responses go out in completion order, each with its request_id,
-// through a write queue (one outstanding StartWrite). Bad input is answered with an
-// INVALID_ARGUMENT response; the stream keeps working. A waiting ack holds no thread.
+// Each request is a batch of entries for one pchannel. Every entry is decoded, validated
+// (ValidateProducedMessage) and routed on its own; those that pass go to their Wal in one
+// AppendBatch, each under the trace context carried in its `_tc` (the client's
+// wal.dist_append span). Results go out in completion order, each with its entry's id; what
+// completes while a write is in flight is concatenated into the next response (one
+// outstanding StartWrite). A bad entry is answered with its own INVALID_ARGUMENT result while
+// the rest of its request is appended; the stream keeps working. A waiting ack holds no
+// thread.
 //
 // Raw (ByteBuffer) method: the handler parses requests itself, so that an undecodable request
 // is answered instead of tearing the stream down.
@@ -16,8 +19,8 @@
 // has completed and its ack was written.
 #pragma once
 
-#include <deque>
 #include <memory>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -62,8 +65,9 @@ class ProduceStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   };
 
   void HandleRequest();
-  void OnAppendDone(uint64_t request_id, Term term, absl::StatusOr<wal::AppendResult> result);
-  void Respond(const kingfisher::v1::ProduceResponse& response, bool append_completed);
+  void OnAppendDone(uint64_t id, Term term, absl::StatusOr<wal::AppendResult> result);
+  // Queues `response` (if it has results) after `appends_completed` appends finished.
+  void Respond(kingfisher::v1::ProduceResponse response, size_t appends_completed);
   void MaybeWriteOrFinishLocked(Actions* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Run(Actions a);
 
@@ -77,7 +81,7 @@ class ProduceStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   absl::Mutex mu_;
   std::shared_ptr<ProduceStream> self_ ABSL_GUARDED_BY(mu_);
-  std::deque<grpc::ByteBuffer> pending_ ABSL_GUARDED_BY(mu_);
+  std::string pending_ ABSL_GUARDED_BY(mu_);  // serialized ProduceResponses, concatenated
   grpc::ByteBuffer writing_ ABSL_GUARDED_BY(mu_);
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   size_t inflight_appends_ ABSL_GUARDED_BY(mu_) = 0;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "common/absl_compat.h"
+#include "common/listen_error.h"
 #include "grpcpp/grpcpp.h"
 #include "rpc/collection_service.h"
 #include "rpc/coord_service.h"
@@ -38,6 +39,8 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions opt
   grpc::ServerBuilder builder;
   int selected_port = 0;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &selected_port);
+  // A port held by another server is an error, not a port to share (common/listen_error.h).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
   if (options.wal_registry != nullptr) {
@@ -53,10 +56,7 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions opt
 
   builder.RegisterService(server->coord_service_.get());
   server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || selected_port == 0) {
-    return absl::UnavailableError("cannot listen on " + options.listen +
-                                  " (address in use or not local?)");
-  }
+  if (server->server_ == nullptr || selected_port == 0) return ListenError("grpc", host, port);
   server->address_ = host + ":" + std::to_string(selected_port);
   return server;
 }

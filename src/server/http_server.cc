@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/listen_error.h"
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
 #include "rpc/rpc_server.h"
@@ -28,13 +29,19 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   http->server_->Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
     res.set_content(self->metrics_->Render(), std::string(metrics::kTextContentType));
   });
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which lets a second server share the
+  // port (common/listen_error.h).
+  http->server_->set_socket_options([](int sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   int bound = port;
   if (port == 0) {
     bound = http->server_->bind_to_any_port(host);
   } else if (!http->server_->bind_to_port(host, port)) {
     bound = -1;
   }
-  if (bound <= 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", listen));
+  if (bound <= 0) return ListenError("http", host, port);
   http->address_ = absl::StrCat(host, ":", bound);
   httplib::Server* srv = http->server_.get();
   http->thread_ = std::thread([srv] { srv->listen_after_bind(); });

@@ -100,6 +100,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   rpc_options.node.max_payload_bytes = config.max_payload_bytes;
   // Discovery and status from the node's own view: clients may bootstrap from any node.
   rpc_options.coord.view = n->view.get();
+  rpc_options.coord.node_id = config.node_id;
   rpc_options.coord.registry = n->registry.get();
   auto rpc = rpc::RpcServer::Start(std::move(rpc_options));
   if (!rpc.ok()) return rpc.status();

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 namespace kf::server {
 
@@ -16,6 +17,8 @@ struct ServerHooks {
   // Standalone: called on an append's completion thread once it is durable, before its ack is
   // queued to the client (a crash here is the ambiguous failure a retry must survive).
   std::function<void()> after_durable;
+  // Standalone: called with a pchannel before its WAL is opened (recovered).
+  std::function<void(const std::string& pchannel)> before_wal_open;
 };
 
 int Main(int argc, char** argv, const ServerHooks& hooks = {});

@@ -146,6 +146,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   auto wal = OpenWalStorage(config, s->data_dir->wal_dir(), s->store.get());
   if (!wal.ok()) return wal.status();
   s->wal = *std::move(wal);
+  s->wal.opener = WithOpenHook(std::move(s->wal.opener), hooks.before_wal_open);
   s->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
 
   rpc::RpcServerOptions rpc_options;
@@ -154,6 +155,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   rpc_options.wal_registry = s->registry.get();
   rpc_options.coord.view = s->coordinator->view();
   rpc_options.coord.oracle = s->coordinator->oracle();
+  rpc_options.coord.node_id = kStandaloneNodeId;
   rpc_options.coord.registry = s->registry.get();
   rpc_options.node.max_payload_bytes = config.max_payload_bytes;
   rpc_options.node.after_durable = hooks.after_durable;

@@ -12,6 +12,32 @@
 #include "wal/backends/quorum/quorum_opener.h"
 
 namespace kf::server {
+namespace {
+
+class HookedOpener final : public wal::WalOpener {
+ public:
+  HookedOpener(std::unique_ptr<wal::WalOpener> inner,
+               std::function<void(const std::string&)> before_open)
+      : inner_(std::move(inner)), before_open_(std::move(before_open)) {}
+
+  absl::StatusOr<std::unique_ptr<wal::WalBackend>> Open(const wal::OpenOptions& options) override {
+    before_open_(options.pchannel);
+    return inner_->Open(options);
+  }
+  WalKind kind() const override { return inner_->kind(); }
+
+ private:
+  const std::unique_ptr<wal::WalOpener> inner_;
+  const std::function<void(const std::string&)> before_open_;
+};
+
+}  // namespace
+
+std::unique_ptr<wal::WalOpener> WithOpenHook(std::unique_ptr<wal::WalOpener> opener,
+                                             std::function<void(const std::string&)> before_open) {
+  if (!before_open) return opener;
+  return std::make_unique<HookedOpener>(std::move(opener), std::move(before_open));
+}
 
 absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std::string& wal_dir,
                                           meta::MetaStore* meta) {

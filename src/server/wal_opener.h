@@ -5,6 +5,7 @@
 // metadata store is borrowed and must outlive it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,5 +31,10 @@ struct WalStorage {
 // properties: kMessageHeadroomBytes). Errors: the object store's (unreachable, bad URL).
 absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std::string& wal_dir,
                                           meta::MetaStore* meta);
+
+// `opener`, calling `before_open` with each pchannel before it opens it (a test hook,
+// server_main.h ServerHooks). An empty `before_open` returns `opener` as it is.
+std::unique_ptr<wal::WalOpener> WithOpenHook(std::unique_ptr<wal::WalOpener> opener,
+                                             std::function<void(const std::string&)> before_open);
 
 }  // namespace kf::server

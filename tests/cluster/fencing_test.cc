@@ -67,10 +67,11 @@ class RawNode {
     m.SetProperty(std::string(prop::kVersion), std::string(prop::kCurrentVersion));
     m.set_idempotency_key(absl::StrCat("00000000deadbeef:", sequence));
     ProduceRequest req;
-    req.set_request_id(1);
     req.set_pchannel(PChannel(0));
     req.set_term(term);
-    m.EncodeTo(req.mutable_message());
+    kingfisher::v1::ProduceEntry* e = req.add_entries();
+    e->set_id(1);
+    m.EncodeTo(e->mutable_message());
     return stream_->Write(req);
   }
 
@@ -82,7 +83,8 @@ class RawNode {
       out = kf::wire::FromGrpcStatus(stream_->Finish());
       return out.ok() ? absl::UnknownError("produce stream ended without an answer") : out;
     }
-    if (resp.has_error()) out = kf::wire::FromProtoError(resp.error());
+    if (resp.results_size() != 1) return absl::UnknownError(resp.DebugString());
+    if (resp.results(0).has_error()) out = kf::wire::FromProtoError(resp.results(0).error());
     stream_->WritesDone();
     stream_->Finish().IgnoreError();
     return out;

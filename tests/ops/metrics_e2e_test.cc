@@ -209,7 +209,7 @@ class MetricsE2ETest : public ::testing::Test {
   }
 
   // One produce request over a raw gRPC stream, so the server (not the client library) judges it.
-  kingfisher::v1::ProduceResponse RawProduce(const std::string& vchannel) {
+  kingfisher::v1::ProduceResult RawProduce(const std::string& vchannel) {
     auto stub = kingfisher::v1::StreamingNode::NewStub(
         grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
@@ -218,14 +218,16 @@ class MetricsE2ETest : public ::testing::Test {
     MutableMessage m(MessageType::kInsert, "bad");
     m.set_vchannel(vchannel);
     kingfisher::v1::ProduceRequest req;
-    req.set_request_id(7);
-    m.EncodeTo(req.mutable_message());
+    kingfisher::v1::ProduceEntry* e = req.add_entries();
+    e->set_id(7);
+    m.EncodeTo(e->mutable_message());
     kingfisher::v1::ProduceResponse resp;
     EXPECT_TRUE(stream->Write(req));
     EXPECT_TRUE(stream->Read(&resp));
+    EXPECT_EQ(resp.results_size(), 1);
     stream->WritesDone();
     EXPECT_TRUE(stream->Finish().ok());
-    return resp;
+    return resp.results_size() > 0 ? resp.results(0) : kingfisher::v1::ProduceResult();
   }
 
   TempDir dir_;
@@ -311,7 +313,7 @@ TEST_F(MetricsE2ETest, MetricsAccountForProducedAndConsumedMessages) {
 
   // A pchannel that does not exist: INVALID_ARGUMENT, counted once as an error and as a
   // produce answer with that code; nothing reaches a WAL.
-  kingfisher::v1::ProduceResponse bad = RawProduce("kf-dml_9_ops");
+  kingfisher::v1::ProduceResult bad = RawProduce("kf-dml_9_ops");
   ASSERT_TRUE(bad.has_error()) << bad.DebugString();
   EXPECT_EQ(static_cast<StreamingCode>(bad.error().streaming_code()),
             StreamingCode::kInvalidArgument);

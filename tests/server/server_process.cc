@@ -109,6 +109,11 @@ ServerProcess::~ServerProcess() {
 }
 
 bool ServerProcess::Start(absl::Duration timeout) {
+  Launch();
+  return WaitHealthy(timeout);
+}
+
+void ServerProcess::Launch() {
   // A restart keeps the addresses, so clients reconnect to the same endpoint.
   if (address_.empty()) {
     address_ = options_.listen.empty() ? "127.0.0.1:" + std::to_string(FreeLoopbackPort())
@@ -122,7 +127,9 @@ bool ServerProcess::Start(absl::Duration timeout) {
                                    "--data-dir",    options_.data_dir};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   pid_ = Spawn(options_.binary, args, options_.env, log_path_);
+}
 
+bool ServerProcess::WaitHealthy(absl::Duration timeout) {
   // Ready = /healthz 200 (docs/operations.md): every role says so only once it serves.
   httplib::Client http("127.0.0.1", http_port_);
   http.set_connection_timeout(std::chrono::milliseconds(200));
@@ -143,6 +150,20 @@ bool ServerProcess::Start(absl::Duration timeout) {
 }
 
 bool ServerProcess::WaitForReaders(const std::string& pchannel, int n, absl::Duration timeout) {
+  return WaitForStatus(
+             [&](const kingfisher::v1::GetStatusResponse& resp) {
+               for (const auto& p : resp.pchannels()) {
+                 if (p.pchannel() == pchannel && p.readers() >= n) return true;
+               }
+               return false;
+             },
+             timeout)
+      .has_value();
+}
+
+std::optional<kingfisher::v1::GetStatusResponse> ServerProcess::WaitForStatus(
+    const std::function<bool(const kingfisher::v1::GetStatusResponse&)>& done,
+    absl::Duration timeout) {
   auto stub = kingfisher::v1::StreamingCoord::NewStub(
       grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
   const absl::Time deadline = absl::Now() + timeout;
@@ -150,14 +171,11 @@ bool ServerProcess::WaitForReaders(const std::string& pchannel, int n, absl::Dur
   while (absl::Now() < deadline) {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+    ctx.set_wait_for_ready(true);
     kingfisher::v1::GetStatusResponse resp;
-    if (stub->GetStatus(&ctx, {}, &resp).ok()) {
-      for (const auto& p : resp.pchannels()) {
-        if (p.pchannel() == pchannel && p.readers() >= n) return true;
-      }
-    }
+    if (stub->GetStatus(&ctx, {}, &resp).ok() && done(resp)) return resp;
   }
-  return false;
+  return std::nullopt;
 }
 
 ProcessResult ServerProcess::Stop(absl::Duration timeout) {

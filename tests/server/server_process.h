@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "absl/time/time.h"
 #include "common/testing/loopback.h"  // HttpGet, FreeLoopbackPort for the suites
 #include "common/testing/temp_dir.h"  // TempDir for the suites
+#include "kingfisher/v1/streaming.pb.h"
 
 namespace kf::testing {
 
@@ -53,6 +55,9 @@ class ServerProcess {
   // Starts the server and waits until /healthz is 200 (false + output on failure). A second
   // Start after Stop/Kill/WaitForExit restarts it on the same addresses.
   bool Start(absl::Duration timeout = absl::Seconds(30));
+  // Start in two halves: spawn the process; wait for /healthz 200 (false if it exited).
+  void Launch();
+  bool WaitHealthy(absl::Duration timeout = absl::Seconds(30));
   // SIGTERM, then waits for the exit.
   ProcessResult Stop(absl::Duration timeout = absl::Seconds(30));
   // Waits for the process to exit on its own (e.g. a test crash hook).
@@ -70,6 +75,10 @@ class ServerProcess {
   // so a consumer is known to be tailing before a test appends. False at the deadline.
   bool WaitForReaders(const std::string& pchannel, int n,
                       absl::Duration timeout = absl::Seconds(30));
+  // Polls GetStatus until `done` holds for an answer; that answer, or nullopt at the deadline.
+  std::optional<kingfisher::v1::GetStatusResponse> WaitForStatus(
+      const std::function<bool(const kingfisher::v1::GetStatusResponse&)>& done,
+      absl::Duration timeout = absl::Seconds(30));
 
  private:
   Options options_;

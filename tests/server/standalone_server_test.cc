@@ -25,6 +25,7 @@ using kingfisher::v1::ConsumeRequest;
 using kingfisher::v1::ConsumeResponse;
 using kingfisher::v1::ProduceRequest;
 using kingfisher::v1::ProduceResponse;
+using kingfisher::v1::ProduceResult;
 using ProduceStream = grpc::ClientReaderWriter<ProduceRequest, ProduceResponse>;
 using ConsumeStream = grpc::ClientReaderWriter<ConsumeRequest, ConsumeResponse>;
 
@@ -36,12 +37,33 @@ MutableMessage InsertMessage(const std::string& vchannel, const std::string& pay
   return m;
 }
 
-ProduceRequest RequestOf(uint64_t request_id, const MutableMessage& m) {
+// A request of one entry.
+ProduceRequest RequestOf(uint64_t id, const MutableMessage& m) {
   ProduceRequest req;
-  req.set_request_id(request_id);
-  m.EncodeTo(req.mutable_message());
+  kingfisher::v1::ProduceEntry* e = req.add_entries();
+  e->set_id(id);
+  m.EncodeTo(e->mutable_message());
   return req;
 }
+
+// Results one at a time, from responses that may carry several.
+class Results {
+ public:
+  explicit Results(ProduceStream* stream) : stream_(stream) {}
+  bool Next(ProduceResult* out) {
+    while (next_ >= response_.results_size()) {
+      if (!stream_->Read(&response_)) return false;
+      next_ = 0;
+    }
+    *out = response_.results(next_++);
+    return true;
+  }
+
+ private:
+  ProduceStream* stream_;
+  ProduceResponse response_;
+  int next_ = 0;
+};
 
 ProduceRequest InsertRequest(uint64_t request_id, const std::string& vchannel,
                              const std::string& payload) {
@@ -54,7 +76,7 @@ struct Consumed {
   MutableMessage message;
 };
 
-absl::Status ErrorOf(const ProduceResponse& r) {
+absl::Status ErrorOf(const ProduceResult& r) {
   return r.has_error() ? kf::wire::FromProtoError(r.error()) : absl::OkStatus();
 }
 
@@ -82,13 +104,13 @@ class Client {
   kingfisher::v1::StreamingNode::Stub* node() { return node_.get(); }
   kingfisher::v1::StreamingCoord::Stub* coord() { return coord_.get(); }
 
-  // One produce on its own stream.
-  ProduceResponse ProduceOne(const ProduceRequest& req) {
+  // One produce (a one-entry request) on its own stream.
+  ProduceResult ProduceOne(const ProduceRequest& req) {
     auto ctx = Ctx();
     auto stream = node_->Produce(ctx.get());
     EXPECT_TRUE(stream->Write(req));
-    ProduceResponse resp;
-    EXPECT_TRUE(stream->Read(&resp));
+    ProduceResult resp;
+    EXPECT_TRUE(Results(stream.get()).Next(&resp));
     stream->WritesDone();
     EXPECT_TRUE(stream->Finish().ok());
     return resp;
@@ -182,15 +204,16 @@ TEST_F(StandaloneServerTest, ProduceConsumeRoundTripAndStatus) {
   for (int i = 1; i <= kCount; ++i) {
     ASSERT_TRUE(stream->Write(InsertRequest(i, kVChannel, absl::StrCat("payload-", i))));
   }
-  std::map<uint64_t, ProduceResponse> acks;
+  std::map<uint64_t, ProduceResult> acks;
+  Results results(stream.get());
   for (int i = 0; i < kCount; ++i) {
-    ProduceResponse r;
-    ASSERT_TRUE(stream->Read(&r));
+    ProduceResult r;
+    ASSERT_TRUE(results.Next(&r));
     ASSERT_TRUE(ErrorOf(r).ok()) << ErrorOf(r);
     EXPECT_FALSE(r.message_id().empty());
     EXPECT_GT(r.timetick(), 0u);
     EXPECT_GE(r.term(), 1);
-    acks[r.request_id()] = r;
+    acks[r.id()] = r;
   }
   ASSERT_EQ(acks.size(), static_cast<size_t>(kCount));
   for (int i = 2; i <= kCount; ++i) EXPECT_LT(acks[i - 1].timetick(), acks[i].timetick());
@@ -222,15 +245,16 @@ TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
   Client client(server->address());
   auto ctx = client.Ctx();
   auto stream = client.node()->Produce(ctx.get());
+  Results results(stream.get());
 
-  // Each bad request is answered (INVALID_ARGUMENT, its own request_id) before the next is
-  // sent: nothing waits on a WAL.
+  // Each bad request is answered (INVALID_ARGUMENT, its own id) before the next is sent:
+  // nothing waits on a WAL.
   auto expect_invalid = [&](const ProduceRequest& req, const std::string& what) {
     SCOPED_TRACE(what);
     ASSERT_TRUE(stream->Write(req));
-    ProduceResponse r;
-    ASSERT_TRUE(stream->Read(&r));
-    EXPECT_EQ(r.request_id(), req.request_id());
+    ProduceResult r;
+    ASSERT_TRUE(results.Next(&r));
+    EXPECT_EQ(r.id(), req.entries(0).id());
     absl::Status s = ErrorOf(r);
     EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
     EXPECT_EQ(GetStreamingCode(s), StreamingCode::kInvalidArgument);
@@ -249,10 +273,10 @@ TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
 
   expect_invalid(InsertRequest(4, "kf-dml_9_x", "x"), "vchannel on a pchannel that does not exist");
 
-  // Garbage where the message should be: field 4 holds bytes that are no Message.
+  // Garbage where the message should be: the entry holds bytes that are no Message.
   ProduceRequest garbage;
-  garbage.set_request_id(5);
-  garbage.set_message(std::string("\xff\xff\xff\xff\x0f\x12garbage", 13));
+  garbage.add_entries()->set_id(5);
+  garbage.mutable_entries(0)->set_message(std::string("\xff\xff\xff\xff\x0f\x12garbage", 13));
   expect_invalid(garbage, "garbage bytes as the message");
 
   // A stale term is ABORTED / UNMATCHED_CHANNEL_TERM (the client re-resolves the assignment).
@@ -260,9 +284,9 @@ TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
     ProduceRequest stale = InsertRequest(7, kVChannel, "x");
     stale.set_term(99);
     ASSERT_TRUE(stream->Write(stale));
-    ProduceResponse r;
-    ASSERT_TRUE(stream->Read(&r));
-    EXPECT_EQ(r.request_id(), 7u);
+    ProduceResult r;
+    ASSERT_TRUE(results.Next(&r));
+    EXPECT_EQ(r.id(), 7u);
     absl::Status s = ErrorOf(r);
     EXPECT_TRUE(absl::IsAborted(s)) << s;
     EXPECT_EQ(GetStreamingCode(s), StreamingCode::kUnmatchedChannelTerm) << s;
@@ -270,10 +294,50 @@ TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
 
   // The same stream still appends.
   ASSERT_TRUE(stream->Write(InsertRequest(6, kVChannel, "good")));
-  ProduceResponse ok;
-  ASSERT_TRUE(stream->Read(&ok));
-  EXPECT_EQ(ok.request_id(), 6u);
+  ProduceResult ok;
+  ASSERT_TRUE(results.Next(&ok));
+  EXPECT_EQ(ok.id(), 6u);
   EXPECT_TRUE(ErrorOf(ok).ok()) << ErrorOf(ok);
+
+  // One request with good and bad messages interleaved: each good one is appended and
+  // acknowledged, each bad one fails with its own error; nothing is all-or-nothing.
+  {
+    ProduceRequest mixed;
+    mixed.set_pchannel("kf-dml_0");
+    auto add = [&](uint64_t id, const MutableMessage& m) {
+      kingfisher::v1::ProduceEntry* e = mixed.add_entries();
+      e->set_id(id);
+      m.EncodeTo(e->mutable_message());
+    };
+    MutableMessage bad_ik = InsertMessage(kVChannel, "x");
+    bad_ik.set_idempotency_key("no-sequence");
+    add(10, InsertMessage(kVChannel, "good-10"));
+    add(11, InsertMessage(kVChannel, std::string(2000, 'p')));  // oversize
+    add(12, InsertMessage(kVChannel, "good-12"));
+    add(13, InsertMessage("kf-dml_1_orders", "x"));  // not on the request's pchannel
+    add(14, InsertMessage(kVChannel, "good-14"));
+    add(15, bad_ik);
+    add(16, InsertMessage(kVChannel, "good-16"));
+    ASSERT_TRUE(stream->Write(mixed));
+    std::map<uint64_t, ProduceResult> by_id;
+    for (int i = 0; i < mixed.entries_size(); ++i) {
+      ProduceResult r;
+      ASSERT_TRUE(results.Next(&r));
+      EXPECT_TRUE(by_id.emplace(r.id(), r).second) << "answered twice: " << r.id();
+    }
+    ASSERT_EQ(by_id.size(), 7u);
+    for (uint64_t id : {11, 13, 15}) {
+      absl::Status s = ErrorOf(by_id[id]);
+      EXPECT_TRUE(absl::IsInvalidArgument(s)) << id << ": " << s;
+      EXPECT_TRUE(by_id[id].message_id().empty()) << id;
+    }
+    uint64_t previous = ok.timetick();
+    for (uint64_t id : {10, 12, 14, 16}) {
+      EXPECT_TRUE(ErrorOf(by_id[id]).ok()) << id << ": " << ErrorOf(by_id[id]);
+      EXPECT_GT(by_id[id].timetick(), previous) << id << ": appended in request order";
+      previous = by_id[id].timetick();
+    }
+  }
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());
 
@@ -307,10 +371,12 @@ TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
     EXPECT_EQ(consume->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   }
 
-  // And a later valid consumer still works: only the good message was written.
-  auto messages = client.ConsumeAll(kVChannel, 1);
-  ASSERT_EQ(messages.size(), 1u);
-  EXPECT_EQ(messages[0].message.payload(), "good");
+  // And a later valid consumer still works: only the good messages were written, in order.
+  auto messages = client.ConsumeAll(kVChannel, 5);
+  std::vector<std::string> payloads;
+  for (const Consumed& c : messages) payloads.push_back(c.message.payload());
+  EXPECT_EQ(payloads,
+            (std::vector<std::string>{"good", "good-10", "good-12", "good-14", "good-16"}));
 
   ProcessResult stopped = server->Stop();
   EXPECT_EQ(stopped.exit_code, 0) << stopped.output;
@@ -322,7 +388,7 @@ TEST_F(StandaloneServerTest, PayloadAboveTheGrpcDefaultLimitRoundTrips) {
   ASSERT_NE(server, nullptr);
   Client client(server->address());
   const std::string big(6 << 20, 'b');
-  ProduceResponse r = client.ProduceOne(InsertRequest(1, kVChannel, big));
+  ProduceResult r = client.ProduceOne(InsertRequest(1, kVChannel, big));
   ASSERT_TRUE(ErrorOf(r).ok()) << ErrorOf(r);
   auto messages = client.ConsumeAll(kVChannel, 1);
   ASSERT_EQ(messages.size(), 1u);
@@ -346,15 +412,16 @@ TEST_F(StandaloneServerTest, SigtermWithAppendsInFlightKeepsEveryAck) {
         if (!stream->Write(InsertRequest(i, kVChannel, absl::StrCat("m-", i)))) break;
       }
     });
-    ProduceResponse r;
+    ProduceResult r;
+    Results results(stream.get());
     size_t responses = 0;
     bool signalled = false;
     size_t shutdown_errors = 0;
-    while (stream->Read(&r)) {
+    while (results.Next(&r)) {
       ++responses;
       absl::Status s = ErrorOf(r);
       if (s.ok()) {
-        acked[absl::StrCat("m-", r.request_id())] = r.message_id();
+        acked[absl::StrCat("m-", r.id())] = r.message_id();
         term_before = r.term();
       } else {
         // After SIGTERM new appends are refused with ON_SHUTDOWN (retryable).
@@ -414,14 +481,15 @@ TEST_F(StandaloneServerTest, CrashHookDiesBeforeTheAck) {
     first_message.set_idempotency_key("p1:1");
     ProduceRequest first = RequestOf(1, first_message);
     ASSERT_TRUE(stream->Write(first));
-    ProduceResponse r;
-    ASSERT_TRUE(stream->Read(&r));
+    Results results(stream.get());
+    ProduceResult r;
+    ASSERT_TRUE(results.Next(&r));
     EXPECT_TRUE(ErrorOf(r).ok());
     MutableMessage second_message = InsertMessage(kVChannel, "second");
     second_message.set_idempotency_key("p1:2");
     ProduceRequest second = RequestOf(2, second_message);
     ASSERT_TRUE(stream->Write(second));
-    EXPECT_FALSE(stream->Read(&r)) << "the ack of the crashing append must never arrive";
+    EXPECT_FALSE(results.Next(&r)) << "the ack of the crashing append must never arrive";
     stream->Finish();
   }
   ProcessResult died = server->WaitForExit();
@@ -435,13 +503,74 @@ TEST_F(StandaloneServerTest, CrashHookDiesBeforeTheAck) {
   MutableMessage retry_message = InsertMessage(kVChannel, "second");
   retry_message.set_idempotency_key("p1:2");
   ProduceRequest retry = RequestOf(3, retry_message);
-  ProduceResponse r = client.ProduceOne(retry);
+  ProduceResult r = client.ProduceOne(retry);
   ASSERT_TRUE(ErrorOf(r).ok()) << ErrorOf(r);
   auto messages = client.ConsumeAll(kVChannel, 2);
   ASSERT_EQ(messages.size(), 2u);
   EXPECT_EQ(messages[1].message.payload(), "second");
   EXPECT_EQ(messages[1].message_id, r.message_id());
   EXPECT_EQ(restarted->Stop().exit_code, 0);
+}
+
+// gRPC and cpp-httplib set SO_REUSEPORT by default on Linux: a second server would start on a
+// held port and the kernel would spread clients over both. Each listener must refuse instead.
+TEST_F(StandaloneServerTest, SecondServerOnAHeldPortFailsNamingThePort) {
+  auto first = StartServer();
+  ASSERT_NE(first, nullptr);
+  const std::string grpc_port = first->address().substr(first->address().rfind(':') + 1);
+  const std::string http_port = std::to_string(first->http_port());
+  struct Case {
+    std::string what, listen, http_listen, port;
+  };
+  const std::vector<Case> cases = {
+      {"grpc", first->address(), "127.0.0.1:" + std::to_string(FreeLoopbackPort()), grpc_port},
+      {"http", "127.0.0.1:" + std::to_string(FreeLoopbackPort()), "127.0.0.1:" + http_port,
+       http_port}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ProcessResult second =
+        RunKingfisher({"run", "standalone", "--data-dir", tmp_.path() + "/second-" + c.what,
+                       "--listen", c.listen, "--http-listen", c.http_listen});
+    ASSERT_TRUE(second.exited) << second.output;
+    EXPECT_NE(second.exit_code, 0) << second.output;
+    EXPECT_NE(second.output.find("address in use (port " + c.port + " "), std::string::npos)
+        << second.output;
+  }
+  // The first one still serves.
+  Client client(first->address());
+  EXPECT_TRUE(ErrorOf(client.ProduceOne(InsertRequest(1, kVChannel, "still here"))).ok());
+  EXPECT_EQ(first->Stop().exit_code, 0);
+}
+
+// While a restarted standalone recovers its WALs, /healthz says 503 and GetStatus (kfctl
+// status) shows each pchannel RECOVERING, not the ASSIGNED its metadata kept from the last run
+// nor the ASSIGNING of the new term.
+TEST_F(StandaloneServerTest, StatusShowsRecoveringUntilTheWalsServe) {
+  {
+    auto first = StartServer();  // persists the assignments: ASSIGNED to node 1
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(first->Stop().exit_code, 0);
+  }
+  const std::string release = tmp_.path() + "/release";
+  ServerProcess server({.data_dir = data_dir(),
+                        .env = {{"KINGFISHER_TEST_HOLD_WAL_OPEN", release}},
+                        .binary = "kingfisher-crash-hook"});
+  server.Launch();
+  auto recovering = server.WaitForStatus(
+      [](const kingfisher::v1::GetStatusResponse& r) { return r.pchannels_size() > 0; });
+  ASSERT_TRUE(recovering.has_value()) << server.Output();
+  for (const auto& p : recovering->pchannels()) {
+    EXPECT_EQ(p.state(), "RECOVERING") << p.DebugString();
+  }
+  EXPECT_NE(HttpGet(server.http_port(), "/healthz").find(" 503 "), std::string::npos);
+
+  std::ofstream(release) << "go\n";
+  ASSERT_TRUE(server.WaitHealthy()) << server.Output();
+  auto serving =
+      server.WaitForStatus([](const kingfisher::v1::GetStatusResponse&) { return true; });
+  ASSERT_TRUE(serving.has_value());
+  for (const auto& p : serving->pchannels()) EXPECT_EQ(p.state(), "ASSIGNED") << p.DebugString();
+  EXPECT_EQ(server.Stop().exit_code, 0);
 }
 
 TEST(KingfisherCliTest, UnknownFlagExits2) {

@@ -2,8 +2,10 @@
 
 #include <pthread.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/backoff.h"
+#include "common/listen_error.h"
 #include "common/status_macros.h"
 #include "format/segment_object.h"
 #include "grpcpp/grpcpp.h"
@@ -21,14 +23,17 @@ absl::StatusOr<std::unique_ptr<LogStoreServer>> LogStoreServer::Start(
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(s->options_.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // common/listen_error.h
   builder.SetMaxReceiveMessageSize(static_cast<int>(s->options_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(s->options_.max_message_bytes));
   builder.RegisterService(s->service_.get());
   s->server_ = builder.BuildAndStart();
-  if (s->server_ == nullptr || port == 0) {
-    return absl::UnavailableError(absl::StrCat("logstore: cannot listen on ", s->options_.listen));
-  }
   const std::string& listen = s->options_.listen;
+  if (s->server_ == nullptr || port == 0) {
+    int wanted = 0;
+    (void)absl::SimpleAtoi(listen.substr(listen.rfind(':') + 1), &wanted);
+    return ListenError("logstore", listen.substr(0, listen.rfind(':')), wanted);
+  }
   s->address_ = absl::StrCat(listen.substr(0, listen.rfind(':')), ":", port);
   if (s->options_.object_store != nullptr) {
     s->uploader_ = std::jthread([raw = s.get()](std::stop_token stop) {
