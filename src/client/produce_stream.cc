@@ -82,26 +82,23 @@ void ProduceStream::Flush() {
   }
 }
 
-void ProduceStream::Answered(const kingfisher::v1::ProduceResponse& resp) {
-  bool flush = false;
-  {
-    absl::MutexLock l(&mu_);
-    for (const kingfisher::v1::ProduceResult& r : resp.results()) {
-      auto it = request_of_.find(r.id());
-      if (it == request_of_.end()) continue;  // answered twice or never sent: not ours to count
-      auto left = unanswered_.find(it->second);
-      request_of_.erase(it);
-      if (left != unanswered_.end() && --left->second == 0) {
-        unanswered_.erase(left);
-        --inflight_requests_;
-      }
-    }
-    if (!writing_ && !queue_.empty() && inflight_requests_ < batching_.max_inflight_requests) {
-      writing_ = true;
-      flush = true;
+bool ProduceStream::Answered(const kingfisher::v1::ProduceResponse& resp) {
+  absl::MutexLock l(&mu_);
+  for (const kingfisher::v1::ProduceResult& r : resp.results()) {
+    auto it = request_of_.find(r.id());
+    if (it == request_of_.end()) continue;  // answered twice or never sent: not ours to count
+    auto left = unanswered_.find(it->second);
+    request_of_.erase(it);
+    if (left != unanswered_.end() && --left->second == 0) {
+      unanswered_.erase(left);
+      --inflight_requests_;
     }
   }
-  if (flush) Flush();
+  if (writing_ || queue_.empty() || inflight_requests_ >= batching_.max_inflight_requests) {
+    return false;
+  }
+  writing_ = true;
+  return true;
 }
 
 void ProduceStream::Join() {
@@ -111,9 +108,10 @@ void ProduceStream::Join() {
 void ProduceStream::ReadLoop() {
   kingfisher::v1::ProduceResponse resp;
   while (rw_->Read(&resp)) {
+    // Counted before the owner sees them: whoever it answers may send at once.
+    const bool flush = Answered(resp);
     on_response_(this, resp);
-    // After the owner took the answers: a request sent from here can be answered at once.
-    Answered(resp);
+    if (flush) Flush();  // what queued meanwhile, callbacks' appends included
   }
   // Read failed: the call is over. Finish must not race a Write.
   grpc::Status st;

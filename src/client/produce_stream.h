@@ -70,8 +70,9 @@ class ProduceStream {
   // Writes requests while there is something queued and room in flight; only one thread at a
   // time (the one that set writing_).
   void Flush();
-  // Counts the answers of `resp` against their requests.
-  void Answered(const kingfisher::v1::ProduceResponse& resp);
+  // Counts the answers of `resp` against their requests; true when the caller must Flush (it
+  // then holds writing_).
+  bool Answered(const kingfisher::v1::ProduceResponse& resp);
   void ReadLoop();
 
   const std::string pchannel_;

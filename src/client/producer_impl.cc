@@ -171,7 +171,6 @@ void ProducerImpl::AppendMessage(MutableMessage message, AppendDone done, absl::
   // Never wait for a route or a connection on the caller's thread: an append that has no live
   // stream to use waits in its pchannel's lane, which a timer task drains (a caller issuing
   // appends while the server is down would otherwise block for an attempt timeout per append).
-  if (local_) return StartAttempt(op, /*from_lane=*/true);
   StartAttempt(op, /*from_lane=*/false);
 }
 
@@ -197,13 +196,32 @@ void ProducerImpl::StartAttempt(const std::shared_ptr<Op>& op, bool from_lane) {
     std::shared_ptr<ProduceStream> stream;
     {
       absl::MutexLock l(&mu_);
-      auto it = streams_.find(op->pchannel);
-      if (it == streams_.end() || it->second->broken() || lanes_.contains(op->pchannel)) {
-        return WaitInLaneLocked(op, std::nullopt);
+      if (lanes_.contains(op->pchannel)) return WaitInLaneLocked(op, std::nullopt);
+      if (!local_) {
+        auto it = streams_.find(op->pchannel);
+        if (it == streams_.end() || it->second->broken()) {
+          return WaitInLaneLocked(op, std::nullopt);
+        }
+        stream = it->second;
       }
-      stream = it->second;
     }
-    return SendOn(op, stream, attempt_deadline, from_lane);
+    if (stream != nullptr) return SendOn(op, stream, attempt_deadline, from_lane);
+    // The in-process fast path, on this thread when the route points here. Anything else
+    // waits in the lane: a caller's thread never opens streams (it may be a stream's reader,
+    // running a callback).
+    absl::StatusOr<Router::Route> route =
+        router_->Resolve(op->pchannel, op->stale_version, attempt_deadline, [this] {
+          absl::MutexLock l(&mu_);
+          return closed_;
+        });
+    if (route.ok()) {
+      if (std::shared_ptr<LocalPChannel> local = local_(op->pchannel, route->term)) {
+        op->route_version = route->version;
+        return AppendLocal(op, local);
+      }
+    }
+    absl::MutexLock l(&mu_);
+    return WaitInLaneLocked(op, std::nullopt);
   }
   // Wait for ready (docs/semantics.md §3): the pchannel assigned to a node (newer than a route
   // that failed).
@@ -238,11 +256,9 @@ void ProducerImpl::SendOn(const std::shared_ptr<Op>& op,
     prepared = *std::move(op->prepared);
     op->prepared.reset();
   } else {
-    MutableMessage copy = op->message;
-    auto [ctx, span] =
-        StartSpanForMessage(op->logical, &copy, "wal.dist_append", trace::SpanKind::kProducer);
-    OverwriteTraceContext(ctx, &copy);
-    copy.EncodeTo(&prepared.encoded);
+    auto [ctx, span] = StartSpanForMessage(op->logical, &op->message, "wal.dist_append",
+                                           trace::SpanKind::kProducer);
+    EncodeWithTraceContext(ctx, op->message, &prepared.encoded);  // no copy of the message
     prepared.span = std::move(span);
   }
   op->route_version = stream->route().version;
@@ -265,6 +281,8 @@ void ProducerImpl::SendOn(const std::shared_ptr<Op>& op,
   if (stream->Send(request_id, std::move(prepared.encoded))) return;
   // The stream is over. Its reader fails the attempts it knows of, but this one may have been
   // registered after that: fail it here unless the reader already did.
+  const absl::Status st =
+      absl::UnavailableError("produce stream closed before the request was sent");
   Pending p;
   absl::Status final;
   {
@@ -279,10 +297,9 @@ void ProducerImpl::SendOn(const std::shared_ptr<Op>& op,
       dead_streams_.push_back(std::move(s->second));
       streams_.erase(s);
     }
-    final = FailAttemptLocked(
-        op, absl::UnavailableError("produce stream closed before the request was sent"));
+    final = FailAttemptLocked(op, st);  // op may be retried on another thread from here
   }
-  p.span->RecordError(op->last_error);
+  p.span->RecordError(st);
   p.span->End();
   if (!final.ok()) Finish(op, final);
 }
@@ -369,19 +386,20 @@ absl::StatusOr<std::shared_ptr<ProduceStream>> ProducerImpl::GetStream(
       }
       // Broken before it was published (so its broken handler could not retire it), or the
       // pchannel moved: retire it; its pending attempts fail and are retried on the new route.
-      std::shared_ptr<ProduceStream> old = it->second;
-      old->Cancel();
-      dead_streams_.push_back(old);
+      it->second->Cancel();
+      dead_streams_.push_back(std::move(it->second));
       streams_.erase(it);
-      // Order: what it carried goes back to the lane (OnStreamBroken) before anything is sent
-      // on a new stream.
-      mu_.AwaitWithDeadline(
-          absl::Condition(
-              +[](ProduceStream* s) { return s->failures_reported(); }, old.get()),
-          attempt_deadline);
-      if (!old->failures_reported()) {
-        return absl::UnavailableError("produce stream to " + pchannel + " did not close in time");
+    }
+    // Order: what a retired stream of this pchannel carried goes back to the lane
+    // (OnStreamBroken) before anything is sent on a new stream.
+    auto reported = [this, &pchannel]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      for (const auto& s : dead_streams_) {
+        if (s->pchannel() == pchannel && !s->failures_reported()) return false;
       }
+      return true;
+    };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&reported), attempt_deadline)) {
+      return absl::UnavailableError("produce stream to " + pchannel + " did not close in time");
     }
   }
   // A fail-fast stream on a channel that is reconnecting fails at once and leaves the
@@ -538,6 +556,11 @@ void ProducerImpl::Finish(const std::shared_ptr<Op>& op,
     if (op->finished) return;
     op->finished = true;
     ops_.erase(op->sequence);
+  }
+  if (op->prepared) {  // an attempt prepared but never sent
+    op->prepared->span->RecordError(r.ok() ? absl::CancelledError("not sent") : r.status());
+    op->prepared->span->End();
+    op->prepared.reset();
   }
   if (op->logical_span) {
     if (r.ok()) {

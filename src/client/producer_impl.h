@@ -77,10 +77,12 @@ class ProducerImpl final : public kingfisher::Producer {
   };
 
   // Messages of one pchannel that wait their turn, in sequence order: retries, and appends
-  // made while the pchannel has no live stream or others already wait. One timer task at a
-  // time drains a lane; while a lane exists new appends join it, so a retried message is
-  // never overtaken by a later one of the same producer (only a message failing alone with a
-  // retryable error, while later ones succeed, can be).
+  // made while the pchannel has no live stream (in-process: no local route) or others already
+  // wait. One timer task at a time drains a lane, and only it opens streams; while a lane
+  // exists (also while its drain holds the last message) new appends join it, and no new
+  // stream carries anything before every retired stream of the pchannel gave its messages
+  // back. So a retried message is never overtaken by a later one of the same producer — only
+  // a message failing alone with a retryable error, while later ones succeed, can be.
   struct Lane {
     std::map<uint64_t, std::shared_ptr<Op>> waiting;  // by sequence
     bool drain_scheduled = false;                     // a DrainLane task is queued or running

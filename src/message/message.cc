@@ -496,6 +496,16 @@ void MutableMessage::EncodeTo(std::string* dst, const AppendStamp& stamp) const 
       payload_, [&](const auto& fn) { Merge(present, value, fn); }, dst);
 }
 
+void MutableMessage::EncodeWithTraceContextTo(std::string_view trace_context,
+                                              std::string* dst) const {
+  const uint32_t present = present_ | Bit(kTc);
+  const auto value = [&](int slot) -> std::string_view {
+    return slot == kTc ? trace_context : SlotValue(slot);
+  };
+  EncodeMessage(
+      payload_, [&](const auto& fn) { Merge(present, value, fn); }, dst);
+}
+
 void MutableMessage::Stamp(const AppendStamp& stamp) {
   set_timetick(stamp.timetick);
   set_wal_term(stamp.term);

@@ -136,6 +136,8 @@ class MutableMessage {
   void EncodeTo(std::string* dst) const;  // appends to *dst
   // Appends the encoding of this message as Stamp(stamp) would leave it; changes nothing.
   void EncodeTo(std::string* dst, const AppendStamp& stamp) const;
+  // Appends the encoding of this message with `_tc` set to `trace_context`; changes nothing.
+  void EncodeWithTraceContextTo(std::string_view trace_context, std::string* dst) const;
   static absl::StatusOr<MutableMessage> Decode(std::string_view bytes);
   // The type of an encoded message without decoding it (no allocation, the payload is skipped):
   // what a scan that filters by type needs. kUnknown when `_t` is absent or does not parse;

@@ -176,6 +176,14 @@ void OverwriteTraceContext(const trace::Context& ctx, MutableMessage* msg) {
   Write(ctx, msg, /*overwrite=*/true);
 }
 
+void EncodeWithTraceContext(const trace::Context& ctx, const MutableMessage& msg,
+                            std::string* dst) {
+  const trace::SpanContext sc = ctx.span_context();
+  if (IsTimeTick(msg) || !sc.IsValid()) return msg.EncodeTo(dst);
+  char text[kMaxHeaderText];
+  msg.EncodeWithTraceContextTo(std::string_view(text, EncodeTraceContextHeader(sc, text)), dst);
+}
+
 trace::Context ExtractTraceContext(const trace::Context& ctx, const MutableMessage& msg) {
   auto text = msg.GetProperty(prop::kTraceContext);
   if (!text) return ctx;

@@ -31,6 +31,9 @@ void OverwriteTraceContext(const trace::Context& ctx, MutableMessage* msg);
 // ctx.WithRemoteParent(the `_tc` span context); `ctx` unchanged when `_tc` is missing, not
 // base64, not a TraceContextHeader, or has wrong-length / all-zero ids.
 trace::Context ExtractTraceContext(const trace::Context& ctx, const MutableMessage& msg);
+// Appends to `dst` what OverwriteTraceContext(ctx, copy of msg) and then EncodeTo would, without
+// copying the message (a producer's attempt: its own `_tc` on the message it resends).
+void EncodeWithTraceContext(const trace::Context& ctx, const MutableMessage& msg, std::string* dst);
 
 // A WAL-scope span (tracer kingfisher.streaming.wal) with no attributes.
 std::pair<trace::Context, std::shared_ptr<trace::Span>> StartSpan(

@@ -134,6 +134,29 @@ TEST_F(MessageTraceTest, InjectWithoutSpanInjectTwiceAndOverwrite) {
   InjectTraceContext(first, nullptr);  // safe
 }
 
+// A producer's attempt encodes the message with its own `_tc` without copying it: the bytes
+// are exactly those of a copy overwritten and encoded, with or without a `_tc` before, and
+// with no span (the message's own `_tc` stays).
+TEST_F(MessageTraceTest, EncodeWithTraceContextEqualsOverwriteOnACopy) {
+  MutableMessage plain = Insert();
+  plain.SetProperty("user.z", "last");
+  plain.SetProperty("a", "first");
+  MutableMessage traced = plain;
+  InjectTraceContext(SourceSpan(), &traced);
+  const Context attempt = SourceSpan();
+  for (const MutableMessage& m : {plain, traced}) {
+    for (const Context& ctx : {attempt, Context()}) {
+      MutableMessage copy = m;
+      OverwriteTraceContext(ctx, &copy);
+      std::string expected;
+      copy.EncodeTo(&expected);
+      std::string got = "prefix";
+      EncodeWithTraceContext(ctx, m, &got);
+      EXPECT_EQ(got, "prefix" + expected);
+    }
+  }
+}
+
 // Scenario 3.
 TEST_F(MessageTraceTest, TimeTickIsNeverTraced) {
   Context source = SourceSpan();

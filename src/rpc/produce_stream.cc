@@ -148,10 +148,18 @@ void ProduceStream::HandleRequest() {
       return Respond(std::move(refused), 0);
     }
   }
+  // A guard counted as an append in flight while the request is judged, so that the stream
+  // cannot finish (shutdown, cancel) between this check and the appends it admits.
   bool shutting_down;
+  std::shared_ptr<ProduceStream> self;
   {
     absl::MutexLock lock(&mu_);
+    if (finish_called_) return;
     shutting_down = shutting_down_;
+    if (!shutting_down) {
+      ++inflight_appends_;
+      self = self_;
+    }
   }
   if (shutting_down) {
     for (const ProduceEntry& e : req.entries()) AddError(e.id(), OnShutdownError(), &refused);
@@ -167,11 +175,6 @@ void ProduceStream::HandleRequest() {
   };
   std::vector<Group> groups;
   size_t admitted = 0;
-  std::shared_ptr<ProduceStream> self;
-  {
-    absl::MutexLock lock(&mu_);
-    self = self_;
-  }
   const ValidationOptions validation{.max_payload_bytes = options_->max_payload_bytes};
   for (ProduceEntry& entry : *req.mutable_entries()) {
     const uint64_t id = entry.id();
@@ -223,10 +226,10 @@ void ProduceStream::HandleRequest() {
     absl::MutexLock lock(&mu_);
     inflight_appends_ += admitted;
   }
-  if (refused.results_size() > 0) Respond(std::move(refused), 0);
   for (Group& g : groups) {
     if (!g.batch.empty()) (*g.wal)->AppendBatch(std::move(g.batch));
   }
+  Respond(std::move(refused), 1);  // and lets go of the guard
 }
 
 void ProduceStream::OnAppendDone(uint64_t id, Term term, absl::StatusOr<wal::AppendResult> result) {
