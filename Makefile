@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CMAKE := cmake -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_CXX_COMPILER_LAUNCHER=ccache $(CMAKE_FLAGS)
 
-.PHONY: deps configure build test test-asan test-tsan run bench fuzz format clean
+.PHONY: deps configure build test test-asan test-tsan run bench bench-peers fuzz format clean
 
 deps:
 	@./scripts/deps.sh
@@ -45,6 +45,10 @@ run: build
 
 bench: build
 	./bench/run.sh $(BUILD_DIR)
+
+# Kingfisher next to Redis Streams, etcd and NATS JetStream (installed from Debian if missing).
+bench-peers: build
+	./bench/peers.sh $(BUILD_DIR)
 
 # libFuzzer targets (clang-14): make fuzz builds them into build-fuzz/bin.
 fuzz: deps

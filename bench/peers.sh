@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# make bench-peers: Kingfisher next to its peers, one run, one machine, one workload —
+# 1 KiB appends, acknowledged once durable, by 1, 8 and 50 producers with one append in flight
+# each. Peers (installed from Debian when missing):
+#   redis    redis-server --appendonly yes --appendfsync always, driven by redis-benchmark XADD
+#   etcd     one member (Raft + its WAL fsync), Puts
+#   nats     nats-server JetStream, file storage; sync_interval "always" when the server
+#            accepts it (its default syncs every 2 minutes: acks before the disk has the data,
+#            printed as such)
+# Kingfisher: `kingfisher run standalone` (local backend) through the client library
+# (bench/peers_bench.cc). Prints a table with each system's figures and the ratio to Redis.
+# Usage: bench/peers.sh [BUILD_DIR]   env: PEERS_MESSAGES (20000), PEERS_PRODUCERS ("1 8 50")
+set -euo pipefail
+BUILD_DIR="${1:-build}"
+BIN="$BUILD_DIR/bin"
+MESSAGES="${PEERS_MESSAGES:-20000}"
+PRODUCERS="${PEERS_PRODUCERS:-1 8 50}"
+PAYLOAD_BYTES=1024
+
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-benchmark >/dev/null || need+=(redis-tools)
+command -v etcd >/dev/null || need+=(etcd-server)
+command -v nats-server >/dev/null || need+=(nats-server)
+if ((${#need[@]})); then
+  echo "installing ${need[*]} (apt)" >&2
+  SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO=sudo
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need[@]}" >&2
+fi
+[[ -x "$BIN/kingfisher" && -x "$BIN/peers_bench" ]] || {
+  echo "build first: cmake --build $BUILD_DIR --target kingfisher peers_bench" >&2; exit 1; }
+
+WORK=$(mktemp -d "$(realpath "$BUILD_DIR")/peers.XXXXXX")
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for() {  # a command that succeeds once the server is up, bounded
+  for _ in $(seq 1 200); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "server did not come up: $*" >&2; exit 1
+}
+
+KF_PORT=$(free_port); KF_HTTP=$(free_port)
+"$BIN/kingfisher" run standalone --data-dir "$WORK/kf" --listen "127.0.0.1:$KF_PORT" \
+  --http-listen "127.0.0.1:$KF_HTTP" >"$WORK/kf.log" 2>&1 &
+PIDS+=($!)
+wait_for curl -sf "http://127.0.0.1:$KF_HTTP/healthz"
+
+REDIS_PORT=$(free_port)
+mkdir -p "$WORK/redis"
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --appendonly yes --appendfsync always \
+  --save "" --dir "$WORK/redis" >"$WORK/redis.log" 2>&1 &
+PIDS+=($!)
+wait_for redis-cli -p "$REDIS_PORT" ping
+
+ETCD_PORT=$(free_port); ETCD_PEER=$(free_port)
+etcd --data-dir "$WORK/etcd" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$ETCD_PEER" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER" \
+  --initial-cluster "default=http://127.0.0.1:$ETCD_PEER" >"$WORK/etcd.log" 2>&1 &
+PIDS+=($!)
+wait_for curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+
+NATS_PORT=$(free_port)
+NATS_NOTE="sync every write"
+start_nats() {  # $1: extra jetstream setting
+  cat >"$WORK/nats.conf" <<EOF
+listen: 127.0.0.1:$NATS_PORT
+jetstream { store_dir: "$WORK/nats" $1 }
+EOF
+  nats-server -c "$WORK/nats.conf" >"$WORK/nats.log" 2>&1 &
+  NATS_PID=$!
+  for _ in $(seq 1 50); do
+    grep -q "Server is ready" "$WORK/nats.log" && return 0
+    kill -0 "$NATS_PID" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+if ! start_nats 'sync_interval: "always"'; then
+  kill "$NATS_PID" 2>/dev/null || true
+  NATS_NOTE="ACKS BEFORE FSYNC: this nats-server has no sync_interval always"
+  start_nats "" || { echo "nats-server did not start" >&2; cat "$WORK/nats.log" >&2; exit 1; }
+fi
+PIDS+=($NATS_PID)
+
+PAYLOAD=$(head -c "$PAYLOAD_BYTES" /dev/zero | tr '\0' 'p')
+RESULTS="$WORK/results"
+for n in $PRODUCERS; do
+  echo "producers=$n ..." >&2
+  "$BIN/peers_bench" --system kingfisher --endpoint "127.0.0.1:$KF_PORT" --producers "$n" \
+    --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES" >>"$RESULTS"
+  # redis-benchmark --csv: "test","rps","avg","min","p50","p95","p99","max" (ms)
+  redis-benchmark -p "$REDIS_PORT" -c "$n" -n "$MESSAGES" --csv XADD peers '*' f "$PAYLOAD" |
+    awk -F'","' -v n="$n" 'NR==2 {gsub(/"/,"",$8); printf "redis producers=%s messages=0 seconds=0 per_s=%.0f p50_ms=%s p99_ms=%s\n", n, $2, $5, $7}' >>"$RESULTS"
+  "$BIN/peers_bench" --system etcd --endpoint "http://127.0.0.1:$ETCD_PORT" --producers "$n" \
+    --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES" >>"$RESULTS"
+  "$BIN/peers_bench" --system nats --endpoint "127.0.0.1:$NATS_PORT" --producers "$n" \
+    --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES" >>"$RESULTS"
+done
+
+echo
+echo "1 KiB appends acknowledged once durable; one in flight per producer; $MESSAGES per run"
+echo "nats: $NATS_NOTE"
+awk '
+  { sys=$1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+    key = sys SUBSEP v["producers"]; rate[key] = v["per_s"]; p50[key] = v["p50_ms"];
+    p99[key] = v["p99_ms"]; if (!(v["producers"] in seen)) { seen[v["producers"]] = 1; order[++np] = v["producers"] } }
+  END {
+    printf "%-11s %9s %12s %9s %9s %10s\n", "system", "producers", "appends/s", "p50 ms", "p99 ms", "vs redis"
+    split("kingfisher redis etcd nats", systems, " ")
+    for (j = 1; j <= np; j++) for (s = 1; s <= 4; s++) {
+      key = systems[s] SUBSEP order[j]; r = rate[systems[s] SUBSEP order[j]]; base = rate["redis" SUBSEP order[j]]
+      printf "%-11s %9s %12.0f %9.3f %9.3f %9.2fx\n", systems[s], order[j], r, p50[key], p99[key], (base > 0 ? r / base : 0)
+    }
+  }' "$RESULTS"
