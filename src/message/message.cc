@@ -589,4 +589,9 @@ ImmutableMessage::ImmutableMessage(MessageId id, MutableMessage message)
                           ? id_
                           : message_.last_confirmed().value_or(MessageId())) {}
 
+std::string_view ImmutableMessage::encoded() const {
+  std::call_once(encode_once_, [this] { message_.EncodeTo(&encoded_); });
+  return encoded_;
+}
+
 }  // namespace kf

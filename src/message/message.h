@@ -18,7 +18,8 @@
 // (Map entries may omit key or value, or order them either way, as protobuf allows.)
 //
 // ImmutableMessage is a message as stored in the WAL: its MessageId plus the message. Shared
-// read-only (ImmutableMessagePtr) by tailing readers, hence const and safe for concurrent reads.
+// read-only (ImmutableMessagePtr) by tailing readers, hence const and safe for concurrent reads;
+// its encoding is computed once, by the first reader that asks (encoded()), and shared by all.
 #pragma once
 
 #include <array>
@@ -26,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>  // std::once_flag
 #include <optional>
 #include <string>
 #include <string_view>
@@ -224,6 +226,9 @@ class ImmutableMessage {
   std::string_view vchannel() const { return message_.vchannel(); }
   // "_lc" if set; id() if "_lcs" is set; an invalid MessageId if neither decodes.
   MessageId last_confirmed() const { return last_confirmed_; }
+  // message().Encode(), computed on the first call (any thread) and kept: sixteen consumers of
+  // a tailing pchannel send one encoding. Valid as long as this message.
+  std::string_view encoded() const;
 
  private:
   MessageId id_;
@@ -231,6 +236,8 @@ class ImmutableMessage {
   MessageType type_;
   TimeTick timetick_;
   MessageId last_confirmed_;
+  mutable std::once_flag encode_once_;
+  mutable std::string encoded_;  // written once, under encode_once_
 };
 
 using ImmutableMessagePtr = std::shared_ptr<const ImmutableMessage>;

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+#include "rpc/consumed_batch_encoder.h"
 #include "rpc/message_convert.h"
 #include "trace/context.h"
 #include "wal/scan_request.h"
@@ -17,7 +19,16 @@ namespace kf::rpc {
 using kingfisher::v1::ConsumeRequest;
 using kingfisher::v1::ConsumeResponse;
 
-grpc::ServerBidiReactor<ConsumeRequest, ConsumeResponse>* ConsumeStream::Start(
+namespace {
+
+grpc::ByteBuffer Serialized(const ConsumeResponse& response) {
+  grpc::Slice slice(response.SerializeAsString());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+}  // namespace
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ConsumeStream::Start(
     const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
     RpcMetrics* metrics, TaskThreads* pumps) {
   auto* stream = new ConsumeStream(registry, options, tracker, metrics, pumps);
@@ -26,7 +37,7 @@ grpc::ServerBidiReactor<ConsumeRequest, ConsumeResponse>* ConsumeStream::Start(
                 /*send_error=*/false);
     return stream;
   }
-  stream->StartRead(&stream->request_);
+  stream->StartRead(&stream->read_buf_);
   return stream;
 }
 
@@ -99,6 +110,15 @@ absl::Status ConsumeStream::Create(const ConsumeRequest::Create& create) {
 }
 
 void ConsumeStream::OnReadDone(bool ok) {
+  if (ok) {
+    grpc::ProtoBufferReader reader(&read_buf_);
+    if (!request_.ParseFromZeroCopyStream(&reader)) {
+      End(StreamingError(StreamingCode::kInvalidArgument,
+                         "malformed ConsumeRequest: not a valid protobuf message"),
+          /*send_error=*/true);
+      return;
+    }
+  }
   if (created_) {
     // Once streaming, the client may only close (or half-close / go away).
     if (!ok || request_.has_close()) {
@@ -129,16 +149,17 @@ void ConsumeStream::OnReadDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     if (ending_) return;  // shutdown raced with create
-    out_.Clear();
-    out_.set_created(true);
     write_in_flight_ = true;
   }
+  ConsumeResponse created_response;
+  created_response.set_created(true);
+  out_ = Serialized(created_response);
   StartWrite(&out_);
   scan_thread_ = std::jthread([this](std::stop_token stop) {
     pthread_setname_np(pthread_self(), "kf-consume");  // attributes CPU and switches in top/perf
     ScanLoop(std::move(stop));
   });
-  StartRead(&request_);  // watch for `close` / half-close
+  StartRead(&read_buf_);  // watch for `close` / half-close
 }
 
 namespace {
@@ -240,9 +261,7 @@ void ConsumeStream::WriteQueued() {
     wake_on_room_ = false;
   }
   if (wake) hook_->Wake();
-  out_.Clear();
-  for (const ImmutableMessagePtr& m : batch)
-    ConsumedToProto(*m, out_.mutable_batch()->add_messages());
+  out_ = EncodeConsumedBatch(batch);
   StartWrite(&out_);
 }
 
@@ -297,8 +316,9 @@ void ConsumeStream::IssueFinish() {
     status = wire::ToGrpcStatus(end_status_);
     send_error = end_send_error_;
     if (send_error) {
-      out_.Clear();
-      *out_.mutable_error() = wire::ToProtoError(end_status_);
+      ConsumeResponse error;
+      *error.mutable_error() = wire::ToProtoError(end_status_);
+      out_ = Serialized(error);
     }
   }
   // No write is outstanding (TakeFinishLocked) and none will start (ending_), so out_ is ours.

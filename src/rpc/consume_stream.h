@@ -16,6 +16,10 @@
 // instead of each consumer's thread. A pump that finds the scanner back in catch-up returns it
 // to the scan thread. `dispatched_` says which of the two owns the scanner.
 //
+// Raw (ByteBuffer) method: a batch goes out as EncodeConsumedBatch builds it, sharing each
+// message's one encoding with the other consumers; a request that does not parse ends the
+// stream with INVALID_ARGUMENT. The wire protocol is unchanged.
+//
 // Thread-safety: gRPC reactions, the scan thread, pumps and shutdown run concurrently; state is
 // guarded by mu_. Ownership: owned by gRPC until OnDone, which detaches the hook (waiting for a
 // running pump), stops and joins the scan thread (its scanner and Wal reference die with the
@@ -42,13 +46,12 @@ namespace kf::rpc {
 
 using streaming::node::WalRegistry;
 
-class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::ConsumeRequest,
-                                                           kingfisher::v1::ConsumeResponse> {
+class ConsumeStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // Creates the stream and starts reading. Pointers are borrowed from the service.
-  static grpc::ServerBidiReactor<kingfisher::v1::ConsumeRequest, kingfisher::v1::ConsumeResponse>*
-  Start(const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
-        RpcMetrics* metrics, TaskThreads* pumps);
+  static grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Start(
+      const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
+      RpcMetrics* metrics, TaskThreads* pumps);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -112,7 +115,8 @@ class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::Consu
   RpcMetrics* const metrics_;
   std::shared_ptr<Hook> hook_;
 
-  kingfisher::v1::ConsumeRequest request_;  // read path only
+  grpc::ByteBuffer read_buf_;               // read path only
+  kingfisher::v1::ConsumeRequest request_;  // read path only: read_buf_ parsed
   bool created_ = false;                    // read path only
 
   // Set by Create before the scan thread starts; then used by the scan thread, or by pumps
@@ -121,9 +125,9 @@ class ConsumeStream final : public grpc::ServerBidiReactor<kingfisher::v1::Consu
   std::unique_ptr<wal::Scanner> scanner_;
 
   absl::Mutex mu_;
-  // Written only by whoever set write_in_flight_ (see WriteQueued), read by gRPC until
-  // OnWriteDone.
-  kingfisher::v1::ConsumeResponse out_;
+  // A serialized ConsumeResponse. Written only by whoever set write_in_flight_ (see
+  // WriteQueued), read by gRPC until OnWriteDone.
+  grpc::ByteBuffer out_;
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<ImmutableMessagePtr> queue_ ABSL_GUARDED_BY(mu_);  // scanned, not yet written
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -15,7 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
 #include "common/metrics/registry.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 #include "gtest/gtest.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "rpc/rpc_server.h"
@@ -224,6 +226,51 @@ TEST_F(ConsumeStreamTest, ShutdownEndsTailingConsumersWithOnShutdown) {
   }
   stop.join();
   server_.reset();
+}
+
+// Consume is a raw method: bytes that are no ConsumeRequest get an INVALID_ARGUMENT `error`
+// response and status, not a torn-down connection.
+TEST_F(ConsumeStreamTest, MalformedRequestIsAnsweredWithInvalidArgument) {
+  Start(/*buffer_bytes=*/1 << 20);
+  grpc::GenericStub stub(
+      grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  grpc::CompletionQueue cq;
+  // Each step waits for its own completion on the queue.
+  auto await = [&cq](intptr_t want) {
+    void* tag = nullptr;
+    bool ok = false;
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(reinterpret_cast<intptr_t>(tag), want);
+    return ok;
+  };
+  auto call = stub.PrepareCall(&ctx, "/kingfisher.v1.StreamingNode/Consume", &cq);
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(await(1));
+  const char garbage[] = "\xff\xff\xff\xff";  // a field number no varint can end
+  grpc::Slice slice(garbage, sizeof(garbage) - 1);
+  grpc::ByteBuffer request(&slice, 1);
+  call->Write(request, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(await(2));
+  grpc::ByteBuffer response;
+  call->Read(&response, reinterpret_cast<void*>(3));
+  ASSERT_TRUE(await(3));
+  ConsumeResponse parsed;
+  grpc::ProtoBufferReader reader(&response);
+  ASSERT_TRUE(parsed.ParseFromZeroCopyStream(&reader));
+  ASSERT_TRUE(parsed.has_error());
+  EXPECT_EQ(parsed.error().streaming_code(), static_cast<int>(StreamingCode::kInvalidArgument));
+  EXPECT_NE(parsed.error().message().find("malformed ConsumeRequest"), std::string::npos);
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(4));
+  await(4);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  cq.Shutdown();
+  void* tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
 }
 
 }  // namespace

@@ -24,8 +24,8 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamingNodeServic
   return ProduceStream::Start(registry_, &options_, &tracker_, &metrics_);
 }
 
-grpc::ServerBidiReactor<kingfisher::v1::ConsumeRequest, kingfisher::v1::ConsumeResponse>*
-StreamingNodeService::Consume(grpc::CallbackServerContext* /*context*/) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamingNodeService::Consume(
+    grpc::CallbackServerContext* /*context*/) {
   return ConsumeStream::Start(registry_, &options_, &tracker_, &metrics_, &pumps_);
 }
 

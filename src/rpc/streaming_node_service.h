@@ -3,9 +3,9 @@
 //
 // Callback API throughout: a waiting ack holds no thread (ProduceStream); a consumer reads the
 // backend on a thread of its own and tails the write-ahead buffer on a shared pump thread
-// (ConsumeStream). Produce is registered as a raw (ByteBuffer) method so an
-// undecodable request gets an INVALID_ARGUMENT response instead of killing the stream; the
-// wire protocol is unchanged.
+// (ConsumeStream). Both are registered as raw (ByteBuffer) methods: an undecodable produce
+// request gets an INVALID_ARGUMENT response instead of killing the stream, and a consumed batch
+// shares each message's encoding across consumers; the wire protocol is unchanged.
 //
 // Thread-safety: thread-safe. Ownership: borrows the registry (must outlive the service and
 // every stream; i.e. the grpc::Server). Errors: per docs/semantics.md §3, on the wire (see
@@ -26,14 +26,14 @@ using streaming::node::WalRegistry;
 
 class StreamingNodeService final
     : public kingfisher::v1::StreamingNode::WithRawCallbackMethod_Produce<
-          kingfisher::v1::StreamingNode::WithCallbackMethod_Consume<
+          kingfisher::v1::StreamingNode::WithRawCallbackMethod_Consume<
               kingfisher::v1::StreamingNode::Service>> {
  public:
   StreamingNodeService(const WalRegistry* registry, StreamingNodeOptions options);
 
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Produce(
       grpc::CallbackServerContext* context) override;
-  grpc::ServerBidiReactor<kingfisher::v1::ConsumeRequest, kingfisher::v1::ConsumeResponse>* Consume(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Consume(
       grpc::CallbackServerContext* context) override;
 
   // Graceful shutdown, step 1: new streams and new appends fail with ON_SHUTDOWN; in-flight
