@@ -590,8 +590,8 @@ ImmutableMessage::ImmutableMessage(MessageId id, MutableMessage message)
                           : message_.last_confirmed().value_or(MessageId())) {}
 
 std::string_view ImmutableMessage::encoded() const {
-  std::call_once(encode_once_, [this] { message_.EncodeTo(&encoded_); });
-  return encoded_;
+  std::call_once(encoding_.once, [this] { message_.EncodeTo(&encoding_.bytes); });
+  return encoding_.bytes;
 }
 
 }  // namespace kf

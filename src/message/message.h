@@ -236,8 +236,15 @@ class ImmutableMessage {
   MessageType type_;
   TimeTick timetick_;
   MessageId last_confirmed_;
-  mutable std::once_flag encode_once_;
-  mutable std::string encoded_;  // written once, under encode_once_
+  // encoded(), computed once; a copy of the message computes its own.
+  struct EncodingCache {
+    EncodingCache() = default;
+    EncodingCache(const EncodingCache&) {}
+    EncodingCache& operator=(const EncodingCache&) = delete;
+    std::once_flag once;
+    std::string bytes;  // written once, under `once`
+  };
+  mutable EncodingCache encoding_;
 };
 
 using ImmutableMessagePtr = std::shared_ptr<const ImmutableMessage>;
