@@ -42,6 +42,7 @@ struct Flags {
   int producers = 1;
   uint64_t messages = 20000;
   size_t payload_bytes = 1024;
+  int max_inflight_requests = kingfisher::BatchingOptions{}.max_inflight_requests;
 };
 
 // One thread's appends: `append(i)` must return once message i is acknowledged.
@@ -80,7 +81,8 @@ void Run(const Flags& f, PerThread per_thread) {
 void RunKingfisher(const Flags& f) {
   auto client = kingfisher::Client::Connect({.endpoint = f.endpoint});
   if (!client.ok()) Die(client.status().ToString());
-  auto producer = (*client)->CreateProducer();
+  auto producer =
+      (*client)->CreateProducer({.batching = {.max_inflight_requests = f.max_inflight_requests}});
   if (!producer.ok()) Die(producer.status().ToString());
   const std::string payload(f.payload_bytes, 'p');
   auto append = [&](uint64_t) {
@@ -228,6 +230,8 @@ int main(int argc, char** argv) {
   flags.Add("--producers", &f.producers, "N", "threads, one append in flight each");
   flags.Add("--messages", &f.messages, "N", "appends in all");
   flags.Add("--payload-bytes", &f.payload_bytes, "B", "bytes per append");
+  flags.Add("--max-inflight-requests", &f.max_inflight_requests, "N",
+            "kingfisher: produce requests of the pchannel awaiting answers before coalescing");
   flags.Parse(argc, argv);
   if (f.producers < 1 || f.endpoint.empty()) Die("--producers >= 1 and --endpoint are required");
   if (f.system == "kingfisher") {

@@ -67,7 +67,9 @@ struct AppendResult {
 // How a producer coalesces the messages it has queued for one pchannel into Produce requests.
 struct BatchingOptions {
   // Requests of one pchannel awaiting their answers before new messages wait to be coalesced.
-  int max_inflight_requests = 2;
+  // 1 by default: the node's log syncs one group at a time, so a second request in flight
+  // only splits the producers into two smaller groups (docs/performance.md, issue 27).
+  int max_inflight_requests = 1;
   // Bounds of one request; a message larger than max_bytes goes alone.
   size_t max_messages = 1024;
   size_t max_bytes = size_t{1} << 20;
