@@ -5,6 +5,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/coding.h"
 #include "kingfisher/v1/streaming.pb.h"
 #include "rpc/message_convert.h"
 #include "wal/txn/txn_message.h"
@@ -23,21 +24,17 @@ constexpr int kMessageBody = 2;
 // reference count and an allocation, more than copying a few hundred bytes.
 constexpr size_t kShareFrom = 512;
 
+// The bytes PutVarint64 writes for `v`.
 size_t VarintSize(uint64_t v) {
   size_t n = 1;
   for (; v >= 0x80; v >>= 7) ++n;
   return n;
 }
 
-void PutVarint(uint64_t v, std::string* out) {
-  for (; v >= 0x80; v >>= 7) out->push_back(static_cast<char>(v | 0x80));
-  out->push_back(static_cast<char>(v));
-}
-
 // Tag and length of a length-delimited field (all our field numbers are < 16: one byte).
 void PutLengthPrefix(int field, size_t len, std::string* out) {
   out->push_back(static_cast<char>((field << 3) | 2));
-  PutVarint(len, out);
+  PutVarint64(out, len);
 }
 
 size_t BytesFieldSize(size_t len) { return len == 0 ? 0 : 1 + VarintSize(len) + len; }
@@ -83,7 +80,7 @@ grpc::ByteBuffer EncodeConsumedBatch(const std::vector<ImmutableMessagePtr>& bat
   for (size_t i = 0; i < batch.size(); ++i) {
     const Item& item = items[i];
     PutLengthPrefix(kBatchMessages, item.size, head);
-    if (!item.serialized.empty() || item.size == 0) {
+    if (!item.serialized.empty()) {
       head->append(item.serialized);
       continue;
     }
