@@ -91,8 +91,8 @@ struct AppendContext {
   // Set by whoever held the run (HoldRun) and failed, e.g. the txn's commit gate: a durable
   // append whose hold failed is answered with it.
   absl::Status hold_status;
-  // Dropped right after this append is answered: a hold on another run that must not be
-  // answered before this one (TxnInterceptor: the commit a body's durability released).
+  // Run right after this append is answered, e.g. what lets another run be answered after this
+  // one (TxnInterceptor: a body tells its txn, whose commit gate may then fire).
   absl::AnyInvocable<void() &&> after_answer;
 
   // --- The sequencer's stamp of the last attempt.

@@ -100,7 +100,12 @@ void Completion::Answer(AppendContext& a, WalMetrics::Clock::time_point now) {
   if (a.metered) metrics_->AppendFinished(a.result.status(), a.started, now, a.bytes);
   a.stage = AppendContext::Stage::kAnswered;
   if (a.done) std::move(a.done)(std::move(a.result));
-  a.after_answer = nullptr;  // e.g. a commit waiting for this body: answered after it
+  // E.g. a body lets its commit's gate go: the commit is answered after it.
+  if (a.after_answer) {
+    absl::AnyInvocable<void()&&> after = std::move(a.after_answer);
+    a.after_answer = nullptr;
+    std::move(after)();
+  }
 }
 
 }  // namespace kf::wal

@@ -7,14 +7,6 @@
 #include "wal/run.h"
 
 namespace kf::wal {
-namespace {
-
-// The body whose durability is being counted on this thread (AfterDurable): a commit gate that
-// fires then hands its hold to that body, so the commit is acknowledged after the body even
-// when the body's own answer waits for its appending thread (run.h).
-thread_local AppendContext* t_settling_body = nullptr;
-
-}  // namespace
 
 absl::Status TxnInterceptor::BeforeSequence(AppendContext& a, TimeTick tt) {
   if (a.ordinary() || a.role == AppendRole::kTimeTick) return absl::OkStatus();
@@ -38,17 +30,12 @@ absl::Status TxnInterceptor::BeforeSequence(AppendContext& a, TimeTick tt) {
       RETURN_IF_ERROR(txns_->AddBody(a.txn_id, vchannel, tt));
       break;
     case AppendRole::kCommit:
-      // The gate may fire inside Commit (nothing in flight): it only lets go of the run then,
-      // as the durable callback cannot have run before the enqueue.
+      // The gate fires once every body in flight is answered (AfterDurable below), inside
+      // Commit when none is: it lets go of the commit's run, which is answered after them.
       RETURN_IF_ERROR(
           txns_->Commit(a.txn_id, vchannel, tt, [hold = HoldRun(a), &a](absl::Status gate) mutable {
             RunRef held = std::move(hold);
-            if (!gate.ok() && a.hold_status.ok()) {
-              a.hold_status = std::move(gate);
-            }
-            if (t_settling_body != nullptr) {
-              t_settling_body->after_answer = [held = std::move(held)]() mutable {};
-            }
+            if (!gate.ok() && a.hold_status.ok()) a.hold_status = std::move(gate);
           }));
       break;
     case AppendRole::kRollback:
@@ -67,9 +54,10 @@ void TxnInterceptor::AfterEnqueued(AppendContext& a) {
 
 void TxnInterceptor::AfterDurable(AppendContext& a, const ImmutableMessagePtr& /*message*/) {
   if (a.role != AppendRole::kBody) return;
-  t_settling_body = &a;
-  txns_->BodyDurable(a.txn_id);
-  t_settling_body = nullptr;
+  // A body counts as in flight until it is answered, not merely durable: its answer may still
+  // wait for its appending thread (run.h), and a commit must not be acknowledged before any of
+  // its bodies (docs/semantics.md §3).
+  a.after_answer = [txns = txns_, txn_id = a.txn_id] { txns->BodyDurable(txn_id); };
 }
 
 void TxnInterceptor::AfterAbandoned(AppendContext& a, const absl::Status& cause) {
