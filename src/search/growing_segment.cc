@@ -1,0 +1,95 @@
+#include "search/growing_segment.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace kf::search {
+
+Chunk::Chunk(size_t capacity, uint32_t dim)
+    : dim_(dim),
+      vectors_(new float[capacity * dim]),
+      pks_(new int64_t[capacity]),
+      inserted_(new uint64_t[capacity]),
+      deleted_(new std::atomic<uint64_t>[capacity]),
+      previous_of_pk_(new uint32_t[capacity]) {}
+
+GrowingSegment::GrowingSegment(SegmentOptions options) : options_(options) {}
+
+void GrowingSegment::Insert(std::span<const int64_t> pks, std::span<const float> vectors,
+                            uint64_t ts) {
+  const size_t dim = options_.dim;
+  const size_t chunk_rows = options_.chunk_rows;
+  size_t row = rows_.load(std::memory_order_relaxed);  // only this writer changes it
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < pks.size(); ++i, ++row) {
+    if (row % chunk_rows == 0) chunks_.push_back(std::make_shared<Chunk>(chunk_rows, dim));
+    Chunk& chunk = *chunks_.back();
+    const size_t at = row % chunk_rows;
+    float* v = chunk.vectors_.get() + at * dim;
+    std::memcpy(v, vectors.data() + i * dim, dim * sizeof(float));
+    if (options_.metric == Metric::kCosine) Normalize(v, dim);
+    chunk.pks_[at] = pks[i];
+    chunk.inserted_[at] = ts;
+    chunk.deleted_[at].store(kNotDeleted, std::memory_order_relaxed);
+    auto [it, fresh] = newest_row_of_pk_.try_emplace(pks[i], static_cast<uint32_t>(row));
+    chunk.previous_of_pk_[at] = fresh ? kNoRow : it->second;
+    it->second = static_cast<uint32_t>(row);
+  }
+  UpdateMemoryLocked();
+  rows_.store(row, std::memory_order_release);
+}
+
+size_t GrowingSegment::Delete(int64_t pk, uint64_t ts) {
+  absl::MutexLock lock(&mu_);
+  auto it = newest_row_of_pk_.find(pk);
+  if (it == newest_row_of_pk_.end()) return 0;
+  size_t hidden = 0;
+  for (uint32_t row = it->second; row != kNoRow;) {
+    Chunk& chunk = ChunkOf(row);
+    const size_t at = row % options_.chunk_rows;
+    if (chunk.inserted_[at] <= ts && chunk.deleted(at) == kNotDeleted) {
+      chunk.deleted_[at].store(ts, std::memory_order_relaxed);
+      ++hidden;
+    }
+    row = chunk.previous_of_pk_[at];
+  }
+  return hidden;
+}
+
+SegmentSnapshot GrowingSegment::Snapshot() const {
+  SegmentSnapshot snap;
+  snap.chunk_rows = options_.chunk_rows;
+  // The count first: the chunks that hold its rows were added before it was published.
+  snap.rows = rows_.load(std::memory_order_acquire);
+  absl::ReaderMutexLock lock(&mu_);
+  snap.chunks.assign(chunks_.begin(), chunks_.end());
+  return snap;
+}
+
+void GrowingSegment::Get(int64_t pk, uint64_t ts, std::vector<std::vector<float>>* out) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = newest_row_of_pk_.find(pk);
+  if (it == newest_row_of_pk_.end()) return;
+  // Newest first along the chain: reverse afterwards to give them in insertion order.
+  const size_t first = out->size();
+  for (uint32_t row = it->second; row != kNoRow;) {
+    const Chunk& chunk = ChunkOf(row);
+    const size_t at = row % options_.chunk_rows;
+    if (chunk.VisibleAt(at, ts)) {
+      out->emplace_back(chunk.vector(at), chunk.vector(at) + options_.dim);
+    }
+    row = chunk.previous_of_pk_[at];
+  }
+  std::reverse(out->begin() + static_cast<std::ptrdiff_t>(first), out->end());
+}
+
+void GrowingSegment::UpdateMemoryLocked() {
+  const size_t per_row =
+      options_.dim * sizeof(float) + sizeof(int64_t) + 2 * sizeof(uint64_t) + sizeof(uint32_t);
+  const size_t index = newest_row_of_pk_.capacity() *
+                       (sizeof(std::pair<int64_t, uint32_t>) + 1);  // slots + control bytes
+  memory_bytes_.store(chunks_.size() * options_.chunk_rows * per_row + index,
+                      std::memory_order_relaxed);
+}
+
+}  // namespace kf::search

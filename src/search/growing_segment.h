@@ -1,0 +1,121 @@
+// GrowingSegment: the rows of one shard and partition as they are applied from the WAL, stored
+// by column in fixed-size chunks (docs/search.md): pks, vectors (normalised for COSINE), the
+// timestamp each row became visible at, and the timestamp it was deleted at.
+//
+// Visibility (MVCC): a search at timestamp T sees row r iff r.inserted <= T < r.deleted. A
+// Delete(pk, t) sets `deleted = t` on every row of `pk` applied before it that is not deleted
+// yet; rows and deletes are applied in timestamp order (a transaction's, all at its commit
+// timestamp, in their order inside it), so one column answers every T. A search must not
+// ask for a T beyond what was applied (the shard's tSafe): rows and deletes after it are not
+// there yet.
+//
+// Thread-safety: one writer (Insert, Delete) at a time, any number of readers (Snapshot, Get,
+// the counters) concurrently with it. A row is written into its chunk before the row count
+// that covers it is published (release); a reader takes the count (acquire) and then the chunk
+// table, so every row it sees is complete, and chunks are never moved or freed while a reader
+// holds a snapshot. `deleted` is one atomic per row, written before the shard publishes its
+// tSafe, which the reader waited for.
+// Errors: none; the caller checks dims and values (the WAL's payload validation).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "search/metric.h"
+
+namespace kf::search {
+
+inline constexpr uint64_t kNotDeleted = std::numeric_limits<uint64_t>::max();
+inline constexpr uint32_t kNoRow = std::numeric_limits<uint32_t>::max();
+// A segment holds fewer rows than kNoRow (the shard starts a new one before).
+inline constexpr size_t kMaxSegmentRows = kNoRow - 1;
+
+struct SegmentOptions {
+  uint32_t dim = 0;
+  Metric metric = Metric::kL2;
+  size_t chunk_rows = 4096;  // rows per chunk: the unit an index is built for
+};
+
+// One chunk of rows, filled front to back by the writer.
+class Chunk {
+ public:
+  Chunk(size_t capacity, uint32_t dim);
+
+  const float* vector(size_t row) const { return vectors_.get() + row * dim_; }
+  int64_t pk(size_t row) const { return pks_[row]; }
+  uint64_t inserted(size_t row) const { return inserted_[row]; }
+  uint64_t deleted(size_t row) const { return deleted_[row].load(std::memory_order_relaxed); }
+  bool VisibleAt(size_t row, uint64_t ts) const { return inserted(row) <= ts && ts < deleted(row); }
+
+ private:
+  friend class GrowingSegment;
+
+  const uint32_t dim_;
+  std::unique_ptr<float[]> vectors_;
+  std::unique_ptr<int64_t[]> pks_;
+  std::unique_ptr<uint64_t[]> inserted_;
+  std::unique_ptr<std::atomic<uint64_t>[]> deleted_;
+  std::unique_ptr<uint32_t[]> previous_of_pk_;  // the row of the same pk before, or kNoRow
+};
+
+// What a reader scans: the rows published when it was taken, chunk by chunk.
+struct SegmentSnapshot {
+  std::vector<std::shared_ptr<const Chunk>> chunks;
+  size_t rows = 0;
+  size_t chunk_rows = 0;
+
+  // Rows of chunk `i` in this snapshot.
+  size_t RowsIn(size_t i) const {
+    const size_t begin = i * chunk_rows;
+    return rows <= begin ? 0 : std::min(chunk_rows, rows - begin);
+  }
+};
+
+class GrowingSegment {
+ public:
+  explicit GrowingSegment(SegmentOptions options);
+  GrowingSegment(const GrowingSegment&) = delete;
+  GrowingSegment& operator=(const GrowingSegment&) = delete;
+
+  const SegmentOptions& options() const { return options_; }
+
+  // --- The writer.
+  // Appends pks.size() rows visible from `ts`; vectors is row-major, pks.size() * dim floats.
+  // rows() + pks.size() <= kMaxSegmentRows.
+  void Insert(std::span<const int64_t> pks, std::span<const float> vectors, uint64_t ts);
+  // Hides, from `ts` on, every row of `pk` inserted so far; returns how many it hid.
+  size_t Delete(int64_t pk, uint64_t ts);
+
+  // --- Readers.
+  SegmentSnapshot Snapshot() const;
+  // The vector of every row of `pk` visible at `ts` (normally one), appended to `out`.
+  void Get(int64_t pk, uint64_t ts, std::vector<std::vector<float>>* out) const;
+  size_t rows() const { return rows_.load(std::memory_order_acquire); }
+  // Bytes held: chunks (allocated whole) and the pk index.
+  size_t memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  // A row's place: chunk * chunk_rows + offset.
+  Chunk& ChunkOf(uint32_t row) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return *chunks_[row / options_.chunk_rows];
+  }
+  void UpdateMemoryLocked() ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  const SegmentOptions options_;
+  std::atomic<size_t> rows_{0};
+  std::atomic<size_t> memory_bytes_{0};
+  mutable absl::Mutex mu_;
+  std::vector<std::shared_ptr<Chunk>> chunks_ ABSL_GUARDED_BY(mu_);
+  // pk -> its newest row; the older ones are chained through Chunk::previous_of_pk_.
+  absl::flat_hash_map<int64_t, uint32_t> newest_row_of_pk_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace kf::search
