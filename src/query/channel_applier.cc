@@ -1,0 +1,144 @@
+#include "query/channel_applier.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/absl_compat.h"
+#include "common/errors.h"
+#include "message/payload.h"
+#include "wal/txn/txn_message.h"
+
+namespace kf::query {
+namespace {
+
+search::Metric MetricOf(kingfisher::v1::MetricType metric) {
+  switch (metric) {
+    case kingfisher::v1::IP:
+      return search::Metric::kIP;
+    case kingfisher::v1::COSINE:
+      return search::Metric::kCosine;
+    default:
+      return search::Metric::kL2;  // the schema check admits L2, IP and COSINE only
+  }
+}
+
+absl::Status Corrupt(const ImmutableMessage& m, const absl::Status& cause) {
+  return StreamingError(
+      StreamingCode::kDataLoss,
+      absl::StrCat(ToAbsl(MessageTypeName(m.type())), " ", m.id().ToText(), " on ",
+                   ToAbsl(m.vchannel()),
+                   " cannot be applied although the WAL admitted it: ", cause.message()));
+}
+
+}  // namespace
+
+ChannelApplier::ChannelApplier(std::string pchannel, ShardOptions options)
+    : pchannel_(std::move(pchannel)), options_(options) {}
+
+absl::Status ChannelApplier::Apply(const ImmutableMessage& m) {
+  const uint64_t ts = m.timetick().value();
+  if (m.type() == MessageType::kTxn) {
+    const wal::TxnMessage* txn = wal::AsTxnMessage(m);
+    for (const ImmutableMessagePtr& body : txn->inner()) {
+      if (absl::Status s = ApplyOne(*body, ts); !s.ok()) return s;
+    }
+  } else if (absl::Status s = ApplyOne(m, ts); !s.ok()) {
+    return s;
+  }
+  AdvanceTSafe(ts);
+  return absl::OkStatus();
+}
+
+absl::Status ChannelApplier::ApplyOne(const ImmutableMessage& m, uint64_t ts) {
+  const std::string_view payload = m.message().payload();
+  switch (m.type()) {
+    case MessageType::kCreateCollection: {
+      auto schema = DecodeCollectionSchema(payload);
+      if (!schema.ok()) return Corrupt(m, schema.status());
+      auto shard = std::make_shared<Shard>(std::string(m.vchannel()),
+                                           ShardSchema{.collection_id = schema->collection_id(),
+                                                       .dim = schema->dim(),
+                                                       .metric = MetricOf(schema->metric())},
+                                           options_);
+      absl::MutexLock lock(&mu_);
+      shards_.try_emplace(std::string(m.vchannel()), std::move(shard));
+      return absl::OkStatus();
+    }
+    case MessageType::kDropCollection: {
+      absl::MutexLock lock(&mu_);
+      shards_.erase(ToAbsl(m.vchannel()));
+      return absl::OkStatus();
+    }
+    case MessageType::kCreatePartition:
+    case MessageType::kDropPartition: {
+      std::shared_ptr<Shard> shard = MutableShard(m.vchannel());
+      if (shard == nullptr) return absl::OkStatus();
+      auto partition = DecodePartition(payload);
+      if (!partition.ok()) return Corrupt(m, partition.status());
+      if (m.type() == MessageType::kCreatePartition) {
+        shard->CreatePartition(partition->partition());
+      } else {
+        shard->DropPartition(partition->partition());
+      }
+      return absl::OkStatus();
+    }
+    case MessageType::kInsert: {
+      std::shared_ptr<Shard> shard = MutableShard(m.vchannel());
+      if (shard == nullptr) return absl::OkStatus();
+      auto batch = DecodeInsertBatch(payload);
+      if (!batch.ok()) return Corrupt(m, batch.status());
+      if (batch->dim() != shard->schema().dim) {
+        return Corrupt(m,
+                       absl::InvalidArgumentError(absl::StrCat(
+                           "dim ", batch->dim(), ", the collection's is ", shard->schema().dim)));
+      }
+      shard->Insert(*batch, ts);
+      return absl::OkStatus();
+    }
+    case MessageType::kDelete: {
+      std::shared_ptr<Shard> shard = MutableShard(m.vchannel());
+      if (shard == nullptr) return absl::OkStatus();
+      auto pks = DecodeDeletePks(payload);
+      if (!pks.ok()) return Corrupt(m, pks.status());
+      shard->Delete(*pks, ts);
+      return absl::OkStatus();
+    }
+    default:
+      return absl::OkStatus();  // TimeTicks, txn control, flushes: only the tSafe moves
+  }
+}
+
+std::shared_ptr<Shard> ChannelApplier::MutableShard(std::string_view vchannel) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = shards_.find(ToAbsl(vchannel));
+  return it == shards_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const Shard> ChannelApplier::shard(std::string_view vchannel) const {
+  return MutableShard(vchannel);
+}
+
+void ChannelApplier::AdvanceTSafe(uint64_t ts) {
+  absl::MutexLock lock(&mu_);
+  if (ts > tsafe_) tsafe_ = ts;
+}
+
+uint64_t ChannelApplier::tsafe() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return tsafe_;
+}
+
+bool ChannelApplier::AwaitTSafe(uint64_t ts, absl::Time deadline) const {
+  absl::MutexLock lock(&mu_);
+  auto reached = [this, ts]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return tsafe_ >= ts; };
+  return mu_.AwaitWithDeadline(absl::Condition(&reached), deadline);
+}
+
+size_t ChannelApplier::memory_bytes() const {
+  absl::ReaderMutexLock lock(&mu_);
+  size_t n = 0;
+  for (const auto& [vchannel, shard] : shards_) n += shard->memory_bytes();
+  return n;
+}
+
+}  // namespace kf::query

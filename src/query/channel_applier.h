@@ -1,0 +1,64 @@
+// ChannelApplier: the query side of one pchannel on the node that owns it (docs/search.md).
+// It is given the pchannel's messages as a reader receives them — timetick order, a committed
+// transaction as one Txn at its commit, rolled-back and expired ones never — and applies them
+// to the shards of the collections on the pchannel:
+//   CreateCollection -> a shard for the message's vchannel (dim, metric from the schema);
+//   Create/DropPartition -> the shard's partitions;  DropCollection -> the shard is released;
+//   Insert, Delete -> the shard's growing segments at the message's timetick;
+//   Txn -> its bodies, in order, at the commit's timetick.
+// Every applied message and every TimeTick advances the pchannel's tSafe: every message with
+// a timetick <= tSafe has been applied, so a search at T <= tSafe sees exactly the rows of T.
+// Messages on raw vchannels pass without effect (they have no schema).
+//
+// Thread-safety: Apply from one thread (the follower); everything else from any thread.
+// Errors: Apply returns DATA_LOSS for a collection message whose payload does not decode (the
+// WAL checked it when it was appended, so the log is corrupt) and applies nothing of it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "message/message.h"
+#include "query/shard.h"
+
+namespace kf::query {
+
+class ChannelApplier {
+ public:
+  ChannelApplier(std::string pchannel, ShardOptions options);
+
+  const std::string& pchannel() const { return pchannel_; }
+
+  absl::Status Apply(const ImmutableMessage& message);
+
+  // Every message with a timetick <= tsafe() is applied (0 before the first).
+  uint64_t tsafe() const;
+  // True once tsafe() >= ts; false if `deadline` passed first.
+  bool AwaitTSafe(uint64_t ts, absl::Time deadline) const;
+
+  // The shard of a created, not dropped collection vchannel; nullptr otherwise.
+  std::shared_ptr<const Shard> shard(std::string_view vchannel) const;
+  size_t memory_bytes() const;
+
+ private:
+  // One message (a Txn's body too) at timestamp `ts`.
+  absl::Status ApplyOne(const ImmutableMessage& message, uint64_t ts);
+  std::shared_ptr<Shard> MutableShard(std::string_view vchannel) const;
+  void AdvanceTSafe(uint64_t ts);
+
+  const std::string pchannel_;
+  const ShardOptions options_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Shard>> shards_ ABSL_GUARDED_BY(mu_);
+  uint64_t tsafe_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace kf::query

@@ -1,0 +1,377 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/errors.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "message/builders.h"
+#include "message/payload.h"
+#include "query/channel_applier.h"
+#include "query/channel_follower.h"
+#include "query/shard.h"
+#include "search/metric.h"
+#include "storage/tso/timestamp_allocator.h"
+#include "wal/backends/testing/backend_under_test.h"
+#include "wal/collections/test_messages.h"
+#include "wal/wal_impl.h"
+
+namespace kf::query {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using wal::testing::BackendKind;
+
+kingfisher::v1::InsertBatch Batch(std::vector<int64_t> pks, uint32_t dim, float base,
+                                  std::string partition = "") {
+  kingfisher::v1::InsertBatch b;
+  b.set_partition(std::move(partition));
+  b.set_dim(dim);
+  for (size_t i = 0; i < pks.size(); ++i) {
+    b.add_pks(pks[i]);
+    for (uint32_t d = 0; d < dim; ++d) b.add_vectors(base + static_cast<float>(i));
+  }
+  return b;
+}
+
+kingfisher::v1::DeletePks Pks(std::vector<int64_t> pks) {
+  kingfisher::v1::DeletePks d;
+  for (int64_t pk : pks) d.add_pks(pk);
+  return d;
+}
+
+std::vector<int64_t> PksOf(const std::vector<search::Hit>& hits) {
+  std::vector<int64_t> out;
+  for (const auto& h : hits) out.push_back(h.pk);
+  return out;
+}
+
+TEST(ShardTest, SearchesEveryPartitionOrTheOneNamed) {
+  Shard shard("kf-dml_0_1v0", {.collection_id = 1, .dim = 2}, {.chunk_rows = 2});
+  shard.CreatePartition("p1");
+  shard.Insert(Batch({1, 2}, 2, 0), 10);           // (0,0) (1,1) in _default
+  shard.Insert(Batch({3}, 2, 0.5f, "p1"), 11);     // (0.5,0.5) in p1
+  shard.Insert(Batch({4}, 2, 5, "_default"), 12);  // "" and "_default" are one partition
+  const float q[] = {0.4f, 0.4f};
+  EXPECT_THAT(PksOf(*shard.Search(q, 10, {.ts = 12}, std::nullopt)), ElementsAre(3, 1, 2, 4));
+  EXPECT_THAT(PksOf(*shard.Search(q, 10, {.ts = 12}, "p1")), ElementsAre(3));
+  EXPECT_THAT(PksOf(*shard.Search(q, 2, {.ts = 12}, "")), ElementsAre(1, 2));
+  EXPECT_THAT(PksOf(*shard.Search(q, 10, {.ts = 10}, std::nullopt)), ElementsAre(1, 2));
+  auto unknown = shard.Search(q, 10, {.ts = 12}, "p2");
+  EXPECT_EQ(GetStreamingCode(unknown.status()), StreamingCode::kCollectionNotFound);
+  EXPECT_THAT(std::string(unknown.status().message()), ::testing::HasSubstr("partition p2"));
+
+  shard.Delete(Pks({3, 1}), 13);  // a delete reaches every partition
+  EXPECT_THAT(PksOf(*shard.Search(q, 10, {.ts = 13}, std::nullopt)), ElementsAre(2, 4));
+  EXPECT_THAT(shard.Get(3, 12), ElementsAre(ElementsAre(0.5f, 0.5f)));
+  EXPECT_THAT(shard.Get(3, 13), IsEmpty());
+  EXPECT_EQ(shard.rows(), 4u);
+
+  shard.DropPartition("p1");
+  EXPECT_FALSE(shard.Search(q, 10, {.ts = 12}, "p1").ok());
+  EXPECT_THAT(PksOf(*shard.Search(q, 10, {.ts = 12}, std::nullopt)), ElementsAre(1, 2, 4));
+}
+
+TEST(ChannelApplierTest, ACorruptPayloadOfACreatedCollectionIsDataLoss) {
+  ChannelApplier applier("kf-dml_0", {});
+  const std::string vc = "kf-dml_0_42v0";
+  ASSERT_TRUE(
+      applier.Apply(ImmutableMessage(MessageId(), wal::testing::CreateCollection(vc, 42, 4, 1)))
+          .ok());
+  ASSERT_NE(applier.shard(vc), nullptr);
+  MutableMessage bad(MessageType::kInsert, "\xff\xff not protobuf");
+  bad.set_vchannel(vc);
+  const absl::Status s = applier.Apply(ImmutableMessage(MessageId(), std::move(bad)));
+  EXPECT_EQ(GetStreamingCode(s), StreamingCode::kDataLoss) << s;
+  // A raw vchannel has no schema: its messages pass untouched.
+  MutableMessage raw(MessageType::kInsert, "anything");
+  raw.set_vchannel("kf-dml_0_orders");
+  EXPECT_TRUE(applier.Apply(ImmutableMessage(MessageId(), std::move(raw))).ok());
+}
+
+// --- The model test: random histories appended to a real WAL, followed by a ChannelFollower,
+// searched at random timestamps and compared with an exact search over a model of the rows.
+
+constexpr char kPchannel[] = "kf-dml_0";
+constexpr uint32_t kDim = 6;
+
+struct ModelRow {
+  int64_t pk;
+  std::vector<float> stored;  // as the segment keeps it (normalised for COSINE)
+  std::string partition;
+  uint64_t inserted;
+  uint64_t deleted = search::kNotDeleted;
+};
+
+struct ModelShard {
+  search::Metric metric;
+  std::vector<ModelRow> rows;
+  bool dropped = false;
+};
+
+class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kf-query-" + std::to_string(::getpid()) + "-" + wal::testing::BackendName(GetParam()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    tso_ = *TimestampAllocator::Open((dir_ / "tso").string(), {});
+    log_ = std::make_unique<wal::testing::BackendUnderTest>(GetParam(), dir_, kPchannel);
+    Reopen();
+  }
+  void TearDown() override {
+    follower_.reset();
+    if (wal_) wal_->Close();
+    wal_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // The pchannel's owner restarts (or the pchannel moves): a new WAL at a higher term and a
+  // follower that rebuilds every shard from the log.
+  void Reopen() {
+    follower_.reset();
+    if (wal_) wal_->Close();
+    wal_.reset();
+    term_ = Term(term_.value() + 1);
+    auto backend = log_->Open(term_);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    wal_ = std::make_unique<wal::WalImpl>(wal::WalOptions{.pchannel = kPchannel, .tso = tso_.get()},
+                                          *std::move(backend));
+    ASSERT_TRUE(wal_->Recover().ok());
+    auto follower = ChannelFollower::Start(wal_.get(), {.chunk_rows = 16});
+    ASSERT_TRUE(follower.ok()) << follower.status();
+    follower_ = *std::move(follower);
+  }
+
+  uint64_t Append(MutableMessage m, std::optional<kingfisher::v1::TxnContext>* txn = nullptr) {
+    auto r = wal_->AppendSync({}, std::move(m));
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return 0;
+    if (txn != nullptr) *txn = r->txn;
+    acked_.push_back(r->timetick.value());
+    return r->timetick.value();
+  }
+
+  void CreateCollection(const std::string& vc, int64_t id, search::Metric metric) {
+    MutableMessage m = wal::testing::CreateCollection(vc, id, kDim, next_broadcast_++);
+    if (metric != search::Metric::kL2) {
+      auto schema = *DecodeCollectionSchema(m.payload());
+      schema.set_metric(metric == search::Metric::kIP ? kingfisher::v1::IP
+                                                      : kingfisher::v1::COSINE);
+      MutableMessage with(MessageType::kCreateCollection, schema.SerializeAsString());
+      with.set_vchannel(vc);
+      m = wal::testing::Broadcast(std::move(with), next_broadcast_++);
+    }
+    Append(std::move(m));
+    model_[vc] = ModelShard{.metric = metric};
+  }
+
+  std::vector<float> RandomVector() {
+    std::normal_distribution<float> d(0, 1);
+    std::vector<float> v(kDim);
+    for (float& x : v) x = d(rng_);
+    return v;
+  }
+
+  // An Insert of 1-4 rows with pks from a small range (so deletes and re-inserts meet).
+  MutableMessage RandomInsert(const std::string& vc, std::vector<ModelRow>* rows) {
+    kingfisher::v1::InsertBatch b;
+    b.set_dim(kDim);
+    const std::string partition = vc == kVc0 && Chance(0.4) ? "p1" : "";
+    b.set_partition(partition);
+    const int n = std::uniform_int_distribution<int>(1, 4)(rng_);
+    for (int i = 0; i < n; ++i) {
+      const int64_t pk = std::uniform_int_distribution<int64_t>(0, 60)(rng_);
+      std::vector<float> v = RandomVector();
+      b.add_pks(pk);
+      for (float x : v) b.add_vectors(x);
+      if (model_[vc].metric == search::Metric::kCosine) search::Normalize(v.data(), kDim);
+      rows->push_back({pk, v, partition.empty() ? "_default" : partition, 0});
+    }
+    return NewInsertMessage(vc, b);
+  }
+
+  std::vector<int64_t> RandomDeletePks() {
+    std::vector<int64_t> pks;
+    const int n = std::uniform_int_distribution<int>(1, 3)(rng_);
+    for (int i = 0; i < n; ++i) pks.push_back(std::uniform_int_distribution<int64_t>(0, 60)(rng_));
+    return pks;
+  }
+
+  void ModelInsert(const std::string& vc, std::vector<ModelRow> rows, uint64_t ts) {
+    for (ModelRow& r : rows) {
+      r.inserted = ts;
+      model_[vc].rows.push_back(std::move(r));
+    }
+  }
+  void ModelDelete(const std::string& vc, const std::vector<int64_t>& pks, uint64_t ts) {
+    for (int64_t pk : pks) {
+      for (ModelRow& r : model_[vc].rows) {
+        if (r.pk == pk && r.deleted == search::kNotDeleted) r.deleted = ts;
+      }
+    }
+  }
+
+  bool Chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+
+  // One step of the history.
+  void Step() {
+    const std::string vc = Chance(0.5) ? kVc0 : (Chance(0.5) ? kVc1 : kVcCos);
+    const double dice = std::uniform_real_distribution<double>(0, 1)(rng_);
+    if (dice < 0.45) {
+      std::vector<ModelRow> rows;
+      MutableMessage m = RandomInsert(vc, &rows);
+      ModelInsert(vc, std::move(rows), Append(std::move(m)));
+    } else if (dice < 0.65) {
+      const std::vector<int64_t> pks = RandomDeletePks();
+      ModelDelete(vc, pks, Append(NewDeleteMessage(vc, Pks(pks))));
+    } else {
+      // A transaction of inserts and deletes: applied at its commit, or never.
+      std::optional<kingfisher::v1::TxnContext> txn;
+      Append(NewBeginTxnMessage(vc, 60000), &txn);
+      ASSERT_TRUE(txn.has_value());
+      struct Body {
+        std::vector<ModelRow> rows;
+        std::vector<int64_t> deleted;
+      };
+      std::vector<Body> bodies;
+      const int n = std::uniform_int_distribution<int>(1, 4)(rng_);
+      for (int i = 0; i < n; ++i) {
+        Body body;
+        MutableMessage m = Chance(0.7)
+                               ? RandomInsert(vc, &body.rows)
+                               : NewDeleteMessage(vc, Pks(body.deleted = RandomDeletePks()));
+        m.set_txn(*txn);
+        Append(std::move(m));
+        bodies.push_back(std::move(body));
+      }
+      if (Chance(0.3)) {
+        Append(NewRollbackTxnMessage(vc, TxnId(txn->txn_id())));
+        return;
+      }
+      const uint64_t commit = Append(NewCommitTxnMessage(vc, TxnId(txn->txn_id())));
+      for (Body& b : bodies) {
+        if (!b.rows.empty()) ModelInsert(vc, std::move(b.rows), commit);
+        if (!b.deleted.empty()) ModelDelete(vc, b.deleted, commit);
+      }
+    }
+  }
+
+  // Searches every shard at `ts` with random queries and compares with the model.
+  void Check(uint64_t ts) {
+    // A TimeTick on demand: the last acked message may be one no reader receives (a rollback,
+    // a txn's Begin), and nothing else would move the tSafe past it.
+    if (follower_->applier().tsafe() < ts) wal_->SyncTimeTick();
+    ASSERT_TRUE(follower_->applier().AwaitTSafe(ts, absl::Now() + absl::Seconds(30)))
+        << "tSafe stuck at " << follower_->applier().tsafe() << " below " << ts << ": "
+        << follower_->status();
+    for (const auto& [vc, model] : model_) {
+      std::shared_ptr<const Shard> shard = follower_->applier().shard(vc);
+      if (model.dropped) {
+        EXPECT_EQ(shard, nullptr) << vc;
+        continue;
+      }
+      ASSERT_NE(shard, nullptr) << vc;
+      for (int q = 0; q < 3; ++q) {
+        std::vector<float> query = RandomVector();
+        std::optional<std::string> partition;
+        if (vc == kVc0 && q == 1) partition = "p1";
+        search::SearchFilter filter{.ts = ts};
+        if (q == 2) {
+          filter.min_pk = 10;
+          filter.max_pk = 40;
+        }
+        std::vector<float> stored = query;
+        if (model.metric == search::Metric::kCosine) search::Normalize(stored.data(), kDim);
+        search::TopK want(7);
+        for (const ModelRow& r : model.rows) {
+          if (r.inserted > ts || ts >= r.deleted) continue;
+          if (r.pk < filter.min_pk || r.pk > filter.max_pk) continue;
+          if (partition && r.partition != *partition) continue;
+          want.Push({search::Score(model.metric, stored.data(), r.stored.data(), kDim), r.pk});
+        }
+        auto got = shard->Search(query.data(), 7, filter, partition);
+        ASSERT_TRUE(got.ok()) << got.status();
+        EXPECT_EQ(*got, want.Take()) << vc << " at " << ts << " query " << q;
+      }
+      // Get finds exactly the model's visible rows of a pk.
+      const int64_t pk = std::uniform_int_distribution<int64_t>(0, 60)(rng_);
+      std::vector<std::vector<float>> want_rows;
+      for (const ModelRow& r : model.rows) {
+        if (r.pk == pk && r.inserted <= ts && ts < r.deleted) want_rows.push_back(r.stored);
+      }
+      std::vector<std::vector<float>> got_rows = shard->Get(pk, ts);
+      std::sort(got_rows.begin(), got_rows.end());
+      std::sort(want_rows.begin(), want_rows.end());
+      EXPECT_EQ(got_rows, want_rows) << vc << " pk " << pk << " at " << ts;
+    }
+    ++checks_;
+  }
+
+  uint64_t RandomAcked() {
+    return acked_[std::uniform_int_distribution<size_t>(0, acked_.size() - 1)(rng_)];
+  }
+
+  const std::string kVc0 = "kf-dml_0_42v0";
+  const std::string kVc1 = "kf-dml_0_42v1";
+  const std::string kVcCos = "kf-dml_0_43v0";
+  std::mt19937 rng_{42};
+  std::filesystem::path dir_;
+  std::unique_ptr<TimestampAllocator> tso_;
+  std::unique_ptr<wal::testing::BackendUnderTest> log_;
+  Term term_{0};
+  std::unique_ptr<wal::WalImpl> wal_;
+  std::unique_ptr<ChannelFollower> follower_;
+  std::map<std::string, ModelShard> model_;
+  std::vector<uint64_t> acked_;
+  uint64_t next_broadcast_ = 1;
+  int checks_ = 0;
+};
+
+TEST_P(QueryModelTest, EverySearchEqualsTheExactAnswerOverTheModelAtItsTimestamp) {
+  CreateCollection(kVc0, 42, search::Metric::kL2);
+  CreateCollection(kVc1, 42, search::Metric::kL2);
+  CreateCollection(kVcCos, 43, search::Metric::kCosine);
+  Append(
+      wal::testing::PartitionDdl(MessageType::kCreatePartition, kVc0, 42, "p1", next_broadcast_++));
+  for (int step = 0; step < 250 && !HasFatalFailure(); ++step) {
+    Step();
+    if (step % 10 == 9) Check(Chance(0.5) ? acked_.back() : RandomAcked());
+  }
+  // A dropped collection's shard is released.
+  Append(wal::testing::DropCollection(kVcCos, 43, next_broadcast_++));
+  model_[kVcCos].dropped = true;
+  const uint64_t last = acked_.back();
+  Check(last);
+
+  // A restart rebuilds every shard from the log: the same answers at every timestamp.
+  Reopen();
+  for (int i = 0; i < 10 && !HasFatalFailure(); ++i) Check(i == 0 ? last : RandomAcked());
+  EXPECT_TRUE(follower_->status().ok()) << follower_->status();
+  EXPECT_GT(follower_->applier().memory_bytes(), 0u);
+  EXPECT_GT(checks_, 30);
+}
+
+TEST_P(QueryModelTest, ASearchBeyondTheAppliedTimestampWaitsAndTimesOut) {
+  CreateCollection(kVc0, 42, search::Metric::kL2);
+  const uint64_t created = acked_.back();
+  ASSERT_TRUE(follower_->applier().AwaitTSafe(created, absl::Now() + absl::Seconds(30)));
+  // Nothing was appended after: a later timestamp is not reached (the caller answers
+  // DEADLINE_EXCEEDED, never a stale result).
+  EXPECT_FALSE(follower_->applier().AwaitTSafe(created + (uint64_t{1} << 40),
+                                               absl::Now() + absl::Milliseconds(50)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, QueryModelTest,
+                         ::testing::Values(BackendKind::kMemory, BackendKind::kLocal),
+                         [](const auto& info) { return wal::testing::BackendName(info.param); });
+
+}  // namespace
+}  // namespace kf::query

@@ -1,0 +1,106 @@
+#include "query/shard.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/absl_compat.h"
+#include "common/errors.h"
+#include "search/metric.h"
+
+namespace kf::query {
+namespace {
+
+std::string_view PartitionName(std::string_view name) {
+  return name.empty() ? kDefaultPartition : name;
+}
+
+}  // namespace
+
+Shard::Shard(std::string vchannel, ShardSchema schema, ShardOptions options)
+    : vchannel_(std::move(vchannel)), schema_(schema), options_(options) {
+  CreatePartition(kDefaultPartition);
+}
+
+void Shard::CreatePartition(std::string_view name) { SegmentOf(PartitionName(name)); }
+
+void Shard::DropPartition(std::string_view name) {
+  absl::MutexLock lock(&mu_);
+  partitions_.erase(ToAbsl(PartitionName(name)));
+}
+
+std::shared_ptr<search::GrowingSegment> Shard::SegmentOf(std::string_view partition) {
+  absl::MutexLock lock(&mu_);
+  auto& segment = partitions_[ToAbsl(partition)];
+  if (segment == nullptr) {
+    segment = std::make_shared<search::GrowingSegment>(search::SegmentOptions{
+        .dim = schema_.dim, .metric = schema_.metric, .chunk_rows = options_.chunk_rows});
+  }
+  return segment;
+}
+
+void Shard::Insert(const kingfisher::v1::InsertBatch& batch, uint64_t ts) {
+  SegmentOf(PartitionName(batch.partition()))
+      ->Insert(std::span(batch.pks().data(), static_cast<size_t>(batch.pks_size())),
+               std::span(batch.vectors().data(), static_cast<size_t>(batch.vectors_size())), ts);
+}
+
+void Shard::Delete(const kingfisher::v1::DeletePks& pks, uint64_t ts) {
+  for (const auto& segment : AllSegments()) {
+    for (int64_t pk : pks.pks()) segment->Delete(pk, ts);
+  }
+}
+
+Shard::Segments Shard::AllSegments() const {
+  Segments segments;
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [name, segment] : partitions_) segments.push_back(segment);
+  return segments;
+}
+
+absl::StatusOr<Shard::Segments> Shard::SegmentsFor(
+    const std::optional<std::string>& partition) const {
+  if (!partition.has_value()) return AllSegments();
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = partitions_.find(ToAbsl(PartitionName(*partition)));
+  if (it == partitions_.end()) {
+    return StreamingError(StreamingCode::kCollectionNotFound,
+                          absl::StrCat("partition ", *partition, " of collection ",
+                                       schema_.collection_id, " does not exist"));
+  }
+  return Segments{it->second};
+}
+
+absl::StatusOr<std::vector<search::Hit>> Shard::Search(
+    const float* query, size_t k, const search::SearchFilter& filter,
+    const std::optional<std::string>& partition) const {
+  absl::StatusOr<Segments> segments = SegmentsFor(partition);
+  if (!segments.ok()) return segments.status();
+  std::vector<float> stored(query, query + schema_.dim);
+  if (schema_.metric == search::Metric::kCosine) search::Normalize(stored.data(), schema_.dim);
+  search::TopK top(k);
+  for (const auto& segment : *segments) {
+    search::SearchSnapshot(segment->Snapshot(), schema_.metric, schema_.dim, stored.data(), filter,
+                           &top);
+  }
+  return top.Take();
+}
+
+std::vector<std::vector<float>> Shard::Get(int64_t pk, uint64_t ts) const {
+  std::vector<std::vector<float>> out;
+  for (const auto& segment : AllSegments()) segment->Get(pk, ts, &out);
+  return out;
+}
+
+size_t Shard::rows() const {
+  size_t n = 0;
+  for (const auto& segment : AllSegments()) n += segment->rows();
+  return n;
+}
+
+size_t Shard::memory_bytes() const {
+  size_t n = 0;
+  for (const auto& segment : AllSegments()) n += segment->memory_bytes();
+  return n;
+}
+
+}  // namespace kf::query

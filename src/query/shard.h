@@ -1,0 +1,87 @@
+// Shard: the growing data of one collection vchannel on the node that owns its pchannel
+// (docs/search.md): one growing segment per partition, written by the pchannel's applier
+// (channel_applier.h) in timetick order and searched by any number of threads.
+//
+// A search names a timestamp T and sees exactly the rows inserted at <= T and not deleted at
+// <= T (growing_segment.h); the caller waits until the pchannel's tSafe reached T first.
+// Dropping a partition releases its rows at once: a search at an older T no longer sees them.
+//
+// Thread-safety: one writer (the applier), concurrent readers. Errors: Search and Get on an
+// unknown partition: COLLECTION_NOT_FOUND (NOT_FOUND).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "kingfisher/v1/message.pb.h"
+#include "search/flat_search.h"
+#include "search/growing_segment.h"
+#include "search/top_k.h"
+
+namespace kf::query {
+
+// The partition every collection has ("" in an Insert means it).
+inline constexpr std::string_view kDefaultPartition = "_default";
+
+struct ShardOptions {
+  size_t chunk_rows = 4096;
+};
+
+struct ShardSchema {
+  int64_t collection_id = 0;
+  uint32_t dim = 0;
+  search::Metric metric = search::Metric::kL2;
+};
+
+class Shard {
+ public:
+  Shard(std::string vchannel, ShardSchema schema, ShardOptions options);
+
+  const std::string& vchannel() const { return vchannel_; }
+  const ShardSchema& schema() const { return schema_; }
+
+  // --- The applier.
+  void CreatePartition(std::string_view name);
+  void DropPartition(std::string_view name);
+  // The batch's rows, visible from `ts`. An Insert into an unknown partition creates it (the
+  // WAL admitted the Insert, so the partition existed when it was appended).
+  void Insert(const kingfisher::v1::InsertBatch& batch, uint64_t ts);
+  void Delete(const kingfisher::v1::DeletePks& pks, uint64_t ts);
+
+  // --- Readers.
+  // The best `k` rows for `query` (dim floats, as the user gave it) under `filter`, in
+  // `partition` or in every partition, best first.
+  absl::StatusOr<std::vector<search::Hit>> Search(
+      const float* query, size_t k, const search::SearchFilter& filter,
+      const std::optional<std::string>& partition) const;
+  // The vectors of the rows of `pk` visible at `ts`, in every partition (partition by
+  // partition in no particular order, each partition's in insertion order).
+  std::vector<std::vector<float>> Get(int64_t pk, uint64_t ts) const;
+  size_t rows() const;
+  size_t memory_bytes() const;
+
+ private:
+  using Segments = std::vector<std::shared_ptr<search::GrowingSegment>>;
+  std::shared_ptr<search::GrowingSegment> SegmentOf(std::string_view partition);
+  Segments AllSegments() const;
+  // The segments a reader looks at: every partition's, or the one named.
+  absl::StatusOr<Segments> SegmentsFor(const std::optional<std::string>& partition) const;
+
+  const std::string vchannel_;
+  const ShardSchema schema_;
+  const ShardOptions options_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<search::GrowingSegment>> partitions_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace kf::query
