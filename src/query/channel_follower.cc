@@ -7,17 +7,17 @@
 
 namespace kf::query {
 
-absl::StatusOr<std::unique_ptr<ChannelFollower>> ChannelFollower::Start(wal::Wal* wal,
-                                                                        ShardOptions options) {
+absl::StatusOr<std::unique_ptr<ChannelFollower>> ChannelFollower::Start(
+    std::shared_ptr<wal::Wal> wal, ShardOptions options) {
   absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner = wal->Read(wal::ScanOptions{});
   if (!scanner.ok()) return scanner.status();
   return std::unique_ptr<ChannelFollower>(
-      new ChannelFollower(wal->pchannel(), options, std::move(*scanner)));
+      new ChannelFollower(std::move(wal), options, std::move(*scanner)));
 }
 
-ChannelFollower::ChannelFollower(const std::string& pchannel, ShardOptions options,
+ChannelFollower::ChannelFollower(std::shared_ptr<wal::Wal> wal, ShardOptions options,
                                  std::unique_ptr<wal::Scanner> scanner)
-    : applier_(pchannel, options), scanner_(std::move(scanner)) {
+    : wal_(std::move(wal)), applier_(wal_->pchannel(), options), scanner_(std::move(scanner)) {
   thread_ = std::thread([this] { Run(); });
 }
 

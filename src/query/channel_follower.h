@@ -7,7 +7,7 @@
 // moved) or a message cannot be applied; status() then says why and the tSafe stays where it
 // was, so searches waiting for a later timestamp time out instead of answering stale.
 //
-// Thread-safety: thread-safe. Ownership: the Wal must outlive the follower.
+// Thread-safety: thread-safe. Ownership: shares the Wal (closing it is its owner's job).
 #pragma once
 
 #include <atomic>
@@ -25,21 +25,23 @@ namespace kf::query {
 
 class ChannelFollower {
  public:
-  static absl::StatusOr<std::unique_ptr<ChannelFollower>> Start(wal::Wal* wal,
+  static absl::StatusOr<std::unique_ptr<ChannelFollower>> Start(std::shared_ptr<wal::Wal> wal,
                                                                 ShardOptions options);
   ~ChannelFollower();
   ChannelFollower(const ChannelFollower&) = delete;
   ChannelFollower& operator=(const ChannelFollower&) = delete;
 
   const ChannelApplier& applier() const { return applier_; }
+  wal::Wal& wal() const { return *wal_; }
   // OK while it follows; the error that stopped it otherwise.
   absl::Status status() const;
 
  private:
-  ChannelFollower(const std::string& pchannel, ShardOptions options,
+  ChannelFollower(std::shared_ptr<wal::Wal> wal, ShardOptions options,
                   std::unique_ptr<wal::Scanner> scanner);
   void Run();
 
+  const std::shared_ptr<wal::Wal> wal_;
   ChannelApplier applier_;
   std::unique_ptr<wal::Scanner> scanner_;  // the follower thread's
   std::atomic<bool> stop_{false};

@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -14,6 +15,7 @@
 #include "message/payload.h"
 #include "query/channel_applier.h"
 #include "query/channel_follower.h"
+#include "query/query_registry.h"
 #include "query/shard.h"
 #include "search/metric.h"
 #include "storage/tso/timestamp_allocator.h"
@@ -142,10 +144,10 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
     term_ = Term(term_.value() + 1);
     auto backend = log_->Open(term_);
     ASSERT_TRUE(backend.ok()) << backend.status();
-    wal_ = std::make_unique<wal::WalImpl>(wal::WalOptions{.pchannel = kPchannel, .tso = tso_.get()},
+    wal_ = std::make_shared<wal::WalImpl>(wal::WalOptions{.pchannel = kPchannel, .tso = tso_.get()},
                                           *std::move(backend));
     ASSERT_TRUE(wal_->Recover().ok());
-    auto follower = ChannelFollower::Start(wal_.get(), {.chunk_rows = 16});
+    auto follower = ChannelFollower::Start(wal_, {.chunk_rows = 16});
     ASSERT_TRUE(follower.ok()) << follower.status();
     follower_ = *std::move(follower);
   }
@@ -327,7 +329,7 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
   std::unique_ptr<TimestampAllocator> tso_;
   std::unique_ptr<wal::testing::BackendUnderTest> log_;
   Term term_{0};
-  std::unique_ptr<wal::WalImpl> wal_;
+  std::shared_ptr<wal::WalImpl> wal_;
   std::unique_ptr<ChannelFollower> follower_;
   std::map<std::string, ModelShard> model_;
   std::vector<uint64_t> acked_;
@@ -367,6 +369,105 @@ TEST_P(QueryModelTest, ASearchBeyondTheAppliedTimestampWaitsAndTimesOut) {
   // DEADLINE_EXCEEDED, never a stale result).
   EXPECT_FALSE(follower_->applier().AwaitTSafe(created + (uint64_t{1} << 40),
                                                absl::Now() + absl::Milliseconds(50)));
+}
+
+TEST_P(QueryModelTest, TheRegistryAnswersEachConsistencyLevelAndRefusesBadCalls) {
+  QueryRegistry registry({.shard = {}, .tso = tso_.get()});
+  registry.Follow(wal_);
+  CreateCollection(kVc0, 42, search::Metric::kL2);
+  kingfisher::v1::InsertBatch b = Batch({7}, kDim, 0.5f);
+  Append(NewInsertMessage(kVc0, b));
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+
+  kingfisher::v1::SearchRequest r;
+  r.set_vchannel(kVc0);
+  r.set_dim(kDim);
+  for (uint32_t d = 0; d < kDim; ++d) r.add_vectors(0.5f);
+  r.set_topk(3);
+  r.set_consistency(kingfisher::v1::STRONG);
+  // STRONG sees the write acknowledged just before, without waiting for a periodic TimeTick
+  // (the WAL's loop is not even started here: the registry asks for the tick).
+  auto strong = registry.Search(r, deadline);
+  ASSERT_TRUE(strong.ok()) << strong.status();
+  ASSERT_EQ(strong->results_size(), 1);
+  EXPECT_THAT(strong->results(0).pks(), ElementsAre(7));
+  EXPECT_THAT(strong->results(0).distances(), ElementsAre(0));
+  EXPECT_GT(strong->timestamp(), acked_.back());
+
+  r.set_consistency(kingfisher::v1::EVENTUALLY);
+  auto eventually = registry.Search(r, deadline);
+  ASSERT_TRUE(eventually.ok()) << eventually.status();
+  EXPECT_GE(eventually->timestamp(), acked_.back());
+  r.set_consistency(kingfisher::v1::STRONG);
+
+  // An explicit timestamp before the insert does not see it.
+  r.set_timestamp(acked_.back() - 1);
+  EXPECT_THAT(registry.Search(r, deadline)->results(0).pks(), IsEmpty());
+  r.set_timestamp(0);
+
+  kingfisher::v1::GetRequest g;
+  g.set_vchannel(kVc0);
+  g.add_pks(7);
+  g.add_pks(8);
+  g.set_consistency(kingfisher::v1::STRONG);
+  auto got = registry.Get(g, deadline);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->rows_size(), 1);
+  EXPECT_EQ(got->rows(0).pk(), 7);
+  EXPECT_EQ(got->rows(0).vector_size(), static_cast<int>(kDim));
+
+  auto code = [&](kingfisher::v1::SearchRequest bad) {
+    return GetStreamingCode(registry.Search(bad, deadline).status());
+  };
+  auto with = [&](auto change) {
+    kingfisher::v1::SearchRequest bad = r;
+    change(bad);
+    return code(bad);
+  };
+  using kingfisher::v1::SearchRequest;
+  EXPECT_EQ(with([](SearchRequest& x) { x.set_dim(kDim + 1); }), StreamingCode::kInvalidArgument);
+  EXPECT_EQ(with([](SearchRequest& x) {
+              x.set_dim(2);
+              x.mutable_vectors()->Truncate(2);
+            }),
+            StreamingCode::kInvalidArgument);  // whole vectors, but not the collection's dim
+  EXPECT_EQ(with([](SearchRequest& x) { x.set_vectors(0, std::nanf("")); }),
+            StreamingCode::kInvalidArgument);
+  EXPECT_EQ(with([](SearchRequest& x) { x.set_vectors(1, INFINITY); }),
+            StreamingCode::kInvalidArgument);
+  EXPECT_EQ(with([](SearchRequest& x) { x.set_topk(0); }), StreamingCode::kInvalidArgument);
+  EXPECT_EQ(with([](SearchRequest& x) { x.set_topk(kMaxTopK + 1); }),
+            StreamingCode::kInvalidArgument);
+  EXPECT_EQ(with([](SearchRequest& x) {
+              x.set_min_pk(5);
+              x.set_max_pk(4);
+            }),
+            StreamingCode::kInvalidArgument);
+  EXPECT_EQ(with([](SearchRequest& x) { x.set_consistency(kingfisher::v1::SESSION); }),
+            StreamingCode::kInvalidArgument);
+  EXPECT_EQ(with([](SearchRequest& x) {
+              x.set_consistency(static_cast<kingfisher::v1::ConsistencyLevel>(99));
+            }),
+            StreamingCode::kInvalidArgument);
+  EXPECT_EQ(with([](SearchRequest& x) { x.set_vchannel("kf-dml_0_orders"); }),
+            StreamingCode::kInvalidArgument);  // a raw vchannel has no collection
+  EXPECT_EQ(with([](SearchRequest& x) { x.set_vchannel("kf-dml_0_77v0"); }),
+            StreamingCode::kCollectionNotFound);
+  EXPECT_EQ(with([](SearchRequest& x) { x.set_partition("nope"); }),
+            StreamingCode::kCollectionNotFound);
+  EXPECT_EQ(with([](SearchRequest& x) { x.set_vchannel("kf-dml_1_42v0"); }),
+            StreamingCode::kChannelNotExist);  // not followed here
+  // A timestamp the shard cannot reach before the deadline: DEADLINE_EXCEEDED, not stale.
+  kingfisher::v1::SearchRequest late = r;
+  late.set_timestamp(acked_.back() + (uint64_t{1} << 40));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(
+      registry.Search(late, absl::Now() + absl::Milliseconds(50)).status()));
+
+  // Dropped: the shard is gone.
+  Append(wal::testing::DropCollection(kVc0, 42, next_broadcast_++));
+  EXPECT_EQ(code(r), StreamingCode::kCollectionNotFound);
+  registry.Unfollow(kPchannel);
+  EXPECT_EQ(code(r), StreamingCode::kChannelNotExist);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, QueryModelTest,

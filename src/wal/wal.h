@@ -164,6 +164,11 @@ class Wal {
   // The last timetick handed out (0 before the first append).
   virtual TimeTick LastTimeTick() const = 0;
 
+  // A TimeTick now instead of at the next interval (a search waits for its shard to apply a
+  // timestamp, docs/search.md): persisted if anything was appended since the last one, else
+  // one for tailing readers only; none while the last append is still in flight.
+  virtual void RequestTimeTick() {}
+
   // Scanners currently open (the write-ahead buffer retains messages only while there are).
   virtual int readers() const = 0;
 

@@ -49,6 +49,7 @@ class WalImpl final : public Wal {
   void AppendBatch(std::vector<AppendRequest> requests) override;
   absl::StatusOr<std::unique_ptr<Scanner>> Read(const ScanOptions& options) override;
   TimeTick LastTimeTick() const override { return sequencer_.last_timetick(); }
+  void RequestTimeTick() override { SyncTimeTick(); }
   int readers() const override { return readers_.load(std::memory_order_relaxed); }
   absl::Status Health() const override { return admission_.Health(); }
   std::optional<uint64_t> StoredBytes() const override { return backend_->StoredBytes(); }

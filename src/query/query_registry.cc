@@ -1,0 +1,203 @@
+#include "query/query_registry.h"
+
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/absl_compat.h"
+#include "common/errors.h"
+#include "common/hybrid_time.h"
+#include "message/vchannel_name.h"
+#include "spdlog/spdlog.h"
+
+namespace kf::query {
+namespace {
+
+using kingfisher::v1::ConsistencyLevel;
+
+absl::Status Invalid(std::string_view what) {
+  return StreamingError(StreamingCode::kInvalidArgument, what);
+}
+
+}  // namespace
+
+QueryRegistry::~QueryRegistry() {
+  absl::MutexLock lock(&mu_);
+  followers_.clear();
+}
+
+void QueryRegistry::Follow(std::shared_ptr<wal::Wal> wal) {
+  const std::string pchannel = wal->pchannel();
+  absl::StatusOr<std::unique_ptr<ChannelFollower>> follower =
+      ChannelFollower::Start(std::move(wal), options_.shard);
+  std::shared_ptr<ChannelFollower> old;
+  absl::MutexLock lock(&mu_);
+  if (!follower.ok()) {
+    // Searches of this pchannel answer CHANNEL_NOT_EXIST until it is opened again.
+    spdlog::error("query: cannot follow {}: {}", pchannel, follower.status().ToString());
+    if (auto it = followers_.find(pchannel); it != followers_.end()) {
+      old = std::move(it->second);
+      followers_.erase(it);
+    }
+    return;
+  }
+  std::shared_ptr<ChannelFollower>& slot = followers_[pchannel];
+  old = std::exchange(slot, std::shared_ptr<ChannelFollower>(*std::move(follower)));
+}
+
+void QueryRegistry::Unfollow(std::string_view pchannel) {
+  std::shared_ptr<ChannelFollower> old;  // stopped outside the lock
+  absl::MutexLock lock(&mu_);
+  if (auto it = followers_.find(pchannel); it != followers_.end()) {
+    old = std::move(it->second);
+    followers_.erase(it);
+  }
+}
+
+std::shared_ptr<const ChannelFollower> QueryRegistry::FollowerOf(std::string_view pchannel) const {
+  absl::MutexLock lock(&mu_);
+  auto it = followers_.find(pchannel);
+  return it == followers_.end() ? nullptr : it->second;
+}
+
+size_t QueryRegistry::memory_bytes() const {
+  absl::MutexLock lock(&mu_);
+  size_t n = 0;
+  for (const auto& [name, follower] : followers_) n += follower->applier().memory_bytes();
+  return n;
+}
+
+absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(std::string_view vchannel,
+                                                               ConsistencyLevel consistency,
+                                                               uint64_t timestamp,
+                                                               uint64_t staleness_ms,
+                                                               absl::Time deadline) const {
+  absl::StatusOr<std::optional<CollectionVChannel>> parsed = ParseVChannel(vchannel);
+  if (!parsed.ok()) return parsed.status();
+  if (!parsed->has_value()) {
+    return Invalid(absl::StrCat(ToAbsl(vchannel), " is not a collection's vchannel"));
+  }
+  absl::StatusOr<std::string> pchannel = PChannelOfVChannel(vchannel);
+  if (!pchannel.ok()) return pchannel.status();
+  Resolved out;
+  out.follower = FollowerOf(*pchannel);
+  if (out.follower == nullptr) {
+    return StreamingError(StreamingCode::kChannelNotExist,
+                          absl::StrCat(*pchannel, " is not served by this node"));
+  }
+  const ChannelApplier& applier = out.follower->applier();
+  if (timestamp != 0) {
+    out.ts = timestamp;
+  } else {
+    switch (consistency) {
+      case kingfisher::v1::STRONG: {
+        if (options_.tso == nullptr) return absl::InternalError("no timestamp source");
+        absl::StatusOr<TimeTick> fresh = options_.tso->Allocate(1);
+        if (!fresh.ok()) return fresh.status();
+        out.ts = fresh->value();
+        break;
+      }
+      case kingfisher::v1::CONSISTENCY_UNSPECIFIED:
+      case kingfisher::v1::BOUNDED: {
+        const uint64_t staleness = staleness_ms == 0 ? 1000 : staleness_ms;
+        const auto now_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
+        out.ts = ComposeTimeTick(now_ms > staleness ? now_ms - staleness : 0, 0).value();
+        break;
+      }
+      case kingfisher::v1::EVENTUALLY:
+        out.ts = applier.tsafe();
+        break;
+      case kingfisher::v1::SESSION:
+        return Invalid("a SESSION call carries the client's last write as its timestamp");
+      default:
+        return Invalid(absl::StrCat("unknown consistency level ", static_cast<int>(consistency)));
+    }
+  }
+  // Wait for the shard to apply T, asking for TimeTicks meanwhile.
+  constexpr absl::Duration kRetick = absl::Milliseconds(5);
+  while (applier.tsafe() < out.ts) {
+    if (absl::Status s = out.follower->status(); !s.ok()) {
+      return StreamingError(StreamingCode::kChannelNotExist,
+                            absl::StrCat(*pchannel, " stopped applying: ", s.message()));
+    }
+    out.follower->wal().RequestTimeTick();
+    const absl::Time now = absl::Now();
+    if (now >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(ToAbsl(vchannel), " has applied up to ",
+                                                      applier.tsafe(),
+                                                      ", not yet the search's timestamp ", out.ts));
+    }
+    applier.AwaitTSafe(out.ts, std::min(deadline, now + kRetick));
+  }
+  out.shard = applier.shard(vchannel);
+  if (out.shard == nullptr) {
+    return StreamingError(StreamingCode::kCollectionNotFound,
+                          absl::StrCat("no collection on ", ToAbsl(vchannel), " at ", out.ts));
+  }
+  return out;
+}
+
+absl::StatusOr<kingfisher::v1::SearchResponse> QueryRegistry::Search(
+    const kingfisher::v1::SearchRequest& r, absl::Time deadline) const {
+  if (r.dim() == 0) return Invalid("dim must be > 0");
+  if (r.vectors_size() == 0 || r.vectors_size() % r.dim() != 0) {
+    return Invalid(
+        absl::StrCat(r.vectors_size(), " components are not whole vectors of dim ", r.dim()));
+  }
+  for (float x : r.vectors()) {
+    if (!std::isfinite(x)) return Invalid("a query vector has a NaN or infinite component");
+  }
+  if (r.topk() < 1 || r.topk() > kMaxTopK) {
+    return Invalid(absl::StrCat("topk ", r.topk(), " is outside 1..", kMaxTopK));
+  }
+  search::SearchFilter filter;
+  if (r.has_min_pk()) filter.min_pk = r.min_pk();
+  if (r.has_max_pk()) filter.max_pk = r.max_pk();
+  if (filter.min_pk > filter.max_pk) return Invalid("min_pk > max_pk");
+  absl::StatusOr<Resolved> resolved =
+      Resolve(r.vchannel(), r.consistency(), r.timestamp(), r.staleness_ms(), deadline);
+  if (!resolved.ok()) return resolved.status();
+  const Shard& shard = *resolved->shard;
+  if (r.dim() != shard.schema().dim) {
+    return Invalid(
+        absl::StrCat("query dim ", r.dim(), ", the collection's is ", shard.schema().dim));
+  }
+  filter.ts = resolved->ts;
+  std::optional<std::string> partition;
+  if (!r.partition().empty()) partition = r.partition();
+  kingfisher::v1::SearchResponse out;
+  out.set_timestamp(resolved->ts);
+  const size_t nq = static_cast<size_t>(r.vectors_size()) / r.dim();
+  for (size_t q = 0; q < nq; ++q) {
+    absl::StatusOr<std::vector<search::Hit>> hits =
+        shard.Search(r.vectors().data() + q * r.dim(), r.topk(), filter, partition);
+    if (!hits.ok()) return hits.status();
+    kingfisher::v1::SearchHits* result = out.add_results();
+    for (const search::Hit& h : *hits) {
+      result->add_pks(h.pk);
+      result->add_distances(search::DistanceOf(shard.schema().metric, h.score));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<kingfisher::v1::GetResponse> QueryRegistry::Get(const kingfisher::v1::GetRequest& r,
+                                                               absl::Time deadline) const {
+  if (r.pks_size() == 0) return Invalid("no pks");
+  absl::StatusOr<Resolved> resolved =
+      Resolve(r.vchannel(), r.consistency(), r.timestamp(), r.staleness_ms(), deadline);
+  if (!resolved.ok()) return resolved.status();
+  kingfisher::v1::GetResponse out;
+  out.set_timestamp(resolved->ts);
+  for (int64_t pk : r.pks()) {
+    for (std::vector<float>& v : resolved->shard->Get(pk, resolved->ts)) {
+      kingfisher::v1::Row* row = out.add_rows();
+      row->set_pk(pk);
+      row->mutable_vector()->Add(v.begin(), v.end());
+    }
+  }
+  return out;
+}
+
+}  // namespace kf::query

@@ -1,0 +1,75 @@
+// QueryRegistry: the query side of the pchannels a node serves (docs/search.md). The node
+// follows each WAL it opens (one ChannelFollower per pchannel) and stops following it when it
+// closes it; the Search service answers one shard's Search and Get from here.
+//
+// A call's timestamp T is resolved as search.proto says (STRONG: a fresh timestamp from the
+// node's source; BOUNDED: now - staleness; EVENTUALLY: the shard's tSafe; an explicit one as
+// given). Then the call waits until the pchannel's tSafe reaches T, asking the WAL for a
+// TimeTick at once and again every few milliseconds while it waits (a TimeTick is not issued
+// while an append is in flight), so a search waits for the writes before it, not for the
+// periodic TimeTick; DEADLINE_EXCEEDED if the deadline passes first.
+//
+// Thread-safety: thread-safe. Ownership: borrows the TimestampSource (must outlive it); shares
+// the followed WALs. Errors: search.proto's table.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "kingfisher/v1/search.pb.h"
+#include "query/channel_follower.h"
+#include "storage/tso/timestamp_source.h"
+#include "wal/wal.h"
+
+namespace kf::query {
+
+inline constexpr uint32_t kMaxTopK = 16384;
+
+struct QueryRegistryOptions {
+  ShardOptions shard;
+  TimestampSource* tso = nullptr;  // STRONG's timestamps; borrowed
+};
+
+class QueryRegistry {
+ public:
+  explicit QueryRegistry(QueryRegistryOptions options) : options_(options) {}
+  ~QueryRegistry();
+
+  // Starts following `wal` (replacing the follower of an older term of its pchannel).
+  void Follow(std::shared_ptr<wal::Wal> wal);
+  // Stops following `pchannel`, if it was.
+  void Unfollow(std::string_view pchannel);
+
+  absl::StatusOr<kingfisher::v1::SearchResponse> Search(const kingfisher::v1::SearchRequest& r,
+                                                        absl::Time deadline) const;
+  absl::StatusOr<kingfisher::v1::GetResponse> Get(const kingfisher::v1::GetRequest& r,
+                                                  absl::Time deadline) const;
+
+  // The followers' growing memory, all shards (for /metrics).
+  size_t memory_bytes() const;
+
+ private:
+  struct Resolved {
+    std::shared_ptr<const ChannelFollower> follower;
+    std::shared_ptr<const Shard> shard;
+    uint64_t ts = 0;
+  };
+  // The shard of `vchannel` at the timestamp the call asks for, once applied.
+  absl::StatusOr<Resolved> Resolve(std::string_view vchannel,
+                                   kingfisher::v1::ConsistencyLevel consistency, uint64_t timestamp,
+                                   uint64_t staleness_ms, absl::Time deadline) const;
+  std::shared_ptr<const ChannelFollower> FollowerOf(std::string_view pchannel) const;
+
+  const QueryRegistryOptions options_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<ChannelFollower>, std::less<>> followers_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace kf::query
