@@ -45,6 +45,7 @@
 #include "kingfisher/collections.h"
 #include "kingfisher/consumer.h"
 #include "kingfisher/producer.h"
+#include "kingfisher/search.h"
 
 namespace kingfisher {
 
@@ -119,6 +120,17 @@ class Client {
                                DdlOptions options = {});
   absl::Status DropPartition(const std::string& collection, const std::string& partition,
                              DdlOptions options = {});
+  // The best options.topk rows of `collection` for each query (`queries` row-major, a multiple
+  // of the collection's dim), from every shard at one timestamp (search.h).
+  // INVALID_ARGUMENT: no queries, a length that is not a multiple of the dim, a NaN or
+  // infinite component, topk outside 1..kMaxTopK, min_pk > max_pk, kSession without a
+  // timestamp; NOT_FOUND: no such collection or partition; DEADLINE_EXCEEDED.
+  absl::StatusOr<SearchResult> Search(const std::string& collection,
+                                      const std::vector<float>& queries,
+                                      const SearchOptions& options = {});
+  // The visible rows of `pks` (INVALID_ARGUMENT when empty), each from its own shard.
+  absl::StatusOr<GetResult> Get(const std::string& collection, const std::vector<int64_t>& pks,
+                                const ReadOptions& options = {});
   // `count` (1..65536) ids unique across the cluster and increasing, from the coordinator's
   // timestamp oracle: primary keys for inserted rows.
   absl::StatusOr<std::vector<int64_t>> AllocateIds(uint32_t count);

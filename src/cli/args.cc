@@ -1,6 +1,7 @@
 #include "cli/args.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "CLI/CLI.hpp"
@@ -43,6 +44,26 @@ absl::StatusOr<kingfisher::DeliverPolicy> PolicyFromFlags(const std::optional<st
         "--from: expected earliest, latest or a message id, got \"", ToAbsl(*from), "\""));
   }
   return kingfisher::DeliverPolicy::StartFrom(*id);
+}
+
+absl::StatusOr<std::vector<float>> ParseVector(std::string_view text) {
+  std::vector<float> out;
+  size_t pos = 0;
+  while (true) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = text.substr(pos, comma - pos);
+    float v = 0;
+    if (item.empty() || item.find_first_of(" \t") != std::string_view::npos ||
+        !absl::SimpleAtof(ToAbsl(item), &v) || !std::isfinite(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--vector: component ", out.size() + 1, " \"", ToAbsl(item.substr(0, 32)),
+                       "\" is not a finite number (want a comma-separated list like 0.1,-2,3e-3)"));
+    }
+    out.push_back(v);
+    if (comma == text.size()) break;
+    pos = comma + 1;
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<int64_t>> ParsePkList(std::string_view text) {
@@ -197,6 +218,39 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
       ->check(NameCheck("collection"));
   del_cmd->add_option("--pks", pks, "comma-separated pks, e.g. 1,2,3")->required();
 
+  // search / get: the read options of include/kingfisher/search.h.
+  auto read_options = [](CLI::App* cmd, ReadArgs* r) {
+    cmd->add_option("name", r->collection, "collection name")
+        ->required()
+        ->check(NameCheck("collection"));
+    cmd->add_option("--consistency", r->consistency,
+                    "strong | session | bounded | eventually (default bounded)")
+        ->check(CLI::IsMember({"strong", "session", "bounded", "eventually"}, CLI::ignore_case));
+    cmd->add_option("--timestamp", r->timestamp,
+                    "read at this timetick (session: the timetick of your last write's ack)");
+    cmd->add_option("--staleness-ms", r->staleness_ms, "bounded: how old T may be (default 1000)");
+  };
+  SearchArgs& srch = args->search;
+  std::string vector_text;
+  CLI::App* search_cmd = app.add_subcommand(
+      "search", "search a collection, one JSON line per query: {\"query\":i,\"hits\":[...]}");
+  read_options(search_cmd, &srch);
+  CLI::Option* vector_opt =
+      search_cmd->add_option("--vector", vector_text, "one query: comma-separated floats");
+  CLI::Option* qfile_opt =
+      search_cmd->add_option("--file", srch.file, "queries: the rows of a .npy or .csv file");
+  vector_opt->excludes(qfile_opt);
+  search_cmd->add_option("--topk", srch.topk, "hits per query, 1..16384 (default 10)")
+      ->check(CLI::Range(1, 16384));
+  search_cmd->add_option("--partition", srch.partition, "search one partition (default: all)")
+      ->check(NameCheck("partition"));
+  GetArgs& get = args->get;
+  std::string get_pks;
+  CLI::App* get_cmd = app.add_subcommand(
+      "get", "the rows of pks, one JSON line per row: {\"pk\":..,\"vector\":[..]}");
+  read_options(get_cmd, &get);
+  get_cmd->add_option("--pks", get_pks, "comma-separated pks, e.g. 1,2,3")->required();
+
   ParseResult result;
   std::vector<std::string> rev(argv.rbegin(), argv.rend() - (argv.empty() ? 0 : 1));
   try {
@@ -237,6 +291,21 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
       return UsageError("insert needs --rows N or --file PATH");
     }
     if (rows_opt->count()) ins.rows = rows;
+  } else if (*search_cmd) {
+    args->command = Args::Command::kSearch;
+    if (!vector_opt->count() && !qfile_opt->count()) {
+      return UsageError("search needs --vector V or --file PATH");
+    }
+    if (vector_opt->count()) {
+      auto parsed = ParseVector(vector_text);
+      if (!parsed.ok()) return UsageError(parsed.status().message());
+      srch.vector = *std::move(parsed);
+    }
+  } else if (*get_cmd) {
+    args->command = Args::Command::kGet;
+    auto parsed = ParsePkList(get_pks);
+    if (!parsed.ok()) return UsageError(parsed.status().message());
+    get.pks = *std::move(parsed);
   } else if (*del_cmd) {
     args->command = Args::Command::kDelete;
     auto parsed = ParsePkList(pks);

@@ -65,6 +65,25 @@ struct DeleteArgs {
   std::vector<int64_t> pks;
 };
 
+// search NAME (--vector V | --file PATH) and get NAME --pks: the read options of search.h.
+struct ReadArgs {
+  std::string collection;
+  std::string consistency = "bounded";  // strong | session | bounded | eventually
+  uint64_t timestamp = 0;               // --timestamp T (session: the last write's timetick)
+  uint64_t staleness_ms = 1000;         // bounded
+};
+
+struct SearchArgs : ReadArgs {
+  std::vector<float> vector;  // --vector 0.1,0.2,...: one query
+  std::string file;           // --file PATH (.npy or .csv): one query per row
+  uint32_t topk = 10;
+  std::string partition;  // "" = every partition
+};
+
+struct GetArgs : ReadArgs {
+  std::vector<int64_t> pks;
+};
+
 struct Args {
   enum class Command {
     kNone,
@@ -77,6 +96,8 @@ struct Args {
     kCollectionList,
     kInsert,
     kDelete,
+    kSearch,
+    kGet,
   };
   std::string endpoint = "127.0.0.1:19530";
   double timeout_seconds = 30;
@@ -86,6 +107,8 @@ struct Args {
   CollectionArgs collection;
   InsertArgs insert;
   DeleteArgs del;
+  SearchArgs search;
+  GetArgs get;
 };
 
 struct ParseResult {
@@ -101,6 +124,9 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args);
 // INVALID_ARGUMENT (a usage error) otherwise.
 absl::StatusOr<kingfisher::DeliverPolicy> PolicyFromFlags(const std::optional<std::string>& from,
                                                           const std::optional<std::string>& after);
+
+// "0.1,-2,3e-3": comma-separated finite floats. INVALID_ARGUMENT naming the bad item otherwise.
+absl::StatusOr<std::vector<float>> ParseVector(std::string_view text);
 
 // "1,2,-3": comma-separated decimal int64s, nothing else (no spaces, no empty items, no '+',
 // no duplicates). INVALID_ARGUMENT naming the bad item otherwise.

@@ -27,6 +27,11 @@ int RunCollectionList(const Args& args, std::FILE* out, std::FILE* err);
 int RunInsert(const Args& args, std::FILE* out, std::FILE* err);
 int RunDelete(const Args& args, std::FILE* out, std::FILE* err);
 
+// search_command.cc: search prints one RenderSearchHits line per query, get one RenderRow line
+// per visible row. A bad query file is a usage error (2), found before anything is sent.
+int RunSearch(const Args& args, std::FILE* out, std::FILE* err);
+int RunGet(const Args& args, std::FILE* out, std::FILE* err);
+
 // "kfctl: INVALID_ARGUMENT: <message>\n" on `err`.
 void PrintError(std::FILE* err, const absl::Status& s);
 

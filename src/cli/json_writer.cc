@@ -1,6 +1,7 @@
 #include "cli/json_writer.h"
 
 #include <cassert>
+#include <cmath>
 #include <cstdio>
 
 namespace kf::cli {
@@ -162,6 +163,15 @@ JsonWriter& JsonWriter::Int(int64_t v) {
 JsonWriter& JsonWriter::Uint(uint64_t v) {
   BeforeValue();
   out_ += std::to_string(v);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Float(float v) {
+  if (!std::isfinite(v)) return Null();
+  BeforeValue();
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  out_ += buf;
   return *this;
 }
 

@@ -31,6 +31,8 @@ class JsonWriter {
   JsonWriter& String(std::string_view v);
   JsonWriter& Int(int64_t v);
   JsonWriter& Uint(uint64_t v);
+  // Shortest text that reads back as the same float; null for NaN and infinities.
+  JsonWriter& Float(float v);
   JsonWriter& Bool(bool v);
   JsonWriter& Null();
 

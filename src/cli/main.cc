@@ -41,11 +41,16 @@ int main(int argc, char** argv) {
       return kf::cli::RunInsert(args, stdout, stderr);
     case kf::cli::Args::Command::kDelete:
       return kf::cli::RunDelete(args, stdout, stderr);
+    case kf::cli::Args::Command::kSearch:
+      return kf::cli::RunSearch(args, stdout, stderr);
+    case kf::cli::Args::Command::kGet:
+      return kf::cli::RunGet(args, stdout, stderr);
     case kf::cli::Args::Command::kNone:
       break;
   }
   std::fputs(
-      "kfctl: a subcommand is required (produce, consume, status, collection, insert, delete)\n",
+      "kfctl: a subcommand is required (produce, consume, status, collection, insert, delete, "
+      "search, get)\n",
       stderr);
   return kf::cli::kExitUsage;
 }

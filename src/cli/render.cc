@@ -111,6 +111,36 @@ std::string RenderRowsAck(const kingfisher::AppendResult& r, std::string_view vc
   return w.str();
 }
 
+std::string RenderSearchHits(size_t query, const std::vector<kingfisher::SearchHit>& hits,
+                             kingfisher::TimeTick timestamp) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("query").Uint(query);
+  w.Key("hits").BeginArray();
+  for (const kingfisher::SearchHit& h : hits) {
+    w.BeginObject();
+    w.Key("pk").String(std::to_string(h.pk));
+    w.Key("distance").Float(h.distance);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("timestamp").String(std::to_string(timestamp.value()));
+  w.EndObject();
+  return w.str();
+}
+
+std::string RenderRow(const kingfisher::Row& row, kingfisher::TimeTick timestamp) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("pk").String(std::to_string(row.pk));
+  w.Key("vector").BeginArray();
+  for (float x : row.vector) w.Float(x);
+  w.EndArray();
+  w.Key("timestamp").String(std::to_string(timestamp.value()));
+  w.EndObject();
+  return w.str();
+}
+
 std::string RenderConsumed(const kingfisher::ConsumedMessage& m) {
   JsonWriter w;
   WriteConsumed(m, &w);

@@ -33,4 +33,10 @@ inline constexpr size_t kMaxListedPks = 16;
 std::string RenderRowsAck(const kingfisher::AppendResult& r, std::string_view vchannel,
                           const std::vector<int64_t>& pks);
 
+// {"query":i,"hits":[{"pk":"..","distance":d},...],"timestamp":"T"} (pks and T as strings).
+std::string RenderSearchHits(size_t query, const std::vector<kingfisher::SearchHit>& hits,
+                             kingfisher::TimeTick timestamp);
+// {"pk":"..","vector":[...],"timestamp":"T"}.
+std::string RenderRow(const kingfisher::Row& row, kingfisher::TimeTick timestamp);
+
 }  // namespace kf::cli

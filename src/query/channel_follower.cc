@@ -9,7 +9,8 @@ namespace kf::query {
 
 absl::StatusOr<std::unique_ptr<ChannelFollower>> ChannelFollower::Start(
     std::shared_ptr<wal::Wal> wal, ShardOptions options) {
-  absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner = wal->Read(wal::ScanOptions{});
+  absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner =
+      wal->Read(wal::ScanOptions{.internal = true});
   if (!scanner.ok()) return scanner.status();
   return std::unique_ptr<ChannelFollower>(
       new ChannelFollower(std::move(wal), options, std::move(*scanner)));

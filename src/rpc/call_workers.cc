@@ -2,6 +2,10 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "common/absl_compat.h"
+#include "common/errors.h"
+
 namespace kf::rpc {
 
 CallWorkers::~CallWorkers() {
@@ -56,6 +60,15 @@ bool CallWorkers::WaitIdle(absl::Time deadline) {
     return threads_.size() == finished_.size();
   };
   return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+}
+
+absl::Status CallWorkers::Refusal(Spawn spawned, std::string_view what) const {
+  if (spawned == Spawn::kClosed) {
+    return StreamingError(StreamingCode::kOnShutdown, "server is shutting down");
+  }
+  return StreamingError(
+      StreamingCode::kRateLimited,
+      absl::StrCat("too many ", ToAbsl(what), " in progress (", max_, "); retry later"));
 }
 
 }  // namespace kf::rpc

@@ -10,11 +10,13 @@
 
 #include <cstdint>
 #include <map>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -36,6 +38,9 @@ class CallWorkers {
   // called. The work and the reply (and whatever they captured) are destroyed on that thread
   // before WaitIdle counts it finished.
   Spawn TrySpawn(absl::AnyInvocable<Reply() &&> work);
+  // What a call that TrySpawn refused (kFull, kClosed) is answered: UNAVAILABLE ON_SHUTDOWN, or
+  // RESOURCE_EXHAUSTED "too many `what` in progress (max); retry later".
+  absl::Status Refusal(Spawn spawned, std::string_view what) const;
   // Refuses new work from now on. Idempotent.
   void Close();
   // Waits until every thread finished (work and reply); false at the deadline.

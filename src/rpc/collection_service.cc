@@ -59,13 +59,8 @@ grpc::ServerUnaryReactor* CollectionService::Run(grpc::CallbackServerContext* co
         const grpc::Status status = wire::ToGrpcStatus(work(*catalog, deadline));
         return [reactor, status] { reactor->Finish(status); };
       });
-  if (spawned == CallWorkers::Spawn::kClosed) {
-    reactor->Finish(
-        wire::ToGrpcStatus(StreamingError(StreamingCode::kOnShutdown, "server is shutting down")));
-  } else if (spawned == CallWorkers::Spawn::kFull) {
-    reactor->Finish(wire::ToGrpcStatus(StreamingError(
-        StreamingCode::kRateLimited, absl::StrCat("too many collection calls in progress (",
-                                                  options_.max_calls, "); retry later"))));
+  if (spawned != CallWorkers::Spawn::kStarted) {
+    reactor->Finish(wire::ToGrpcStatus(workers_.Refusal(spawned, "collection calls")));
   }
   return reactor;
 }

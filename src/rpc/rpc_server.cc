@@ -10,6 +10,7 @@
 #include "grpcpp/grpcpp.h"
 #include "rpc/collection_service.h"
 #include "rpc/coord_service.h"
+#include "rpc/search_service.h"
 #include "rpc/streaming_node_service.h"
 
 namespace kf::rpc {
@@ -53,6 +54,10 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions opt
     server->collection_service_ = std::make_unique<CollectionService>(options.collections);
     builder.RegisterService(server->collection_service_.get());
   }
+  if (options.search.queries != nullptr) {
+    server->search_service_ = std::make_unique<SearchService>(options.search);
+    builder.RegisterService(server->search_service_.get());
+  }
 
   builder.RegisterService(server->coord_service_.get());
   server->server_ = builder.BuildAndStart();
@@ -73,6 +78,10 @@ void RpcServer::Shutdown(absl::Duration grace) {
   if (collection_service_ != nullptr) {
     collection_service_->BeginShutdown();
     collection_service_->WaitForCalls(deadline);
+  }
+  if (search_service_ != nullptr) {
+    search_service_->BeginShutdown();
+    search_service_->WaitForCalls(deadline);
   }
   if (node_service_ != nullptr) node_service_->BeginShutdown();
   coord_service_->BeginShutdown();

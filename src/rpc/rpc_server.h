@@ -5,7 +5,8 @@
 //   - StreamingCoord always, from RpcServerOptions::coord (the coordinator: view + oracle; a
 //     node: its view, no oracle; standalone today: the registry's single-node status);
 //   - Collections when RpcServerOptions::collections.ddl is set (coordinator, standalone);
-//     elsewhere clients get UNIMPLEMENTED.
+//     elsewhere clients get UNIMPLEMENTED;
+//   - Search when RpcServerOptions::search.queries is set (standalone, streaming node).
 //
 // Thread-safety: Shutdown may be called from any thread, once. Ownership: borrows the registry,
 // view, oracle and DDL host, which must outlive the server. Errors: Start fails with UNAVAILABLE
@@ -22,6 +23,7 @@
 #include "rpc/collection_service_options.h"
 #include "rpc/coord_service_options.h"
 #include "rpc/node_options.h"
+#include "rpc/search_service_options.h"
 #include "streaming/node/wal_registry.h"
 
 namespace grpc {
@@ -35,6 +37,7 @@ using streaming::node::WalRegistry;
 class StreamingNodeService;
 class CoordService;
 class CollectionService;
+class SearchService;
 
 struct RpcServerOptions {
   std::string listen = "127.0.0.1:19530";  // HOST:PORT; port 0 picks a free port
@@ -47,6 +50,8 @@ struct RpcServerOptions {
   CoordServiceOptions coord;
   // The Collections service; served when `collections.ddl` is set.
   CollectionServiceOptions collections;
+  // The Search service; served when `search.queries` is set.
+  SearchServiceOptions search;
 };
 
 class RpcServer {
@@ -71,6 +76,7 @@ class RpcServer {
   std::unique_ptr<StreamingNodeService> node_service_;  // null when not served
   std::unique_ptr<CoordService> coord_service_;
   std::unique_ptr<CollectionService> collection_service_;  // null when not served
+  std::unique_ptr<SearchService> search_service_;          // null when not served
   std::unique_ptr<grpc::Server> server_;
   bool shut_down_ = false;
 };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "query/query_registry.h"
 #include "rpc/coord_tso_fetcher.h"
 #include "rpc/rpc_server.h"
 #include "server/advertise.h"
@@ -35,7 +36,8 @@ struct Node {
   std::unique_ptr<streaming::BatchedTimestampSource> tso;
   WalStorage wal;
   std::unique_ptr<streaming::node::DynamicWalRegistry> registry;
-  std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
+  std::unique_ptr<query::QueryRegistry> queries;  // the shards of the WALs it opens
+  std::vector<metrics::CallbackHandle> gauges;    // over `registry`: unregistered before it goes
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<streaming::StreamingNode> node;
@@ -88,6 +90,8 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   if (!wal.ok()) return wal.status();
   n->wal = *std::move(wal);
   n->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
+  n->queries = std::make_unique<query::QueryRegistry>(
+      query::QueryRegistryOptions{.shard = {}, .tso = n->tso.get()});
   // This node's own view (what it serves right now), so an operator sees on each node's
   // /metrics when it stopped serving a pchannel it lost.
   n->gauges = streaming::node::RegisterWalGauges(metrics::DefaultRegistry(), n->registry.get(),
@@ -102,6 +106,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   rpc_options.coord.view = n->view.get();
   rpc_options.coord.node_id = config.node_id;
   rpc_options.coord.registry = n->registry.get();
+  rpc_options.search.queries = n->queries.get();
   auto rpc = rpc::RpcServer::Start(std::move(rpc_options));
   if (!rpc.ok()) return rpc.status();
   n->rpc = *std::move(rpc);
@@ -118,6 +123,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   node.opener = n->wal.opener.get();
   node.view = n->view.get();
   node.registry = n->registry.get();
+  node.queries = n->queries.get();
   node.wal.tso = n->tso.get();
   node.lease_ttl = absl::Seconds(config.lease_ttl);
   if (!RetryUntilUp("registering the node in etcd", signals, [&] {

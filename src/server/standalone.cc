@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/absl_compat.h"
+#include "query/query_registry.h"
 #include "rpc/rpc_server.h"
 #include "server/advertise.h"
 #include "server/data_dir.h"
@@ -43,6 +44,7 @@ struct Standalone {
   std::unique_ptr<streaming::Coordinator> coordinator;
   WalStorage wal;
   std::unique_ptr<streaming::node::DynamicWalRegistry> registry;
+  std::unique_ptr<query::QueryRegistry> queries;  // the shards of the WALs the node opens
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<streaming::StreamingNode> node;
   std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
@@ -148,6 +150,8 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   s->wal = *std::move(wal);
   s->wal.opener = WithOpenHook(std::move(s->wal.opener), hooks.before_wal_open);
   s->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
+  s->queries = std::make_unique<query::QueryRegistry>(
+      query::QueryRegistryOptions{.shard = {}, .tso = s->coordinator->oracle()});
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
@@ -160,6 +164,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   rpc_options.node.max_payload_bytes = config.max_payload_bytes;
   rpc_options.node.after_durable = hooks.after_durable;
   rpc_options.collections.ddl = s->ddl.get();
+  rpc_options.search.queries = s->queries.get();
   auto rpc = rpc::RpcServer::Start(std::move(rpc_options));
   if (!rpc.ok()) return rpc.status();
   s->rpc = *std::move(rpc);
@@ -178,6 +183,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   node.opener = s->wal.opener.get();
   node.view = s->coordinator->view();
   node.registry = s->registry.get();
+  node.queries = s->queries.get();
   node.wal.tso = s->coordinator->oracle();
   node.lease_ttl = absl::Seconds(config.lease_ttl);
   auto started = streaming::StreamingNode::Start(s->store.get(), node, absl::Now() + kStartTimeout);

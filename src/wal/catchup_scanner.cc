@@ -9,8 +9,8 @@ namespace {
 
 class CatchupScanner final : public Scanner {
  public:
-  CatchupScanner(std::unique_ptr<BackendScanner> backend, std::string vchannel)
-      : backend_(std::move(backend)), vchannel_(std::move(vchannel)) {}
+  CatchupScanner(std::unique_ptr<BackendScanner> backend, std::string vchannel, bool traced)
+      : backend_(std::move(backend)), vchannel_(std::move(vchannel)), traced_(traced) {}
 
   absl::StatusOr<ImmutableMessagePtr> Next(const trace::Context& ctx,
                                            absl::Time deadline) override {
@@ -25,7 +25,7 @@ class CatchupScanner final : public Scanner {
       }
       std::string_view vc = msg->vchannel();
       if (!vchannel_.empty() && !vc.empty() && vc != vchannel_) continue;
-      MarkConsumed(ctx, &*msg);
+      if (traced_) MarkConsumed(ctx, &*msg);
       return std::make_shared<const ImmutableMessage>(entry->id, std::move(*msg));
     }
   }
@@ -46,13 +46,14 @@ class CatchupScanner final : public Scanner {
 
   std::unique_ptr<BackendScanner> backend_;
   const std::string vchannel_;
+  const bool traced_;
 };
 
 }  // namespace
 
 std::unique_ptr<Scanner> NewCatchupScanner(std::unique_ptr<BackendScanner> backend,
-                                           std::string vchannel) {
-  return std::make_unique<CatchupScanner>(std::move(backend), std::move(vchannel));
+                                           std::string vchannel, bool traced) {
+  return std::make_unique<CatchupScanner>(std::move(backend), std::move(vchannel), traced);
 }
 
 }  // namespace kf::wal

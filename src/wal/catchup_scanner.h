@@ -12,8 +12,9 @@
 
 namespace kf::wal {
 
-// `vchannel` empty = the whole pchannel. Not thread-safe (one reader).
+// `vchannel` empty = the whole pchannel; `traced` false: no spans (ScanOptions::internal).
+// Not thread-safe (one reader).
 std::unique_ptr<Scanner> NewCatchupScanner(std::unique_ptr<BackendScanner> backend,
-                                           std::string vchannel);
+                                           std::string vchannel, bool traced = true);
 
 }  // namespace kf::wal

@@ -4,10 +4,11 @@
 // its `_tx`), a body, CommitTxn or RollbackTxn is admitted or rejected (TRANSACTION_EXPIRED,
 // INVALID_TRANSACTION_STATE), and an exclusive message fails the active txns of its vchannel.
 // A CommitTxn holds its run (HoldRun) until the txn's commit gate fires, so it is acknowledged
-// only once it is durable AND every body of its txn is (a failed gate answers it with the
-// failure); when a body's durability opens the gate, the commit is answered after that body. AfterEnqueued records a Begin's id (the LCMID); AfterDurable counts a body durable;
-// AfterAbandoned fails the txn of a message that will not (or may not) be in the log (a body:
-// BodyFailed; Begin, Commit, Rollback: FailTxn).
+// only once it is durable AND every body of its txn is answered (a failed gate answers it with
+// the failure). AfterEnqueued records a Begin's id (the LCMID); AfterDurable arranges for a body
+// to count as done once it is answered (after_answer), not merely durable, so no body's ack can
+// follow its commit's; // AfterAbandoned fails the txn of a message that will not (or may not) be
+// in the log (a body: BodyFailed; Begin, Commit, Rollback: FailTxn).
 //
 // Thread-safety: thread-safe (TxnManager has its own lock; the hooks that need the order of
 // appends run under the sequencer lock).

@@ -110,6 +110,10 @@ struct ScanOptions {
   // (pchannel-level messages, e.g. TimeTick, always pass).
   std::string vchannel;
   DeliverFilter filter;  // applied to what would be delivered (Txn judged as a whole)
+  // A reader of the node itself (the query follower, docs/search.md), not a consumer: its
+  // catch-up opens no `wal.catchup_consume` spans (the tracing contract has none for it) and
+  // readers() does not count it, though it keeps the buffer retaining messages as any reader.
+  bool internal = false;
 };
 
 // Reads one pchannel (or vchannel) in WAL order = timetick order: every committed message
@@ -169,7 +173,7 @@ class Wal {
   // one for tailing readers only; none while the last append is still in flight.
   virtual void RequestTimeTick() {}
 
-  // Scanners currently open (the write-ahead buffer retains messages only while there are).
+  // Scanners currently open, internal ones (ScanOptions::internal) left out.
   virtual int readers() const = 0;
 
   // OK, or the sticky error that broke the WAL: a durable-path failure (the backend's store

@@ -230,19 +230,30 @@ void WalImpl::TimeTickLoop(std::stop_token stop) {
 
 namespace {
 
-// Counts itself in the Wal's live readers while it exists, and what it returns by the mode
-// the raw scanner was in when it returned it.
+// Counts itself in the Wal's live readers while it exists (an internal one also among the
+// internal readers, and none of its reads in the read metrics), and what it returns by the
+// mode the raw scanner was in when it returned it.
 class CountedScanner final : public Scanner {
  public:
   CountedScanner(std::unique_ptr<Scanner> inner, std::atomic<int>* readers,
-                 const SwitchableScanner* raw, const WalMetrics* metrics)
-      : inner_(std::move(inner)), readers_(readers), raw_(raw), metrics_(metrics) {}
-  ~CountedScanner() override { readers_->fetch_sub(1, std::memory_order_acq_rel); }
+                 std::atomic<int>* internal, const SwitchableScanner* raw,
+                 const WalMetrics* metrics)
+      : inner_(std::move(inner)),
+        readers_(readers),
+        internal_(internal),
+        raw_(raw),
+        metrics_(metrics) {
+    if (internal_ != nullptr) internal_->fetch_add(1, std::memory_order_acq_rel);
+  }
+  ~CountedScanner() override {
+    if (internal_ != nullptr) internal_->fetch_sub(1, std::memory_order_acq_rel);
+    readers_->fetch_sub(1, std::memory_order_acq_rel);
+  }
 
   absl::StatusOr<ImmutableMessagePtr> Next(const trace::Context& ctx,
                                            absl::Time deadline) override {
     absl::StatusOr<ImmutableMessagePtr> m = inner_->Next(ctx, deadline);
-    if (m.ok() && *m != nullptr) {
+    if (m.ok() && *m != nullptr && internal_ == nullptr) {
       (raw_->mode() == ScanMode::kTailing ? metrics_->read_tailing() : metrics_->read_catchup())
           ->Inc();
     }
@@ -256,6 +267,7 @@ class CountedScanner final : public Scanner {
  private:
   std::unique_ptr<Scanner> inner_;
   std::atomic<int>* readers_;
+  std::atomic<int>* internal_;    // null for a consumer's
   const SwitchableScanner* raw_;  // owned by inner_'s chain
   const WalMetrics* metrics_;     // the Wal's, which outlives its scanners
 };
@@ -293,20 +305,21 @@ absl::StatusOr<std::unique_ptr<Scanner>> WalImpl::Read(const ScanOptions& option
       so.start_after = options.policy.kind == DeliverPolicy::Kind::kStartAfter;
       break;
   }
-  so.open_catchup = [backend = backend_.get(), vchannel = options.vchannel](
+  so.open_catchup = [backend = backend_.get(), vchannel = options.vchannel,
+                     traced = !options.internal](
                         const MessageId& start) -> absl::StatusOr<std::unique_ptr<Scanner>> {
     ReadOptions ro;
     ro.start = start.valid() ? ReadOptions::Start::kFrom : ReadOptions::Start::kEarliest;
     ro.id = start;
     ASSIGN_OR_RETURN(auto backend_scanner, backend->Read(ro));
-    return NewCatchupScanner(std::move(backend_scanner), vchannel);
+    return NewCatchupScanner(std::move(backend_scanner), vchannel, traced);
   };
   uncount.n = nullptr;  // the scanner owns the count from here
   auto raw = std::make_unique<SwitchableScanner>(std::move(so));
   const SwitchableScanner* raw_view = raw.get();
   return std::make_unique<CountedScanner>(
       std::make_unique<DeliveringScanner>(std::move(raw), options.filter, options_.txn_buffer),
-      &readers_, raw_view, &metrics_);
+      &readers_, options.internal ? &internal_readers_ : nullptr, raw_view, &metrics_);
 }
 
 void WalImpl::Close() {

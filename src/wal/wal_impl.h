@@ -50,7 +50,10 @@ class WalImpl final : public Wal {
   absl::StatusOr<std::unique_ptr<Scanner>> Read(const ScanOptions& options) override;
   TimeTick LastTimeTick() const override { return sequencer_.last_timetick(); }
   void RequestTimeTick() override { SyncTimeTick(); }
-  int readers() const override { return readers_.load(std::memory_order_relaxed); }
+  int readers() const override {
+    return readers_.load(std::memory_order_relaxed) -
+           internal_readers_.load(std::memory_order_relaxed);
+  }
   absl::Status Health() const override { return admission_.Health(); }
   std::optional<uint64_t> StoredBytes() const override { return backend_->StoredBytes(); }
   void Close() override;
@@ -87,7 +90,8 @@ class WalImpl final : public Wal {
   // Live scanners. The buffer retains messages only while there is one: a WAL nobody tails
   // should not pay for what it keeps (memory, and frees on the callback thread). A message not
   // retained is a Skip, so the buffer never claims to cover it.
-  std::atomic<int> readers_{0};
+  std::atomic<int> readers_{0};           // every scanner: the buffer retains while > 0
+  std::atomic<int> internal_readers_{0};  // those of ScanOptions::internal
   Admission admission_;
   InterceptorChain chain_;
   Completion completion_;

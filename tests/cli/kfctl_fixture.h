@@ -44,6 +44,8 @@ class KfctlServerTest : public ::testing::Test {
     args.insert(args.begin(), {"--endpoint", server_->address(), "--timeout", "20"});
     return RunKfctl(work_dir(), args);
   }
+  // The suite's server (a test may kill and restart it: it comes back on the same addresses).
+  static ServerProcess& server() { return *server_; }
   // A temp dir of the suite's for kfctl's output and input files.
   static const std::string& work_dir() { return work_dir_->path(); }
 

@@ -150,6 +150,7 @@ absl::Status StreamingNode::Open(const std::string& pchannel, Term term) {
   if (auto it = open_.find(pchannel); it != open_.end()) {
     options_.registry->Remove(pchannel);
     it->second->Close();
+    if (options_.queries != nullptr) options_.queries->Unfollow(pchannel);
     open_.erase(it);
   }
   auto failed = [&](const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -165,6 +166,9 @@ absl::Status StreamingNode::Open(const std::string& pchannel, Term term) {
   std::shared_ptr<wal::Wal> wal(*std::move(w));
   open_error_ = absl::OkStatus();
   open_[pchannel] = wal;
+  // Followed before it is served: a search that finds the pchannel here finds its shards
+  // (rebuilding from the log: a search waits until they applied its timestamp).
+  if (options_.queries != nullptr) options_.queries->Follow(wal);
   options_.registry->Put(wal);
   spdlog::info("node {}: serving {} at term {}", options_.node_id, pchannel, term.value());
   return absl::OkStatus();
@@ -176,6 +180,7 @@ void StreamingNode::Close(const std::string& pchannel, std::string_view why) {
   if (it == open_.end()) return;
   options_.registry->Remove(pchannel);  // new requests: CHANNEL_NOT_EXIST
   it->second->Close();
+  if (options_.queries != nullptr) options_.queries->Unfollow(pchannel);
   spdlog::info("node {}: closed {} at term {} ({})", options_.node_id, pchannel,
                it->second->term().value(), std::string(why));
   open_.erase(it);

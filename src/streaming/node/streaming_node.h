@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "query/query_registry.h"
 #include "storage/meta/meta_store.h"
 #include "streaming/assignment_view.h"
 #include "streaming/node/node_session.h"
@@ -46,6 +47,8 @@ class StreamingNode {
     // registry is what the RPC layer serves from.
     const AssignmentView* view = nullptr;
     streaming::node::DynamicWalRegistry* registry = nullptr;
+    // Borrowed: every WAL opened here is followed for searches (docs/search.md); null: none.
+    query::QueryRegistry* queries = nullptr;
     wal::WalOptions wal;  // template for every WAL (pchannel is set per WAL)
     absl::Duration lease_ttl = absl::Seconds(10);
     absl::Duration call_timeout = absl::Seconds(5);

@@ -1,0 +1,234 @@
+// Client::Search and Client::Get (include/kingfisher/search.h, docs/search.md): one call per
+// shard to the node that owns its pchannel (Search service, search.proto), merged here.
+//
+// One timestamp for the whole call: the first shard resolves T from the consistency level and
+// every other shard is asked at that T, so a multi-shard search is one snapshot (kEventually
+// asks each shard for what it has applied). A shard call that meets a routing error
+// (CHANNEL_NOT_EXIST, UNMATCHED_CHANNEL_TERM, CHANNEL_FENCED) waits for a newer assignment and
+// is sent again; a node that cannot be reached is retried with backoff, as appends are, until
+// the call's deadline.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/client_impl.h"
+#include "client/client_internal.h"
+#include "client/retry.h"
+#include "common/absl_compat.h"
+#include "common/errors.h"
+#include "grpcpp/client_context.h"
+#include "kingfisher/v1/search.grpc.pb.h"
+#include "message/vchannel_name.h"
+#include "wire/status_convert.h"
+
+namespace kingfisher {
+namespace {
+
+namespace v1 = ::kingfisher::v1;
+
+absl::Status Invalid(std::string_view what) {
+  return kf::StreamingError(kf::StreamingCode::kInvalidArgument, what);
+}
+
+// Sends `call(stub, ctx)` to the node serving `vchannel`'s pchannel until it is answered by
+// the right node or `deadline` passes.
+template <typename Call>
+absl::Status OnShard(const Client::Impl& impl, const std::string& vchannel, absl::Time deadline,
+                     Call&& call) {
+  absl::StatusOr<std::string> pchannel = kf::PChannelOfVChannel(vchannel);
+  if (!pchannel.ok()) return pchannel.status();
+  kf::client::Backoff backoff(impl.options_.retry);
+  int64_t after_version = 0;
+  for (;;) {
+    auto route = impl.router_->Resolve(*pchannel, after_version, deadline);
+    if (!route.ok()) return route.status();
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(deadline));
+    ctx.set_wait_for_ready(true);
+    auto stub = v1::Search::NewStub(route->node->channel);
+    absl::Status s = kf::wire::FromGrpcStatus(call(*stub, &ctx));
+    if (s.ok() || absl::Now() >= deadline) return s;
+    if (kf::client::IsRoutingError(s)) {
+      after_version = route->version;  // wait for the assignment that moved it
+      continue;
+    }
+    if (!absl::IsUnavailable(s)) return s;
+    absl::SleepFor(std::min(backoff.Next(), deadline - absl::Now()));  // the node is away
+  }
+}
+
+v1::ConsistencyLevel WireConsistency(Consistency c) {
+  switch (c) {
+    case Consistency::kStrong:
+      return v1::STRONG;
+    case Consistency::kSession:
+      return v1::SESSION;
+    case Consistency::kBounded:
+      return v1::BOUNDED;
+    case Consistency::kEventually:
+      return v1::EVENTUALLY;
+  }
+  return v1::CONSISTENCY_UNSPECIFIED;
+}
+
+absl::Status CheckRead(const ReadOptions& options) {
+  if (options.consistency == Consistency::kSession && options.timestamp.value() == 0) {
+    return Invalid("a session read needs the timetick of the caller's last write as its timestamp");
+  }
+  return absl::OkStatus();
+}
+
+template <typename Request>
+void SetRead(const ReadOptions& options, Request* r) {
+  r->set_consistency(WireConsistency(options.consistency));
+  r->set_timestamp(options.timestamp.value());
+  r->set_staleness_ms(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(options.staleness).count()));
+}
+
+}  // namespace
+
+std::string_view ConsistencyName(Consistency c) {
+  switch (c) {
+    case Consistency::kStrong:
+      return "strong";
+    case Consistency::kSession:
+      return "session";
+    case Consistency::kBounded:
+      return "bounded";
+    case Consistency::kEventually:
+      return "eventually";
+  }
+  return "unknown";
+}
+
+std::optional<Consistency> ParseConsistency(std::string_view name) {
+  for (Consistency c : {Consistency::kStrong, Consistency::kSession, Consistency::kBounded,
+                        Consistency::kEventually}) {
+    const std::string_view want = ConsistencyName(c);
+    if (std::equal(name.begin(), name.end(), want.begin(), want.end(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == b;
+        })) {
+      return c;
+    }
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<SearchResult> Client::Search(const std::string& collection,
+                                            const std::vector<float>& queries,
+                                            const SearchOptions& options) {
+  if (options.topk < 1 || options.topk > kMaxTopK) {
+    return Invalid(absl::StrCat("topk ", options.topk, " is outside 1..", kMaxTopK));
+  }
+  if (options.min_pk && options.max_pk && *options.min_pk > *options.max_pk) {
+    return Invalid("min_pk > max_pk");
+  }
+  if (absl::Status s = CheckRead(options); !s.ok()) return s;
+  for (float x : queries) {
+    if (!std::isfinite(x)) return Invalid("a query vector has a NaN or infinite component");
+  }
+  const absl::Time deadline =
+      kf::client::DeadlineOr(options.deadline, impl_->options_.status_timeout);
+  absl::StatusOr<CollectionInfo> info = DescribeCollection(collection);
+  if (!info.ok()) return info.status();
+  if (queries.empty() || queries.size() % info->dim != 0) {
+    return Invalid(absl::StrCat(queries.size(), " components are not whole query vectors of ",
+                                "collection ", collection, "'s dim ", info->dim));
+  }
+  v1::SearchRequest req;
+  req.set_dim(info->dim);
+  req.mutable_vectors()->Add(queries.begin(), queries.end());
+  req.set_topk(options.topk);
+  req.set_partition(options.partition);
+  if (options.min_pk) req.set_min_pk(*options.min_pk);
+  if (options.max_pk) req.set_max_pk(*options.max_pk);
+  SetRead(options, &req);
+
+  const size_t nq = queries.size() / info->dim;
+  // Every shard's hits of query q, then the best topk: smaller distance first for L2, larger
+  // for IP and COSINE; ties by the smaller pk (as each node orders them).
+  std::vector<std::vector<SearchHit>> merged(nq);
+  SearchResult out;
+  for (const std::string& vchannel : info->vchannels) {
+    req.set_vchannel(vchannel);
+    v1::SearchResponse resp;
+    absl::Status s = OnShard(*impl_, vchannel, deadline, [&](auto& stub, grpc::ClientContext* ctx) {
+      return stub.Search(ctx, req, &resp);
+    });
+    if (!s.ok())
+      return kf::WithContext(s, absl::StrCat("search of ", collection, " on ", vchannel));
+    if (static_cast<size_t>(resp.results_size()) != nq) {
+      return absl::InternalError(absl::StrCat(vchannel, " answered ", resp.results_size(),
+                                              " results for ", nq, " queries"));
+    }
+    if (out.timestamp.value() == 0) {
+      out.timestamp = TimeTick(resp.timestamp());
+      // The other shards answer at the same T (kEventually: at what each has applied).
+      if (options.consistency != Consistency::kEventually) req.set_timestamp(resp.timestamp());
+    }
+    for (size_t q = 0; q < nq; ++q) {
+      const v1::SearchHits& hits = resp.results(static_cast<int>(q));
+      for (int i = 0; i < hits.pks_size() && i < hits.distances_size(); ++i) {
+        merged[q].push_back({hits.pks(i), hits.distances(i)});
+      }
+    }
+  }
+  const bool smaller_first = info->metric == "L2";
+  for (auto& hits : merged) {
+    std::sort(hits.begin(), hits.end(), [&](const SearchHit& a, const SearchHit& b) {
+      if (a.distance != b.distance) {
+        return smaller_first ? a.distance < b.distance : a.distance > b.distance;
+      }
+      return a.pk < b.pk;
+    });
+    if (hits.size() > options.topk) hits.resize(options.topk);
+  }
+  out.hits = std::move(merged);
+  return out;
+}
+
+absl::StatusOr<GetResult> Client::Get(const std::string& collection,
+                                      const std::vector<int64_t>& pks, const ReadOptions& options) {
+  if (pks.empty()) return Invalid("no pks to get");
+  if (absl::Status s = CheckRead(options); !s.ok()) return s;
+  const absl::Time deadline =
+      kf::client::DeadlineOr(options.deadline, impl_->options_.status_timeout);
+  absl::StatusOr<CollectionInfo> info = DescribeCollection(collection);
+  if (!info.ok()) return info.status();
+  if (info->vchannels.empty()) return absl::InternalError("the collection has no vchannels");
+  // Each pk from its own shard (ShardOfPk), the shards at one T.
+  std::vector<v1::GetRequest> per_shard(info->vchannels.size());
+  const auto shards = static_cast<uint32_t>(info->vchannels.size());
+  for (int64_t pk : pks) per_shard[ShardOfPk(pk, shards)].add_pks(pk);
+  GetResult out;
+  uint64_t timestamp = options.timestamp.value();
+  for (uint32_t i = 0; i < shards; ++i) {
+    v1::GetRequest& req = per_shard[i];
+    if (req.pks_size() == 0) continue;
+    req.set_vchannel(info->vchannels[i]);
+    SetRead(options, &req);
+    req.set_timestamp(timestamp);
+    v1::GetResponse resp;
+    absl::Status s =
+        OnShard(*impl_, info->vchannels[i], deadline,
+                [&](auto& stub, grpc::ClientContext* ctx) { return stub.Get(ctx, req, &resp); });
+    if (!s.ok()) {
+      return kf::WithContext(s, absl::StrCat("get from ", collection, " on ", info->vchannels[i]));
+    }
+    if (out.timestamp.value() == 0) {
+      out.timestamp = TimeTick(resp.timestamp());
+      if (options.consistency != Consistency::kEventually) timestamp = resp.timestamp();
+    }
+    for (const v1::Row& row : resp.rows()) {
+      out.rows.push_back({row.pk(), std::vector<float>(row.vector().begin(), row.vector().end())});
+    }
+  }
+  return out;
+}
+
+}  // namespace kingfisher

@@ -1,0 +1,139 @@
+// End-to-end tests of kfctl search and get (issue 28, docs/search.md) against the real
+// `kingfisher run standalone`: every acknowledged row is found by `get` and by a strong search
+// for its own vector exactly once, at once and after a kill -9 of the server; an acknowledged
+// delete hides its row, also after the restart; bad input is refused with a clear error.
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kfctl_fixture.h"
+#include "nlohmann/json.hpp"
+
+namespace kf::testing {
+namespace {
+
+class KfctlSearchTest : public KfctlServerTest {
+ protected:
+  // The pks of every ack line of an insert.
+  static std::vector<std::string> AckedPks(const KfctlResult& r) {
+    std::vector<std::string> pks;
+    for (const auto& line : r.lines) {
+      for (const auto& pk : line["pks"]) pks.push_back(pk);
+    }
+    return pks;
+  }
+  static std::string Join(const std::vector<float>& v) {
+    std::string out;
+    for (float x : v) {
+      if (!out.empty()) out += ',';
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
+      out += buf;
+    }
+    return out;
+  }
+
+  // Every pk of `vectors` is found by get (its own vector) and by a strong search for its
+  // vector as the nearest hit, exactly once; every pk of `deleted` by neither.
+  void ExpectSearchable(const std::map<std::string, std::vector<float>>& vectors,
+                        const std::vector<std::string>& deleted) {
+    for (const auto& [pk, v] : vectors) {
+      auto got = Run({"get", "vecs", "--pks", pk, "--consistency", "strong"});
+      ASSERT_EQ(got.exit_code, 0) << Describe(got);
+      ASSERT_EQ(got.lines.size(), 1u) << pk << ": " << Describe(got);
+      EXPECT_EQ(got.lines[0]["vector"].get<std::vector<float>>(), v) << pk;
+      auto found =
+          Run({"search", "vecs", "--vector", Join(v), "--topk", "5", "--consistency", "strong"});
+      ASSERT_EQ(found.exit_code, 0) << Describe(found);
+      ASSERT_EQ(found.lines.size(), 1u) << Describe(found);
+      const auto& hits = found.lines[0]["hits"];
+      ASSERT_FALSE(hits.empty()) << Describe(found);
+      EXPECT_EQ(hits[0]["pk"], pk) << Describe(found);
+      EXPECT_EQ(hits[0]["distance"], 0.0) << Describe(found);
+      int seen = 0;
+      for (const auto& h : hits) seen += h["pk"] == pk ? 1 : 0;
+      EXPECT_EQ(seen, 1) << Describe(found);
+    }
+    for (const std::string& pk : deleted) {
+      auto got = Run({"get", "vecs", "--pks", pk, "--consistency", "strong"});
+      ASSERT_EQ(got.exit_code, 0) << Describe(got);
+      EXPECT_TRUE(got.lines.empty()) << "deleted " << pk << " still visible: " << Describe(got);
+    }
+  }
+};
+
+TEST_F(KfctlSearchTest, AckedRowsAreSearchableAtOnceAndAfterAKill9) {
+  auto created = Run({"collection", "create", "vecs", "--dim", "8", "--shards", "2"});
+  ASSERT_EQ(created.exit_code, 0) << Describe(created);
+  std::map<std::string, std::vector<float>> vectors;
+  std::vector<std::string> pks;
+  for (int batch = 0; batch < 3; ++batch) {  // small inserts: the ack lines list their pks
+    auto inserted = Run({"insert", "vecs", "--rows", "6"});
+    ASSERT_EQ(inserted.exit_code, 0) << Describe(inserted);
+    for (const std::string& pk : AckedPks(inserted)) pks.push_back(pk);
+  }
+  ASSERT_EQ(pks.size(), 18u);
+  for (const std::string& pk : pks) {
+    auto got = Run({"get", "vecs", "--pks", pk, "--consistency", "strong"});
+    ASSERT_EQ(got.exit_code, 0) << Describe(got);
+    ASSERT_EQ(got.lines.size(), 1u) << pk << ": " << Describe(got);
+    vectors[pk] = got.lines[0]["vector"].get<std::vector<float>>();
+  }
+  const std::vector<std::string> deleted = {pks[3], pks[11]};
+  auto del = Run({"delete", "vecs", "--pks", deleted[0] + "," + deleted[1]});
+  ASSERT_EQ(del.exit_code, 0) << Describe(del);
+  for (const std::string& pk : deleted) vectors.erase(pk);
+  ExpectSearchable(vectors, deleted);
+
+  server().Kill();
+  ASSERT_TRUE(server().Start()) << server().Output();
+  ExpectSearchable(vectors, deleted);
+}
+
+TEST_F(KfctlSearchTest, BadInputGetsAClearErrorAndChangesNothing) {
+  auto created = Run({"collection", "create", "bad", "--dim", "4"});
+  ASSERT_EQ(created.exit_code, 0) << Describe(created);
+  auto inserted = Run({"insert", "bad", "--rows", "3"});
+  ASSERT_EQ(inserted.exit_code, 0) << Describe(inserted);
+  const std::string garbage = work_dir() + "/garbage.npy";
+  std::ofstream(garbage) << "\x93NUMPY not really";
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {{"search", "bad", "--vector", "1,2,3"}, 1, "INVALID_ARGUMENT"},  // wrong dim
+      {{"search", "bad", "--vector", "1,2,3,nan"}, 2, "not a finite number"},
+      {{"search", "bad", "--vector", "1,2,3,inf"}, 2, "not a finite number"},
+      {{"search", "bad", "--vector", "1,2,3,4", "--topk", "0"}, 2, "--topk"},
+      {{"search", "bad", "--vector", "1,2,3,4", "--topk", "16385"}, 2, "--topk"},
+      {{"search", "nope", "--vector", "1,2,3,4"}, 1, "COLLECTION_NOT_FOUND"},
+      {{"search", "bad", "--vector", "1,2,3,4", "--partition", "zz"}, 1, "partition zz"},
+      {{"search", "bad", "--file", garbage}, 2, "kfctl:"},
+      {{"search", "bad", "--vector", "1,2,3,4", "--consistency", "sometimes"}, 2, "consistency"},
+      {{"search", "bad", "--vector", "1,2,3,4", "--consistency", "session"}, 1, "session"},
+      {{"search", "bad"}, 2, "--vector"},
+      {{"get", "bad", "--pks", "x"}, 2, "--pks"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    auto r = Run(args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << Describe(r);
+    EXPECT_NE(r.err.find(c.error), std::string::npos)
+        << "want \"" << c.error << "\": " << Describe(r);
+    EXPECT_TRUE(r.lines.empty()) << Describe(r);
+  }
+  // Nothing changed: the rows are all there.
+  auto all =
+      Run({"search", "bad", "--vector", "0,0,0,0", "--topk", "10", "--consistency", "strong"});
+  ASSERT_EQ(all.exit_code, 0) << Describe(all);
+  EXPECT_EQ(all.lines.at(0)["hits"].size(), 3u) << Describe(all);
+}
+
+}  // namespace
+}  // namespace kf::testing
