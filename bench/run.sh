@@ -32,3 +32,5 @@ run quorum_bench --dir "$BUILD_DIR"
 run cluster_bench --dir "$BUILD_DIR"
 # Issue 5: create-collection latency (16 shards) and DDL throughput through the coordinator.
 run ddl_bench --dir "$BUILD_DIR"
+# Issue 28: search through the client vs the index library in-process; freshness under load.
+run search_bench --dir "$BUILD_DIR"

@@ -90,6 +90,140 @@ void SetRead(const ReadOptions& options, Request* r) {
       std::chrono::duration_cast<std::chrono::milliseconds>(options.staleness).count()));
 }
 
+// The description of `name` from the client's cache, or from the endpoint when `fresh` or not
+// cached yet; `*cached` says which.
+absl::StatusOr<CollectionInfo> Describe(Client& client, const Client::Impl& impl,
+                                        const std::string& name, bool fresh, bool* cached) {
+  *cached = false;
+  if (!fresh) {
+    absl::MutexLock lock(&impl.collections_mu_);
+    if (auto it = impl.collections_.find(name); it != impl.collections_.end()) {
+      *cached = true;
+      return it->second;
+    }
+  }
+  absl::StatusOr<CollectionInfo> info = client.DescribeCollection(name);
+  absl::MutexLock lock(&impl.collections_mu_);
+  if (info.ok()) {
+    impl.collections_[name] = *info;
+  } else {
+    impl.collections_.erase(name);
+  }
+  return info;
+}
+
+// Runs `call(info)` with the cached description of `name`, and once more with a fresh one if
+// a shard said the collection is not there or has another dim: it was dropped (and maybe
+// created again) since it was cached.
+template <typename Result, typename Call>
+absl::StatusOr<Result> WithCollection(Client& client, const Client::Impl& impl,
+                                      const std::string& name, Call&& call) {
+  bool cached = false;
+  absl::StatusOr<CollectionInfo> info = Describe(client, impl, name, /*fresh=*/false, &cached);
+  if (!info.ok()) return info.status();
+  absl::StatusOr<Result> r = call(*info);
+  if (r.ok() || !cached || !(absl::IsNotFound(r.status()) || absl::IsInvalidArgument(r.status()))) {
+    return r;
+  }
+  info = Describe(client, impl, name, /*fresh=*/true, &cached);
+  if (!info.ok()) return info.status();
+  return call(*info);
+}
+
+absl::StatusOr<SearchResult> SearchShards(const Client::Impl& impl, const CollectionInfo& info,
+                                          const std::vector<float>& queries,
+                                          const SearchOptions& options, absl::Time deadline) {
+  if (info.dim == 0 || queries.empty() || queries.size() % info.dim != 0) {
+    return Invalid(absl::StrCat(queries.size(), " components are not whole query vectors of ",
+                                "collection ", info.name, "'s dim ", info.dim));
+  }
+  v1::SearchRequest req;
+  req.set_dim(info.dim);
+  req.mutable_vectors()->Add(queries.begin(), queries.end());
+  req.set_topk(options.topk);
+  req.set_partition(options.partition);
+  if (options.min_pk) req.set_min_pk(*options.min_pk);
+  if (options.max_pk) req.set_max_pk(*options.max_pk);
+  SetRead(options, &req);
+
+  const size_t nq = queries.size() / info.dim;
+  // Every shard's hits of query q, then the best topk: smaller distance first for L2, larger
+  // for IP and COSINE; ties by the smaller pk (as each node orders them).
+  std::vector<std::vector<SearchHit>> merged(nq);
+  SearchResult out;
+  for (const std::string& vchannel : info.vchannels) {
+    req.set_vchannel(vchannel);
+    v1::SearchResponse resp;
+    absl::Status s = OnShard(impl, vchannel, deadline, [&](auto& stub, grpc::ClientContext* ctx) {
+      return stub.Search(ctx, req, &resp);
+    });
+    if (!s.ok()) {
+      return kf::WithContext(s, absl::StrCat("search of ", info.name, " on ", vchannel));
+    }
+    if (static_cast<size_t>(resp.results_size()) != nq) {
+      return absl::InternalError(absl::StrCat(vchannel, " answered ", resp.results_size(),
+                                              " results for ", nq, " queries"));
+    }
+    if (out.timestamp.value() == 0) {
+      out.timestamp = TimeTick(resp.timestamp());
+      // The other shards answer at the same T (kEventually: at what each has applied).
+      if (options.consistency != Consistency::kEventually) req.set_timestamp(resp.timestamp());
+    }
+    for (size_t q = 0; q < nq; ++q) {
+      const v1::SearchHits& hits = resp.results(static_cast<int>(q));
+      for (int i = 0; i < hits.pks_size() && i < hits.distances_size(); ++i) {
+        merged[q].push_back({hits.pks(i), hits.distances(i)});
+      }
+    }
+  }
+  const bool smaller_first = info.metric == "L2";
+  for (auto& hits : merged) {
+    std::sort(hits.begin(), hits.end(), [&](const SearchHit& a, const SearchHit& b) {
+      if (a.distance != b.distance) {
+        return smaller_first ? a.distance < b.distance : a.distance > b.distance;
+      }
+      return a.pk < b.pk;
+    });
+    if (hits.size() > options.topk) hits.resize(options.topk);
+  }
+  out.hits = std::move(merged);
+  return out;
+}
+
+absl::StatusOr<GetResult> GetFromShards(const Client::Impl& impl, const CollectionInfo& info,
+                                        const std::vector<int64_t>& pks, const ReadOptions& options,
+                                        absl::Time deadline) {
+  if (info.vchannels.empty()) return absl::InternalError("the collection has no vchannels");
+  // Each pk from its own shard (ShardOfPk), the shards at one T.
+  std::vector<v1::GetRequest> per_shard(info.vchannels.size());
+  const auto shards = static_cast<uint32_t>(info.vchannels.size());
+  for (int64_t pk : pks) per_shard[ShardOfPk(pk, shards)].add_pks(pk);
+  GetResult out;
+  uint64_t timestamp = options.timestamp.value();
+  for (uint32_t i = 0; i < shards; ++i) {
+    v1::GetRequest& req = per_shard[i];
+    if (req.pks_size() == 0) continue;
+    req.set_vchannel(info.vchannels[i]);
+    SetRead(options, &req);
+    req.set_timestamp(timestamp);
+    v1::GetResponse resp;
+    absl::Status s =
+        OnShard(impl, info.vchannels[i], deadline,
+                [&](auto& stub, grpc::ClientContext* ctx) { return stub.Get(ctx, req, &resp); });
+    if (!s.ok()) {
+      return kf::WithContext(s, absl::StrCat("get from ", info.name, " on ", info.vchannels[i]));
+    }
+    if (out.timestamp.value() == 0) {
+      out.timestamp = TimeTick(resp.timestamp());
+      if (options.consistency != Consistency::kEventually) timestamp = resp.timestamp();
+    }
+    for (const v1::Row& row : resp.rows()) {
+      out.rows.push_back({row.pk(), std::vector<float>(row.vector().begin(), row.vector().end())});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view ConsistencyName(Consistency c) {
@@ -134,62 +268,9 @@ absl::StatusOr<SearchResult> Client::Search(const std::string& collection,
   }
   const absl::Time deadline =
       kf::client::DeadlineOr(options.deadline, impl_->options_.status_timeout);
-  absl::StatusOr<CollectionInfo> info = DescribeCollection(collection);
-  if (!info.ok()) return info.status();
-  if (queries.empty() || queries.size() % info->dim != 0) {
-    return Invalid(absl::StrCat(queries.size(), " components are not whole query vectors of ",
-                                "collection ", collection, "'s dim ", info->dim));
-  }
-  v1::SearchRequest req;
-  req.set_dim(info->dim);
-  req.mutable_vectors()->Add(queries.begin(), queries.end());
-  req.set_topk(options.topk);
-  req.set_partition(options.partition);
-  if (options.min_pk) req.set_min_pk(*options.min_pk);
-  if (options.max_pk) req.set_max_pk(*options.max_pk);
-  SetRead(options, &req);
-
-  const size_t nq = queries.size() / info->dim;
-  // Every shard's hits of query q, then the best topk: smaller distance first for L2, larger
-  // for IP and COSINE; ties by the smaller pk (as each node orders them).
-  std::vector<std::vector<SearchHit>> merged(nq);
-  SearchResult out;
-  for (const std::string& vchannel : info->vchannels) {
-    req.set_vchannel(vchannel);
-    v1::SearchResponse resp;
-    absl::Status s = OnShard(*impl_, vchannel, deadline, [&](auto& stub, grpc::ClientContext* ctx) {
-      return stub.Search(ctx, req, &resp);
-    });
-    if (!s.ok())
-      return kf::WithContext(s, absl::StrCat("search of ", collection, " on ", vchannel));
-    if (static_cast<size_t>(resp.results_size()) != nq) {
-      return absl::InternalError(absl::StrCat(vchannel, " answered ", resp.results_size(),
-                                              " results for ", nq, " queries"));
-    }
-    if (out.timestamp.value() == 0) {
-      out.timestamp = TimeTick(resp.timestamp());
-      // The other shards answer at the same T (kEventually: at what each has applied).
-      if (options.consistency != Consistency::kEventually) req.set_timestamp(resp.timestamp());
-    }
-    for (size_t q = 0; q < nq; ++q) {
-      const v1::SearchHits& hits = resp.results(static_cast<int>(q));
-      for (int i = 0; i < hits.pks_size() && i < hits.distances_size(); ++i) {
-        merged[q].push_back({hits.pks(i), hits.distances(i)});
-      }
-    }
-  }
-  const bool smaller_first = info->metric == "L2";
-  for (auto& hits : merged) {
-    std::sort(hits.begin(), hits.end(), [&](const SearchHit& a, const SearchHit& b) {
-      if (a.distance != b.distance) {
-        return smaller_first ? a.distance < b.distance : a.distance > b.distance;
-      }
-      return a.pk < b.pk;
-    });
-    if (hits.size() > options.topk) hits.resize(options.topk);
-  }
-  out.hits = std::move(merged);
-  return out;
+  return WithCollection<SearchResult>(*this, *impl_, collection, [&](const CollectionInfo& info) {
+    return SearchShards(*impl_, info, queries, options, deadline);
+  });
 }
 
 absl::StatusOr<GetResult> Client::Get(const std::string& collection,
@@ -198,37 +279,9 @@ absl::StatusOr<GetResult> Client::Get(const std::string& collection,
   if (absl::Status s = CheckRead(options); !s.ok()) return s;
   const absl::Time deadline =
       kf::client::DeadlineOr(options.deadline, impl_->options_.status_timeout);
-  absl::StatusOr<CollectionInfo> info = DescribeCollection(collection);
-  if (!info.ok()) return info.status();
-  if (info->vchannels.empty()) return absl::InternalError("the collection has no vchannels");
-  // Each pk from its own shard (ShardOfPk), the shards at one T.
-  std::vector<v1::GetRequest> per_shard(info->vchannels.size());
-  const auto shards = static_cast<uint32_t>(info->vchannels.size());
-  for (int64_t pk : pks) per_shard[ShardOfPk(pk, shards)].add_pks(pk);
-  GetResult out;
-  uint64_t timestamp = options.timestamp.value();
-  for (uint32_t i = 0; i < shards; ++i) {
-    v1::GetRequest& req = per_shard[i];
-    if (req.pks_size() == 0) continue;
-    req.set_vchannel(info->vchannels[i]);
-    SetRead(options, &req);
-    req.set_timestamp(timestamp);
-    v1::GetResponse resp;
-    absl::Status s =
-        OnShard(*impl_, info->vchannels[i], deadline,
-                [&](auto& stub, grpc::ClientContext* ctx) { return stub.Get(ctx, req, &resp); });
-    if (!s.ok()) {
-      return kf::WithContext(s, absl::StrCat("get from ", collection, " on ", info->vchannels[i]));
-    }
-    if (out.timestamp.value() == 0) {
-      out.timestamp = TimeTick(resp.timestamp());
-      if (options.consistency != Consistency::kEventually) timestamp = resp.timestamp();
-    }
-    for (const v1::Row& row : resp.rows()) {
-      out.rows.push_back({row.pk(), std::vector<float>(row.vector().begin(), row.vector().end())});
-    }
-  }
-  return out;
+  return WithCollection<GetResult>(*this, *impl_, collection, [&](const CollectionInfo& info) {
+    return GetFromShards(*impl_, info, pks, options, deadline);
+  });
 }
 
 }  // namespace kingfisher

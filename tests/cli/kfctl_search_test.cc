@@ -11,6 +11,8 @@
 
 #include "gtest/gtest.h"
 #include "kfctl_fixture.h"
+#include "kingfisher/client.h"
+#include "kingfisher/collections.h"
 #include "nlohmann/json.hpp"
 
 namespace kf::testing {
@@ -133,6 +135,45 @@ TEST_F(KfctlSearchTest, BadInputGetsAClearErrorAndChangesNothing) {
       Run({"search", "bad", "--vector", "0,0,0,0", "--topk", "10", "--consistency", "strong"});
   ASSERT_EQ(all.exit_code, 0) << Describe(all);
   EXPECT_EQ(all.lines.at(0)["hits"].size(), 3u) << Describe(all);
+}
+
+// The client caches a collection's description for its searches: a collection dropped and
+// created again under the same name (new vchannels, another dim) is found again.
+TEST_F(KfctlSearchTest, AClientSearchesACollectionCreatedAgainUnderItsName) {
+  auto client = kingfisher::Client::Connect({.endpoint = server().address()});
+  ASSERT_TRUE(client.ok()) << client.status();
+  kingfisher::Client& c = **client;
+  auto producer = c.CreateProducer();
+  ASSERT_TRUE(producer.ok()) << producer.status();
+  auto insert = [&](const kingfisher::CollectionInfo& info, std::vector<float> v) {
+    auto msgs = kingfisher::InsertMessages(info, {42}, v);
+    ASSERT_TRUE(msgs.ok()) << msgs.status();
+    auto ack = (*producer)->AppendSync(std::move((*msgs)[0]));
+    ASSERT_TRUE(ack.ok()) << ack.status();
+  };
+  kingfisher::SearchOptions strong;
+  strong.consistency = kingfisher::Consistency::kStrong;
+
+  auto first = c.CreateCollection({.name = "again", .dim = 2});
+  ASSERT_TRUE(first.ok()) << first.status();
+  insert(*first, {1, 2});
+  auto hit = c.Search("again", {1, 2}, strong);
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  ASSERT_EQ(hit->hits.at(0).size(), 1u);
+
+  ASSERT_TRUE(c.DropCollection("again").ok());
+  auto second = c.CreateCollection({.name = "again", .dim = 4});
+  ASSERT_TRUE(second.ok()) << second.status();
+  insert(*second, {1, 2, 3, 4});
+  auto again = c.Search("again", {1, 2, 3, 4}, strong);  // the cached dim 2 would split it
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->hits.size(), 1u);
+  ASSERT_EQ(again->hits[0].size(), 1u);
+  EXPECT_EQ(again->hits[0][0].pk, 42);
+  EXPECT_EQ(again->hits[0][0].distance, 0);
+  auto wrong = c.Search("again", {1, 2}, strong);
+  EXPECT_TRUE(absl::IsInvalidArgument(wrong.status())) << wrong.status();
+  (*producer)->Close();
 }
 
 }  // namespace
