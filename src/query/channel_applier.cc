@@ -141,4 +141,11 @@ size_t ChannelApplier::memory_bytes() const {
   return n;
 }
 
+size_t ChannelApplier::rows() const {
+  absl::ReaderMutexLock lock(&mu_);
+  size_t n = 0;
+  for (const auto& [vchannel, shard] : shards_) n += shard->rows();
+  return n;
+}
+
 }  // namespace kf::query

@@ -47,6 +47,7 @@ class ChannelApplier {
   // The shard of a created, not dropped collection vchannel; nullptr otherwise.
   std::shared_ptr<const Shard> shard(std::string_view vchannel) const;
   size_t memory_bytes() const;
+  size_t rows() const;  // every shard's, deleted ones included
 
  private:
   // One message (a Txn's body too) at timestamp `ts`.

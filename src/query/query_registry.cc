@@ -61,11 +61,18 @@ std::shared_ptr<const ChannelFollower> QueryRegistry::FollowerOf(std::string_vie
   return it == followers_.end() ? nullptr : it->second;
 }
 
-size_t QueryRegistry::memory_bytes() const {
-  absl::MutexLock lock(&mu_);
-  size_t n = 0;
-  for (const auto& [name, follower] : followers_) n += follower->applier().memory_bytes();
-  return n;
+std::vector<QueryRegistry::PChannelStats> QueryRegistry::Stats() const {
+  std::vector<std::shared_ptr<ChannelFollower>> followers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, follower] : followers_) followers.push_back(follower);
+  }
+  std::vector<PChannelStats> out;
+  for (const auto& f : followers) {
+    const ChannelApplier& a = f->applier();
+    out.push_back({a.pchannel(), a.memory_bytes(), a.rows(), a.tsafe()});
+  }
+  return out;
 }
 
 absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(std::string_view vchannel,

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -51,8 +52,14 @@ class QueryRegistry {
   absl::StatusOr<kingfisher::v1::GetResponse> Get(const kingfisher::v1::GetRequest& r,
                                                   absl::Time deadline) const;
 
-  // The followers' growing memory, all shards (for /metrics).
-  size_t memory_bytes() const;
+  // What /metrics shows of each followed pchannel (query_metrics.h).
+  struct PChannelStats {
+    std::string pchannel;
+    size_t growing_bytes = 0;
+    size_t growing_rows = 0;
+    uint64_t tsafe = 0;
+  };
+  std::vector<PChannelStats> Stats() const;
 
  private:
   struct Resolved {

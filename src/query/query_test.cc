@@ -358,6 +358,7 @@ TEST_P(QueryModelTest, EverySearchEqualsTheExactAnswerOverTheModelAtItsTimestamp
   for (int i = 0; i < 10 && !HasFatalFailure(); ++i) Check(i == 0 ? last : RandomAcked());
   EXPECT_TRUE(follower_->status().ok()) << follower_->status();
   EXPECT_GT(follower_->applier().memory_bytes(), 0u);
+  EXPECT_GT(follower_->applier().rows(), 0u);
   EXPECT_GT(checks_, 30);
 }
 

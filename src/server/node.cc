@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "query/query_metrics.h"
 #include "query/query_registry.h"
 #include "rpc/coord_tso_fetcher.h"
 #include "rpc/rpc_server.h"
@@ -38,6 +39,7 @@ struct Node {
   std::unique_ptr<streaming::node::DynamicWalRegistry> registry;
   std::unique_ptr<query::QueryRegistry> queries;  // the shards of the WALs it opens
   std::vector<metrics::CallbackHandle> gauges;    // over `registry`: unregistered before it goes
+  std::vector<metrics::CallbackHandle> query_gauges;  // over `queries`: unregistered before it
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<streaming::StreamingNode> node;
@@ -92,6 +94,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   n->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
   n->queries = std::make_unique<query::QueryRegistry>(
       query::QueryRegistryOptions{.shard = {}, .tso = n->tso.get()});
+  n->query_gauges = query::RegisterQueryGauges(metrics::DefaultRegistry(), n->queries.get());
   // This node's own view (what it serves right now), so an operator sees on each node's
   // /metrics when it stopped serving a pchannel it lost.
   n->gauges = streaming::node::RegisterWalGauges(metrics::DefaultRegistry(), n->registry.get(),

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/absl_compat.h"
+#include "query/query_metrics.h"
 #include "query/query_registry.h"
 #include "rpc/rpc_server.h"
 #include "server/advertise.h"
@@ -48,6 +49,7 @@ struct Standalone {
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<streaming::StreamingNode> node;
   std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
+  std::vector<metrics::CallbackHandle> query_gauges;  // over `queries`: unregistered before it
 };
 
 // True when every pchannel is ASSIGNED (confirmed by the node that opened it).
@@ -152,6 +154,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   s->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
   s->queries = std::make_unique<query::QueryRegistry>(
       query::QueryRegistryOptions{.shard = {}, .tso = s->coordinator->oracle()});
+  s->query_gauges = query::RegisterQueryGauges(metrics::DefaultRegistry(), s->queries.get());
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
@@ -209,6 +212,7 @@ void Close(const ServerConfig& config, Standalone* s) {
   // finds them assigned to node 1 at the same term).
   if (s->coordinator) s->coordinator->Stop();
   s->gauges.clear();
+  s->query_gauges.clear();
   s->node.reset();  // closes every WAL (the backend drains), revokes the lease
   spdlog::debug("shutdown: wals closed");
   if (s->http) s->http->Stop();

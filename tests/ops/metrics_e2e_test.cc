@@ -299,6 +299,9 @@ TEST_F(MetricsE2ETest, MetricsAccountForProducedAndConsumedMessages) {
     EXPECT_EQ(prev, after.Sum("kf_wal_append_latency_seconds_count", {{"pchannel", pchannel}}));
     EXPECT_EQ(after.Sum("kf_pchannel_assigned", {{"pchannel", pchannel}, {"node", "1"}}), 1);
     EXPECT_GE(after.Sum("kf_pchannel_term", {{"pchannel", pchannel}}), 1);
+    // Followed for search; raw vchannels have no schema, so nothing grows.
+    EXPECT_FALSE(after.Find("kf_growing_bytes", {{"pchannel", pchannel}}).empty()) << pchannel;
+    EXPECT_EQ(after.Sum("kf_growing_rows", {{"pchannel", pchannel}}), 0) << pchannel;
   }
   // Consumed: at least every Insert (TimeTicks come along), by the server and by the WAL.
   EXPECT_GE(after.Sum("kf_rpc_consume_messages_total"), kMessages);
