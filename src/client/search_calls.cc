@@ -2,8 +2,8 @@
 // shard to the node that owns its pchannel (Search service, search.proto), merged here.
 //
 // One timestamp for the whole call: the first shard resolves T from the consistency level and
-// every other shard is asked at that T, so a multi-shard search is one snapshot (kEventually
-// asks each shard for what it has applied). A shard call that meets a routing error
+// every other shard is asked at that T, in parallel, so a multi-shard search is one snapshot
+// (kEventually asks each shard for what it has applied). A shard call that meets a routing error
 // (CHANNEL_NOT_EXIST, UNMATCHED_CHANNEL_TERM, CHANNEL_FENCED) waits for a newer assignment and
 // is sent again; a node that cannot be reached is retried with backoff, as appends are, until
 // the call's deadline.
@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -151,31 +152,44 @@ absl::StatusOr<SearchResult> SearchShards(const Client::Impl& impl, const Collec
   // for IP and COSINE; ties by the smaller pk (as each node orders them).
   std::vector<std::vector<SearchHit>> merged(nq);
   SearchResult out;
-  for (const std::string& vchannel : info.vchannels) {
-    req.set_vchannel(vchannel);
-    v1::SearchResponse resp;
-    absl::Status s = OnShard(impl, vchannel, deadline, [&](auto& stub, grpc::ClientContext* ctx) {
-      return stub.Search(ctx, req, &resp);
-    });
-    if (!s.ok()) {
-      return kf::WithContext(s, absl::StrCat("search of ", info.name, " on ", vchannel));
+  // The first shard fixes T; the others are asked at it, all at once.
+  const size_t shards = info.vchannels.size();
+  std::vector<v1::SearchResponse> responses(shards);
+  std::vector<absl::Status> statuses(shards);
+  auto ask = [&](size_t i, v1::SearchRequest r) {
+    r.set_vchannel(info.vchannels[i]);
+    statuses[i] = OnShard(
+        impl, info.vchannels[i], deadline,
+        [&](auto& stub, grpc::ClientContext* ctx) { return stub.Search(ctx, r, &responses[i]); });
+  };
+  ask(0, req);
+  if (statuses[0].ok() && shards > 1) {
+    // kEventually: each shard at what it has applied.
+    if (options.consistency != Consistency::kEventually) {
+      req.set_timestamp(responses[0].timestamp());
     }
+    std::vector<std::thread> others;
+    for (size_t i = 1; i < shards; ++i) others.emplace_back(ask, i, req);
+    for (std::thread& t : others) t.join();
+  }
+  for (size_t i = 0; i < shards; ++i) {
+    const std::string& vchannel = info.vchannels[i];
+    if (!statuses[i].ok()) {
+      return kf::WithContext(statuses[i], absl::StrCat("search of ", info.name, " on ", vchannel));
+    }
+    const v1::SearchResponse& resp = responses[i];
     if (static_cast<size_t>(resp.results_size()) != nq) {
       return absl::InternalError(absl::StrCat(vchannel, " answered ", resp.results_size(),
                                               " results for ", nq, " queries"));
     }
-    if (out.timestamp.value() == 0) {
-      out.timestamp = TimeTick(resp.timestamp());
-      // The other shards answer at the same T (kEventually: at what each has applied).
-      if (options.consistency != Consistency::kEventually) req.set_timestamp(resp.timestamp());
-    }
     for (size_t q = 0; q < nq; ++q) {
       const v1::SearchHits& hits = resp.results(static_cast<int>(q));
-      for (int i = 0; i < hits.pks_size() && i < hits.distances_size(); ++i) {
-        merged[q].push_back({hits.pks(i), hits.distances(i)});
+      for (int h = 0; h < hits.pks_size() && h < hits.distances_size(); ++h) {
+        merged[q].push_back({hits.pks(h), hits.distances(h)});
       }
     }
   }
+  out.timestamp = TimeTick(responses[0].timestamp());
   const bool smaller_first = info.metric == "L2";
   for (auto& hits : merged) {
     std::sort(hits.begin(), hits.end(), [&](const SearchHit& a, const SearchHit& b) {
