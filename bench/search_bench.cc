@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
       if (!(*client)->DescribeCollection("bench").ok()) Die("describe failed");
       describe.push_back(Seconds(Clock::now() - t0));
     }
-    Print("of which: Client::DescribeCollection", describe);
+    Print("baseline: one unary call (Client::DescribeCollection)", describe);
   }
 
   // 3. Freshness under load.
