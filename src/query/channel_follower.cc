@@ -8,22 +8,29 @@
 namespace kf::query {
 
 absl::StatusOr<std::unique_ptr<ChannelFollower>> ChannelFollower::Start(
-    std::shared_ptr<wal::Wal> wal, ShardOptions options) {
+    std::shared_ptr<wal::Wal> wal, ShardOptions options, absl::Duration drain_interval) {
   absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner =
       wal->Read(wal::ScanOptions{.internal = true});
   if (!scanner.ok()) return scanner.status();
   return std::unique_ptr<ChannelFollower>(
-      new ChannelFollower(std::move(wal), options, std::move(*scanner)));
+      new ChannelFollower(std::move(wal), options, drain_interval, std::move(*scanner)));
 }
 
 ChannelFollower::ChannelFollower(std::shared_ptr<wal::Wal> wal, ShardOptions options,
+                                 absl::Duration drain_interval,
                                  std::unique_ptr<wal::Scanner> scanner)
-    : wal_(std::move(wal)), applier_(wal_->pchannel(), options), scanner_(std::move(scanner)) {
+    : wal_(std::move(wal)),
+      applier_(wal_->pchannel(), options),
+      drain_interval_(drain_interval),
+      scanner_(std::move(scanner)) {
   thread_ = std::thread([this] { Run(); });
 }
 
 ChannelFollower::~ChannelFollower() {
-  stop_.store(true, std::memory_order_release);
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
   thread_.join();
 }
 
@@ -32,26 +39,58 @@ absl::Status ChannelFollower::status() const {
   return status_;
 }
 
+void ChannelFollower::Want(uint64_t ts) const {
+  absl::MutexLock lock(&mu_);
+  wanted_ = std::max(wanted_, ts);
+}
+
+bool ChannelFollower::Chasing() const {
+  absl::MutexLock lock(&mu_);
+  return !stopping_ && wanted_ > applier_.tsafe();
+}
+
 void ChannelFollower::Run() {
-  // The scanner has no cancellation of its own: wait in short slices so a stop is prompt.
-  constexpr absl::Duration kSlice = absl::Milliseconds(100);
-  const trace::Context ctx;
   absl::Status stopped;
-  while (!stop_.load(std::memory_order_acquire)) {
-    absl::StatusOr<ImmutableMessagePtr> m = scanner_->Next(ctx, absl::Now() + kSlice);
-    if (!m.ok()) {
-      if (absl::IsDeadlineExceeded(m.status())) continue;
-      stopped = m.status();
-      break;
+  for (;;) {
+    bool chase = false;
+    {
+      absl::MutexLock lock(&mu_);
+      // Lock order: this mutex, then the applier's (tsafe()); nothing takes them the other way.
+      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || wanted_ > applier_.tsafe();
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&woken), drain_interval_);
+      if (stopping_) break;
+      chase = wanted_ > applier_.tsafe();
     }
-    if (*m == nullptr) continue;
-    if (absl::Status s = applier_.Apply(**m); !s.ok()) {
-      stopped = std::move(s);
-      break;
-    }
+    stopped = Drain(chase);
+    if (!stopped.ok()) break;
   }
   absl::MutexLock lock(&mu_);
   status_ = std::move(stopped);
+}
+
+absl::Status ChannelFollower::Drain(bool chase) {
+  // The scanner has no cancellation of its own: a chase waits in short slices so a stop (or a
+  // caught-up chase) is noticed promptly. Without a chase, only what is ready now.
+  constexpr absl::Duration kSlice = absl::Milliseconds(10);
+  const trace::Context ctx;
+  for (uint64_t applied = 0;; ++applied) {
+    if (applied % 256 == 255) {  // a long catch-up still stops promptly
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return absl::OkStatus();
+    }
+    const absl::Time deadline = chase ? absl::Now() + kSlice : absl::InfinitePast();
+    absl::StatusOr<ImmutableMessagePtr> m = scanner_->Next(ctx, deadline);
+    if (!m.ok()) {
+      if (!absl::IsDeadlineExceeded(m.status())) return m.status();
+      if (!chase || !(chase = Chasing())) return absl::OkStatus();
+      continue;
+    }
+    if (*m == nullptr) continue;
+    if (absl::Status s = applier_.Apply(**m); !s.ok()) return s;
+    if (chase) chase = Chasing();
+  }
 }
 
 }  // namespace kf::query

@@ -28,26 +28,15 @@ QueryRegistry::~QueryRegistry() {
 }
 
 void QueryRegistry::Follow(std::shared_ptr<wal::Wal> wal) {
-  const std::string pchannel = wal->pchannel();
-  absl::StatusOr<std::unique_ptr<ChannelFollower>> follower =
-      ChannelFollower::Start(std::move(wal), options_.shard);
-  std::shared_ptr<ChannelFollower> old;
+  std::string pchannel = wal->pchannel();
+  Followed old;  // stopped outside the lock
   absl::MutexLock lock(&mu_);
-  if (!follower.ok()) {
-    // Searches of this pchannel answer CHANNEL_NOT_EXIST until it is opened again.
-    spdlog::error("query: cannot follow {}: {}", pchannel, follower.status().ToString());
-    if (auto it = followers_.find(pchannel); it != followers_.end()) {
-      old = std::move(it->second);
-      followers_.erase(it);
-    }
-    return;
-  }
-  std::shared_ptr<ChannelFollower>& slot = followers_[pchannel];
-  old = std::exchange(slot, std::shared_ptr<ChannelFollower>(*std::move(follower)));
+  Followed& slot = followers_[std::move(pchannel)];
+  old = std::exchange(slot, Followed{std::move(wal), nullptr});
 }
 
 void QueryRegistry::Unfollow(std::string_view pchannel) {
-  std::shared_ptr<ChannelFollower> old;  // stopped outside the lock
+  Followed old;  // stopped outside the lock
   absl::MutexLock lock(&mu_);
   if (auto it = followers_.find(pchannel); it != followers_.end()) {
     old = std::move(it->second);
@@ -58,19 +47,35 @@ void QueryRegistry::Unfollow(std::string_view pchannel) {
 std::shared_ptr<const ChannelFollower> QueryRegistry::FollowerOf(std::string_view pchannel) const {
   absl::MutexLock lock(&mu_);
   auto it = followers_.find(pchannel);
-  return it == followers_.end() ? nullptr : it->second;
+  if (it == followers_.end()) return nullptr;
+  Followed& f = it->second;
+  if (f.follower == nullptr) {
+    absl::StatusOr<std::unique_ptr<ChannelFollower>> started =
+        ChannelFollower::Start(f.wal, options_.shard);
+    if (!started.ok()) {
+      // Searches of this pchannel answer CHANNEL_NOT_EXIST until it is opened again.
+      spdlog::error("query: cannot follow {}: {}", it->first, started.status().ToString());
+      return nullptr;
+    }
+    f.follower = *std::move(started);
+  }
+  return f.follower;
 }
 
 std::vector<QueryRegistry::PChannelStats> QueryRegistry::Stats() const {
-  std::vector<std::shared_ptr<ChannelFollower>> followers;
+  std::vector<std::pair<std::string, std::shared_ptr<ChannelFollower>>> followed;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [name, follower] : followers_) followers.push_back(follower);
+    for (const auto& [name, f] : followers_) followed.emplace_back(name, f.follower);
   }
   std::vector<PChannelStats> out;
-  for (const auto& f : followers) {
+  for (const auto& [name, f] : followed) {
+    if (f == nullptr) {
+      out.push_back({name, 0, 0, 0});
+      continue;
+    }
     const ChannelApplier& a = f->applier();
-    out.push_back({a.pchannel(), a.memory_bytes(), a.rows(), a.tsafe()});
+    out.push_back({name, a.memory_bytes(), a.rows(), a.tsafe()});
   }
   return out;
 }
@@ -128,6 +133,7 @@ absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(std::string_view 
       return StreamingError(StreamingCode::kChannelNotExist,
                             absl::StrCat(*pchannel, " stopped applying: ", s.message()));
     }
+    out.follower->Want(out.ts);
     out.follower->wal().RequestTimeTick();
     const absl::Time now = absl::Now();
     if (now >= deadline) {

@@ -42,7 +42,8 @@ class QueryRegistry {
   explicit QueryRegistry(QueryRegistryOptions options) : options_(options) {}
   ~QueryRegistry();
 
-  // Starts following `wal` (replacing the follower of an older term of its pchannel).
+  // Follows `wal` from the first call that searches its pchannel on (replacing the follower of
+  // an older term): a pchannel nobody searches costs nothing — no reader, no thread.
   void Follow(std::shared_ptr<wal::Wal> wal);
   // Stops following `pchannel`, if it was.
   void Unfollow(std::string_view pchannel);
@@ -52,7 +53,7 @@ class QueryRegistry {
   absl::StatusOr<kingfisher::v1::GetResponse> Get(const kingfisher::v1::GetRequest& r,
                                                   absl::Time deadline) const;
 
-  // What /metrics shows of each followed pchannel (query_metrics.h).
+  // What /metrics shows of each followed pchannel (query_metrics.h); zeros until searched.
   struct PChannelStats {
     std::string pchannel;
     size_t growing_bytes = 0;
@@ -71,12 +72,17 @@ class QueryRegistry {
   absl::StatusOr<Resolved> Resolve(std::string_view vchannel,
                                    kingfisher::v1::ConsistencyLevel consistency, uint64_t timestamp,
                                    uint64_t staleness_ms, absl::Time deadline) const;
+  // The follower of `pchannel`, started now if it was not yet; null if not followed here.
   std::shared_ptr<const ChannelFollower> FollowerOf(std::string_view pchannel) const;
 
   const QueryRegistryOptions options_;
   mutable absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<ChannelFollower>, std::less<>> followers_
-      ABSL_GUARDED_BY(mu_);
+  struct Followed {
+    std::shared_ptr<wal::Wal> wal;
+    std::shared_ptr<ChannelFollower> follower;  // null until the first search
+  };
+  // Mutable: FollowerOf starts a follower on first use.
+  mutable std::map<std::string, Followed, std::less<>> followers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kf::query

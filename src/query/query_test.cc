@@ -270,6 +270,7 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
   void Check(uint64_t ts) {
     // A TimeTick on demand: the last acked message may be one no reader receives (a rollback,
     // a txn's Begin), and nothing else would move the tSafe past it.
+    follower_->Want(ts);
     if (follower_->applier().tsafe() < ts) wal_->SyncTimeTick();
     ASSERT_TRUE(follower_->applier().AwaitTSafe(ts, absl::Now() + absl::Seconds(30)))
         << "tSafe stuck at " << follower_->applier().tsafe() << " below " << ts << ": "
@@ -365,6 +366,7 @@ TEST_P(QueryModelTest, EverySearchEqualsTheExactAnswerOverTheModelAtItsTimestamp
 TEST_P(QueryModelTest, ASearchBeyondTheAppliedTimestampWaitsAndTimesOut) {
   CreateCollection(kVc0, 42, search::Metric::kL2);
   const uint64_t created = acked_.back();
+  follower_->Want(created);
   ASSERT_TRUE(follower_->applier().AwaitTSafe(created, absl::Now() + absl::Seconds(30)));
   // Nothing was appended after: a later timestamp is not reached (the caller answers
   // DEADLINE_EXCEEDED, never a stale result).
