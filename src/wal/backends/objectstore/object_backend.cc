@@ -45,7 +45,11 @@ absl::Time ObjectBackend::RequestDeadline(absl::Time limit) const {
 
 absl::StatusOr<MessageId> ObjectBackend::Append(std::string data, AppendCallback done) {
   absl::MutexLock l(&mu_);
-  pinned_until_ = absl::InfinitePast();  // whatever the outcome: NextId()'s pin ends here
+  // Whatever the outcome: NextId()'s pin ends here. An uploader that started waiting while it
+  // held (its deadline the pin's end, up to kNextIdPin away) must look again now, or the open
+  // block would sit unflushed — and its appends unacknowledged — until then.
+  pinned_until_ = absl::InfinitePast();
+  if (pin_waiters_ > 0) work_cv_.SignalAll();
   if (read_only_) return absl::FailedPreconditionError("objectstore WAL: read-only backend");
   if (closing_) return absl::CancelledError("objectstore WAL: backend closed");
   if (!error_.ok()) {
@@ -128,8 +132,11 @@ ObjectBackend::BlockPtr ObjectBackend::TakeBlock(bool just_finished, bool* roll)
       return nullptr;
     }
     if (open_ != nullptr && queue_.empty()) {
-      work_cv_.WaitWithDeadline(&mu_,
-                                std::max(open_->opened + options_.flush_delay, pinned_until_));
+      const absl::Time flush_at = open_->opened + options_.flush_delay;
+      const bool pinned = pinned_until_ > flush_at;
+      pin_waiters_ += pinned ? 1 : 0;
+      work_cv_.WaitWithDeadline(&mu_, std::max(flush_at, pinned_until_));
+      pin_waiters_ -= pinned ? 1 : 0;
     } else {
       work_cv_.Wait(&mu_);
     }

@@ -125,6 +125,9 @@ class ObjectBackend final : public WalBackend {
   absl::Status error_ ABSL_GUARDED_BY(mu_);       // sticky upload failure or FENCED
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   mutable absl::Time pinned_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // Uploaders waiting out a pin (their deadline is pinned_until_): the Append that ends the pin
+  // wakes them all (there may be several uploaders, and a Signal could pick another).
+  int pin_waiters_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<uint64_t> compact_queue_ ABSL_GUARDED_BY(mu_);  // sealed segments to compact
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 
