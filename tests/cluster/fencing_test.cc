@@ -130,7 +130,9 @@ TEST_P(ClusterBackendTest, FencingWithSigstop) {
   auto client = Connect(/*attempt_timeout=*/std::chrono::seconds(2));
   ASSERT_NE(client, nullptr);
   Load load(client.get(), {0}, /*in_flight=*/8);
-  ASSERT_TRUE(load.WaitAcked(0, 200, absl::Seconds(30)));
+  // A warm-up, not a latency check: on the objectstore backend appends still stall for 10 s
+  // at times (seen under ASan, 2 runs in 6; not root-caused yet), so it gets room for a few.
+  ASSERT_TRUE(load.WaitAcked(0, 200, absl::Seconds(60)));
 
   ASSERT_EQ(kill(old_node.pid(), SIGSTOP), 0);
   // Appends in flight to the frozen node (issued before or just after SIGSTOP: none can be
