@@ -8,13 +8,13 @@
 // is sent again; a node that cannot be reached is retried with backoff, as appends are, until
 // the call's deadline.
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/client_impl.h"
 #include "client/client_internal.h"
@@ -257,12 +257,7 @@ std::string_view ConsistencyName(Consistency c) {
 std::optional<Consistency> ParseConsistency(std::string_view name) {
   for (Consistency c : {Consistency::kStrong, Consistency::kSession, Consistency::kBounded,
                         Consistency::kEventually}) {
-    const std::string_view want = ConsistencyName(c);
-    if (std::equal(name.begin(), name.end(), want.begin(), want.end(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == b;
-        })) {
-      return c;
-    }
+    if (absl::EqualsIgnoreCase(kf::ToAbsl(name), kf::ToAbsl(ConsistencyName(c)))) return c;
   }
   return std::nullopt;
 }

@@ -2,8 +2,6 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cmath>
 
 namespace kf::search {
@@ -112,18 +110,6 @@ std::string_view MetricName(Metric metric) {
       return "COSINE";
   }
   return "UNKNOWN";
-}
-
-std::optional<Metric> ParseMetric(std::string_view name) {
-  for (Metric m : {Metric::kL2, Metric::kIP, Metric::kCosine}) {
-    const std::string_view want = MetricName(m);
-    if (std::equal(name.begin(), name.end(), want.begin(), want.end(), [](char a, char b) {
-          return std::toupper(static_cast<unsigned char>(a)) == b;
-        })) {
-      return m;
-    }
-  }
-  return std::nullopt;
 }
 
 float L2Sqr(const float* a, const float* b, size_t dim) { return Chosen().l2(a, b, dim); }

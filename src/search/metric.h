@@ -12,16 +12,14 @@
 #pragma once
 
 #include <cstddef>
-#include <optional>
 #include <string_view>
 
 namespace kf::search {
 
 enum class Metric { kL2, kIP, kCosine };
 
+// "L2", "IP", "COSINE" (the schema's names; collection_rules.h parses them).
 std::string_view MetricName(Metric metric);
-// "L2", "IP", "COSINE" (case-insensitive); nullopt for anything else.
-std::optional<Metric> ParseMetric(std::string_view name);
 
 // Sum over i of (a[i] - b[i])^2.
 float L2Sqr(const float* a, const float* b, size_t dim);
