@@ -4,36 +4,45 @@
 // Starts the real `kingfisher run standalone` (the binary next to this one, or --bin-dir) and,
 // through the public client library:
 //   1. loads --rows clustered --dim vectors into a one-shard L2 collection;
-//   2. search latency and QPS: --queries searches (topk 10, one at a time) through
-//      Client::Search at `eventually` and at `strong`, next to the same exact search on the same
-//      rows run in this process by the index library itself (src/search: a GrowingSegment and
-//      SearchSnapshot), which is also the recall reference (exact search: recall 1.0);
+//   2. search latency, QPS and recall@10: --queries searches (topk 10, one at a time) through
+//      Client::Search at `eventually` and at `strong` at the server's default search width,
+//      once the server indexed every full chunk. Baselines, in this process on the same rows:
+//      the index library faiss called directly (one IndexIVFFlat over all rows, nlist
+//      4*sqrt(rows), at the smallest nprobe reaching recall 0.95); Kingfisher's own src/search
+//      (chunks of 8192 rows, IVF per chunk, exact tail); exact search (src/search's AVX2 scan),
+//      which is the recall reference;
 //   3. freshness: while a producer inserts --rate rows/s and another thread searches 50 times a
 //      second, a sampler inserts a row with a vector of its own, and as soon as the insert is
 //      acknowledged searches for it at `strong`: the time from the ack to the answer that
 //      contains it. Baseline: one write + fdatasync on the data dir's filesystem (the disk's
 //      p99 is the floor of any acknowledged write's visibility), before the server starts;
-//   4. growing memory per row of the index library against the raw vector bytes.
+//   4. growing memory per row (rows, and the IVF indexes apart) against the raw vector bytes.
 //
 // Usage: search_bench [--rows N] [--dim D] [--queries N] [--rate N] [--samples N] [--dir DIR]
 //                     [--bin-dir DIR]
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexIVFFlat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "bench_flags.h"
 #include "bench_util.h"
 #include "kingfisher/client.h"
 #include "kingfisher/collections.h"
 #include "kingfisher/producer.h"
-#include "search/flat_search.h"
 #include "search/growing_segment.h"
+#include "search/index_builder.h"
+#include "search/segment_search.h"
 #include "server_process.h"
 
 namespace {
@@ -62,6 +71,40 @@ std::vector<float> Clustered(int rows, int dim, std::mt19937& rng) {
     for (int d = 0; d < dim; ++d) out[static_cast<size_t>(r) * dim + d] = c[d] + narrow(rng);
   }
   return out;
+}
+
+// A gauge without labels from the server's /metrics; -1 if absent.
+double Gauge(int http_port, const std::string& name) {
+  const std::string body = kf::testing::HttpGet(http_port, "/metrics");
+  const size_t at = body.find("\n" + name + " ");
+  double v = -1;
+  if (at == std::string::npos) return v;
+  const size_t begin = at + name.size() + 2;
+  if (!absl::SimpleAtod(body.substr(begin, body.find('\n', begin) - begin), &v)) return -1;
+  return v;
+}
+
+double Recall(const std::vector<std::vector<int64_t>>& want,
+              const std::vector<std::vector<int64_t>>& got) {
+  size_t matched = 0, total = 0;
+  for (size_t q = 0; q < want.size(); ++q) {
+    for (int64_t pk : got[q]) matched += std::count(want[q].begin(), want[q].end(), pk) > 0;
+    total += want[q].size();
+  }
+  return total == 0 ? 0 : static_cast<double>(matched) / static_cast<double>(total);
+}
+
+// Times `search(q)` (the pks it returns) over every query.
+template <typename Fn>
+std::pair<std::vector<double>, std::vector<std::vector<int64_t>>> TimeQueries(int n, Fn search) {
+  std::vector<double> lat;
+  std::vector<std::vector<int64_t>> pks;
+  for (int q = 0; q < n; ++q) {
+    const auto t0 = Clock::now();
+    pks.push_back(search(q));
+    lat.push_back(Seconds(Clock::now() - t0));
+  }
+  return {lat, pks};
 }
 
 void Print(const char* what, const std::vector<double>& seconds_samples) {
@@ -101,22 +144,59 @@ int main(int argc, char** argv) {
   // Baselines before the server starts: the disk, and the index library in this process.
   const std::vector<double> disk =
       kf::bench::RawWriteSync(root + "/fdatasync.raw", static_cast<size_t>(f.dim) * 4, 1.5, 3000);
-  kf::search::GrowingSegment segment({.dim = dim, .metric = kf::search::Metric::kL2});
-  {
-    std::vector<int64_t> pks(static_cast<size_t>(f.rows));
-    for (int i = 0; i < f.rows; ++i) pks[static_cast<size_t>(i)] = i;
-    segment.Insert(pks, data, 1);
-  }
-  std::vector<double> library;
-  std::vector<std::vector<int64_t>> reference(static_cast<size_t>(f.queries));
-  for (int q = 0; q < f.queries; ++q) {
-    const auto t0 = Clock::now();
+  std::vector<int64_t> all_pks(static_cast<size_t>(f.rows));
+  for (int i = 0; i < f.rows; ++i) all_pks[static_cast<size_t>(i)] = i;
+  const auto query_of = [&](int q) { return &queries[static_cast<size_t>(q) * dim]; };
+  // Exact search: the recall reference.
+  kf::search::GrowingSegment exact({.dim = dim, .metric = kf::search::Metric::kL2});
+  exact.Insert(all_pks, data, 1);
+  const auto search_segment = [&](const kf::search::GrowingSegment& seg, int q, size_t nprobe) {
     kf::search::TopK top(10);
-    kf::search::SearchSnapshot(segment.Snapshot(), kf::search::Metric::kL2, dim,
-                               &queries[static_cast<size_t>(q) * dim], {.ts = 1}, &top);
-    const std::vector<kf::search::Hit> hits = top.Take();
-    library.push_back(Seconds(Clock::now() - t0));
-    for (const auto& h : hits) reference[static_cast<size_t>(q)].push_back(h.pk);
+    kf::search::SearchSegment(seg.Snapshot(), kf::search::Metric::kL2, dim, query_of(q), {.ts = 1},
+                              nprobe, &top);
+    std::vector<int64_t> pks;
+    for (const auto& h : top.Take()) pks.push_back(h.pk);
+    return pks;
+  };
+  auto [exact_lat, reference] =
+      TimeQueries(f.queries, [&](int q) { return search_segment(exact, q, 0); });
+  // Kingfisher's own index library: chunks of 8192 rows, each indexed in the background.
+  auto indexer = std::make_shared<kf::search::IndexBuilder>(kf::search::IndexOptions{});
+  kf::search::GrowingSegment segment(
+      {.dim = dim, .metric = kf::search::Metric::kL2, .indexer = indexer});
+  const auto build_start = Clock::now();
+  segment.Insert(all_pks, data, 1);
+  indexer->AwaitIdle();
+  const double chunk_build_s = Seconds(Clock::now() - build_start);
+  auto [own_lat, own_pks] =
+      TimeQueries(f.queries, [&](int q) { return search_segment(segment, q, 0); });
+  // faiss called directly: one IVF index over every row.
+  const auto nlist = static_cast<size_t>(4 * std::sqrt(static_cast<double>(f.rows)));
+  faiss::IndexFlatL2 quantizer(f.dim);
+  faiss::IndexIVFFlat ivf(&quantizer, f.dim, std::max<size_t>(1, nlist));
+  ivf.cp.niter = 10;
+  const auto faiss_start = Clock::now();
+  ivf.train(f.rows, data.data());
+  ivf.add(f.rows, data.data());
+  const double faiss_build_s = Seconds(Clock::now() - faiss_start);
+  std::vector<double> faiss_lat;
+  double faiss_recall = 0;
+  size_t faiss_nprobe = 1;
+  for (; faiss_nprobe <= ivf.nlist; faiss_nprobe *= 2) {
+    faiss::SearchParametersIVF params;
+    params.nprobe = faiss_nprobe;
+    auto [lat, pks] = TimeQueries(f.queries, [&](int q) {
+      std::vector<float> d(10);
+      std::vector<faiss::Index::idx_t> ids(10);
+      ivf.search(1, query_of(q), 10, d.data(), ids.data(), &params);
+      std::vector<int64_t> out;
+      for (auto id : ids)
+        if (id >= 0) out.push_back(id);
+      return out;
+    });
+    faiss_lat = lat;
+    faiss_recall = Recall(reference, pks);
+    if (faiss_recall >= 0.95) break;
   }
   const double raw_bytes = static_cast<double>(f.rows) * f.dim * 4;
 
@@ -158,44 +238,55 @@ int main(int argc, char** argv) {
   std::printf("load: %d rows acknowledged in %.2f s (%.0f rows/s)\n", f.rows, load_s,
               f.rows / load_s);
 
-  // 2. Search latency and QPS through the client, one at a time.
-  std::printf("search, %d queries one at a time (exact: recall@10 against the library):\n",
-              f.queries);
-  for (kingfisher::Consistency c :
-       {kingfisher::Consistency::kEventually, kingfisher::Consistency::kStrong}) {
-    std::vector<double> lat;
-    int matched = 0, total = 0;
-    // The first call waits for the shard to apply the load (not timed).
+  // 2. Search latency and QPS through the client, one at a time, once every full chunk is
+  // indexed. The first call waits for the shard to apply the load (not timed).
+  {
     kingfisher::SearchOptions warm;
     warm.consistency = kingfisher::Consistency::kStrong;
     if (auto r = (*client)->Search("bench", {queries.begin(), queries.begin() + f.dim}, warm);
         !r.ok()) {
       Die("search: " + r.status().ToString());
     }
-    const auto start = Clock::now();
-    for (int q = 0; q < f.queries; ++q) {
-      kingfisher::SearchOptions o;
-      o.consistency = c;
-      const auto t0 = Clock::now();
-      auto r = (*client)->Search("bench",
-                                 {queries.begin() + static_cast<ptrdiff_t>(q) * f.dim,
-                                  queries.begin() + static_cast<ptrdiff_t>(q + 1) * f.dim},
-                                 o);
-      lat.push_back(Seconds(Clock::now() - t0));
-      if (!r.ok()) Die("search: " + r.status().ToString());
-      const auto& want = reference[static_cast<size_t>(q)];
-      for (const auto& h : r->hits.at(0)) {
-        matched += std::count(want.begin(), want.end(), h.pk) > 0 ? 1 : 0;
-      }
-      total += static_cast<int>(want.size());
+    while (Gauge(server.http_port(), "kf_index_queue") != 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling a gauge
     }
+  }
+  std::printf("search, %d queries one at a time, topk 10 (recall@10 against exact search):\n",
+              f.queries);
+  for (kingfisher::Consistency c :
+       {kingfisher::Consistency::kEventually, kingfisher::Consistency::kStrong}) {
+    kingfisher::SearchOptions o;
+    o.consistency = c;
+    const auto start = Clock::now();
+    auto [lat, pks] = TimeQueries(f.queries, [&](int q) {
+      auto r = (*client)->Search("bench", {query_of(q), query_of(q) + f.dim}, o);
+      if (!r.ok()) Die("search: " + r.status().ToString());
+      std::vector<int64_t> out;
+      for (const auto& h : r->hits.at(0)) out.push_back(h.pk);
+      return out;
+    });
     const double qps = f.queries / Seconds(Clock::now() - start);
     const std::string what = "Client::Search, " + std::string(kingfisher::ConsistencyName(c));
     Print(what.c_str(), lat);
-    std::printf("  %-52s %.0f QPS, recall@10 %.3f\n", "", qps,
-                total == 0 ? 0.0 : static_cast<double>(matched) / total);
+    std::printf("  %-52s %.0f QPS, recall@10 %.3f\n", "", qps, Recall(reference, pks));
   }
-  Print("baseline: the index library in-process (SearchSnapshot)", library);
+  {
+    const std::string what = "baseline: faiss IVF in-process, nlist " + std::to_string(ivf.nlist) +
+                             " nprobe " + std::to_string(faiss_nprobe);
+    Print(what.c_str(), faiss_lat);
+    std::printf("  %-52s recall@10 %.3f, built in %.2f s\n", "", faiss_recall, faiss_build_s);
+  }
+  Print("src/search in-process (IVF per chunk, nprobe 16)", own_lat);
+  std::printf("  %-52s recall@10 %.3f, %zu chunks indexed in %.2f s\n", "",
+              Recall(reference, own_pks), indexer->built(), chunk_build_s);
+  for (size_t nprobe : {4, 8, 32}) {
+    auto [lat, pks] =
+        TimeQueries(f.queries, [&](int q) { return search_segment(segment, q, nprobe); });
+    const std::string what = "src/search in-process, nprobe " + std::to_string(nprobe);
+    Print(what.c_str(), lat);
+    std::printf("  %-52s recall@10 %.3f\n", "", Recall(reference, pks));
+  }
+  Print("exact search in-process (src/search scan)", exact_lat);
   {
     std::vector<double> describe;
     for (int q = 0; q < f.queries; ++q) {
@@ -275,8 +366,11 @@ int main(int argc, char** argv) {
   Print("baseline: the disk, one write + fdatasync", disk);
 
   // 4. Memory.
-  std::printf("growing memory of the index library: %.1f MB for %.1f MB of raw vectors (%.2fx)\n",
-              segment.memory_bytes() / 1e6, raw_bytes / 1e6, segment.memory_bytes() / raw_bytes);
+  std::printf(
+      "growing memory: rows %.1f MB for %.1f MB of raw vectors (%.2fx), plus IVF indexes "
+      "%.1f MB (%.2fx)\n",
+      segment.memory_bytes() / 1e6, raw_bytes / 1e6, segment.memory_bytes() / raw_bytes,
+      segment.index_bytes() / 1e6, segment.index_bytes() / raw_bytes);
   (*producer)->Close();
   if (background_failures.load() > 0) {
     std::printf("%d background inserts failed\n", background_failures.load());

@@ -6,7 +6,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang-14 libclang-rt-14-dev clang-format
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libcurl4-openssl-dev libssl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
-  libcpp-httplib-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs npm
+  libfaiss-dev libopenblas0-serial libomp-14-dev libcpp-httplib-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs npm
   libgoogle-perftools-dev python3 etcd-server etcd-client golang-etcd-server-dev
   ceph-mon ceph-osd radosgw ceph-common
 )

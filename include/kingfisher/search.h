@@ -4,8 +4,10 @@
 // Every call reads at one timestamp T (MVCC: the rows inserted at <= T and not deleted at
 // <= T, on every shard), chosen by its consistency level:
 //   kStrong      every write acknowledged before the call is visible;
-//   kSession     the caller's own write: pass the timetick of its last acknowledged append
-//                (AppendResult::timetick) as ReadOptions::timestamp (read-your-writes);
+//   kSession     this client's own writes: T is the newest timetick its producers had
+//                acknowledged on the collection's vchannels (read-your-writes without a fresh
+//                timestamp; a client that wrote nothing there reads as kEventually). Another
+//                process passes its write's AppendResult::timetick as ReadOptions::timestamp;
 //   kBounded     at most `staleness` old (default 1 s): the default;
 //   kEventually  whatever each shard has applied.
 // A call that cannot reach its T before its deadline fails DEADLINE_EXCEEDED, never answers
@@ -34,10 +36,13 @@ std::optional<Consistency> ParseConsistency(std::string_view name);
 struct ReadOptions {
   Consistency consistency = Consistency::kBounded;
   Duration staleness = std::chrono::seconds(1);  // kBounded
-  // T itself when non-zero (every level): kSession's last write, or a T from an earlier answer.
+  // T itself when non-zero (every level): another client's write, or a T from an earlier answer.
   TimeTick timestamp;
   // Overall deadline; nullopt means now + ClientOptions::status_timeout.
   std::optional<Deadline> deadline;
+  // The caller's trace context: the parent of the call's `kf.search` / `kf.get` span (a new
+  // trace when invalid; docs/search.md).
+  TraceContext trace;
 };
 
 inline constexpr uint32_t kMaxTopK = 16384;
@@ -47,6 +52,9 @@ struct SearchOptions : ReadOptions {
   std::string partition;          // "" = every partition
   std::optional<int64_t> min_pk;  // an inclusive pk range
   std::optional<int64_t> max_pk;
+  // The search width: IVF lists probed per indexed chunk (0: the server's default, 16). More
+  // is slower and closer to exact; the newest, unindexed rows are always scored exactly.
+  uint32_t nprobe = 0;
 };
 
 struct SearchHit {

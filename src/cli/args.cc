@@ -244,6 +244,10 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
       ->check(CLI::Range(1, 16384));
   search_cmd->add_option("--partition", srch.partition, "search one partition (default: all)")
       ->check(NameCheck("partition"));
+  search_cmd
+      ->add_option("--nprobe", srch.nprobe,
+                   "search width: IVF lists probed per indexed chunk (default: the server's, 16)")
+      ->check(CLI::Range(1, 65536));
   GetArgs& get = args->get;
   std::string get_pks;
   CLI::App* get_cmd = app.add_subcommand(

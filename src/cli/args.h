@@ -78,6 +78,7 @@ struct SearchArgs : ReadArgs {
   std::string file;           // --file PATH (.npy or .csv): one query per row
   uint32_t topk = 10;
   std::string partition;  // "" = every partition
+  uint32_t nprobe = 0;    // IVF lists per indexed chunk; 0 = the server's default
 };
 
 struct GetArgs : ReadArgs {

@@ -44,6 +44,7 @@ int RunSearch(const Args& args, std::FILE* out, std::FILE* err) {
   static_cast<kingfisher::ReadOptions&>(options) = ReadOptionsOf(s);
   options.topk = s.topk;
   options.partition = s.partition;
+  options.nprobe = s.nprobe;
   auto result = (*client)->Search(s.collection, queries, options);
   if (!result.ok()) {
     PrintError(err, result.status());

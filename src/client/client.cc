@@ -73,7 +73,7 @@ std::unique_ptr<ProducerImpl> NewProducer(const kingfisher::Client& client,
                                           kingfisher::ProducerOptions options) {
   const kingfisher::Client::Impl& impl = client.impl();
   return std::make_unique<ProducerImpl>(impl.router_, impl.local_, impl.options_,
-                                        std::move(options));
+                                        std::move(options), impl.session_);
 }
 
 }  // namespace kf::client

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/local_transport.h"
 #include "client/router.h"
+#include "client/session_clock.h"
 #include "kingfisher/client.h"
 
 namespace kingfisher {
@@ -37,6 +38,8 @@ class Client::Impl {
   // shard said the collection is not there.
   mutable absl::Mutex collections_mu_;
   mutable std::map<std::string, CollectionInfo> collections_ ABSL_GUARDED_BY(collections_mu_);
+  // What this client's producers had acknowledged, for session reads.
+  std::shared_ptr<kf::client::SessionClock> session_ = std::make_shared<kf::client::SessionClock>();
 };
 
 }  // namespace kingfisher

@@ -82,13 +82,15 @@ absl::StatusOr<kingfisher::AppendResult> ResultOf(const kingfisher::v1::ProduceR
 
 ProducerImpl::ProducerImpl(std::shared_ptr<Router> router, LocalTransport local,
                            kingfisher::ClientOptions client_options,
-                           kingfisher::ProducerOptions options)
+                           kingfisher::ProducerOptions options,
+                           std::shared_ptr<SessionClock> session)
     : router_(std::move(router)),
       local_(std::move(local)),
       client_options_(std::move(client_options)),
       producer_id_(options.producer_id.empty() ? RandomProducerId()
                                                : std::move(options.producer_id)),
-      batching_(options.batching) {}
+      batching_(options.batching),
+      session_(std::move(session)) {}
 
 ProducerImpl::~ProducerImpl() { Close(); }
 
@@ -562,6 +564,8 @@ void ProducerImpl::Finish(const std::shared_ptr<Op>& op,
     op->prepared->span->End();
     op->prepared.reset();
   }
+  if (r.ok() && session_ != nullptr)
+    session_->Acknowledged(op->message.vchannel(), r->timetick.value());
   if (op->logical_span) {
     if (r.ok()) {
       op->logical_span->SetAttribute("message.timetick", static_cast<int64_t>(r->timetick.value()));

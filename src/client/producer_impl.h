@@ -32,6 +32,7 @@
 #include "client/produce_stream.h"
 #include "client/retry.h"
 #include "client/router.h"
+#include "client/session_clock.h"
 #include "client/timer_queue.h"
 #include "grpcpp/channel.h"
 #include "kingfisher/client.h"
@@ -45,8 +46,10 @@ namespace kf::client {
 class ProducerImpl final : public kingfisher::Producer {
  public:
   // `local` (may be empty) is the in-process fast path (local_transport.h).
+  // `session` (may be null) learns every acknowledged append.
   ProducerImpl(std::shared_ptr<Router> router, LocalTransport local,
-               kingfisher::ClientOptions client_options, kingfisher::ProducerOptions options);
+               kingfisher::ClientOptions client_options, kingfisher::ProducerOptions options,
+               std::shared_ptr<SessionClock> session = nullptr);
   ~ProducerImpl() override;
 
   const std::string& producer_id() const override { return producer_id_; }
@@ -125,6 +128,7 @@ class ProducerImpl final : public kingfisher::Producer {
   const kingfisher::ClientOptions client_options_;
   const std::string producer_id_;
   const kingfisher::BatchingOptions batching_;
+  const std::shared_ptr<SessionClock> session_;  // may be null
   TimerQueue timer_;
 
   absl::Mutex mu_;

@@ -24,6 +24,8 @@
 #include "grpcpp/client_context.h"
 #include "kingfisher/v1/search.grpc.pb.h"
 #include "message/vchannel_name.h"
+#include "trace/public_context.h"
+#include "trace/tracer.h"
 #include "wire/status_convert.h"
 
 namespace kingfisher {
@@ -76,11 +78,21 @@ v1::ConsistencyLevel WireConsistency(Consistency c) {
   return v1::CONSISTENCY_UNSPECIFIED;
 }
 
-absl::Status CheckRead(const ReadOptions& options) {
-  if (options.consistency == Consistency::kSession && options.timestamp.value() == 0) {
-    return Invalid("a session read needs the timetick of the caller's last write as its timestamp");
+// A session read without a timestamp reads at this client's last acknowledged write to the
+// collection (session_clock.h); before any (its writes may have gone elsewhere: the collection's
+// creation, another producer), it reads as strong.
+template <typename Options>
+Options WithSession(const Client::Impl& impl, const CollectionInfo& info, Options options) {
+  if (options.consistency != Consistency::kSession || options.timestamp.value() != 0) {
+    return options;
   }
-  return absl::OkStatus();
+  const uint64_t last = impl.session_->LastWrite(info.vchannels);
+  if (last == 0) {
+    options.consistency = Consistency::kStrong;
+  } else {
+    options.timestamp = TimeTick(last);
+  }
+  return options;
 }
 
 template <typename Request>
@@ -89,6 +101,30 @@ void SetRead(const ReadOptions& options, Request* r) {
   r->set_timestamp(options.timestamp.value());
   r->set_staleness_ms(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(options.staleness).count()));
+  if (options.trace.valid()) r->set_traceparent(options.trace.ToTraceparent());
+}
+
+// Runs `call(options)` in a client span `name` under the caller's context; the shards' spans
+// are its children (the options' trace is the span's).
+template <typename Result, typename Options, typename Call>
+absl::StatusOr<Result> Traced(std::string_view name, const std::string& collection, Options options,
+                              Call call) {
+  auto [ctx, span] =
+      kf::trace::GetTracerProvider()
+          ->GetTracer(kf::trace::kSearchTracerScope)
+          ->StartSpan(kf::trace::ContextFromPublic(options.trace), name,
+                      kf::trace::SpanKind::kClient,
+                      {{"collection", collection},
+                       {"search.consistency", std::string(ConsistencyName(options.consistency))}});
+  options.trace = kf::trace::ToPublic(span->context());
+  absl::StatusOr<Result> out = call(options);
+  if (out.ok()) {
+    span->SetAttribute("search.timestamp", static_cast<int64_t>(out->timestamp.value()));
+  } else {
+    span->RecordError(out.status());
+  }
+  span->End();
+  return out;
 }
 
 // The description of `name` from the client's cache, or from the endpoint when `fresh` or not
@@ -144,6 +180,7 @@ absl::StatusOr<SearchResult> SearchShards(const Client::Impl& impl, const Collec
   req.set_topk(options.topk);
   req.set_partition(options.partition);
   if (options.min_pk) req.set_min_pk(*options.min_pk);
+  req.set_nprobe(options.nprobe);
   if (options.max_pk) req.set_max_pk(*options.max_pk);
   SetRead(options, &req);
 
@@ -271,25 +308,27 @@ absl::StatusOr<SearchResult> Client::Search(const std::string& collection,
   if (options.min_pk && options.max_pk && *options.min_pk > *options.max_pk) {
     return Invalid("min_pk > max_pk");
   }
-  if (absl::Status s = CheckRead(options); !s.ok()) return s;
   for (float x : queries) {
     if (!std::isfinite(x)) return Invalid("a query vector has a NaN or infinite component");
   }
   const absl::Time deadline =
       kf::client::DeadlineOr(options.deadline, impl_->options_.status_timeout);
-  return WithCollection<SearchResult>(*this, *impl_, collection, [&](const CollectionInfo& info) {
-    return SearchShards(*impl_, info, queries, options, deadline);
+  return Traced<SearchResult>("kf.search", collection, options, [&](const SearchOptions& traced) {
+    return WithCollection<SearchResult>(*this, *impl_, collection, [&](const CollectionInfo& info) {
+      return SearchShards(*impl_, info, queries, WithSession(*impl_, info, traced), deadline);
+    });
   });
 }
 
 absl::StatusOr<GetResult> Client::Get(const std::string& collection,
                                       const std::vector<int64_t>& pks, const ReadOptions& options) {
   if (pks.empty()) return Invalid("no pks to get");
-  if (absl::Status s = CheckRead(options); !s.ok()) return s;
   const absl::Time deadline =
       kf::client::DeadlineOr(options.deadline, impl_->options_.status_timeout);
-  return WithCollection<GetResult>(*this, *impl_, collection, [&](const CollectionInfo& info) {
-    return GetFromShards(*impl_, info, pks, options, deadline);
+  return Traced<GetResult>("kf.get", collection, options, [&](const ReadOptions& traced) {
+    return WithCollection<GetResult>(*this, *impl_, collection, [&](const CollectionInfo& info) {
+      return GetFromShards(*impl_, info, pks, WithSession(*impl_, info, traced), deadline);
+    });
   });
 }
 

@@ -134,10 +134,17 @@ bool ChannelApplier::AwaitTSafe(uint64_t ts, absl::Time deadline) const {
   return mu_.AwaitWithDeadline(absl::Condition(&reached), deadline);
 }
 
+std::vector<std::shared_ptr<const Shard>> ChannelApplier::shards() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<std::shared_ptr<const Shard>> out;
+  for (const auto& [vchannel, shard] : shards_) out.push_back(shard);
+  return out;
+}
+
 size_t ChannelApplier::memory_bytes() const {
   absl::ReaderMutexLock lock(&mu_);
   size_t n = 0;
-  for (const auto& [vchannel, shard] : shards_) n += shard->memory_bytes();
+  for (const auto& [vchannel, shard] : shards_) n += shard->memory_bytes() + shard->index_bytes();
   return n;
 }
 

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -46,6 +47,9 @@ class ChannelApplier {
 
   // The shard of a created, not dropped collection vchannel; nullptr otherwise.
   std::shared_ptr<const Shard> shard(std::string_view vchannel) const;
+  // Every shard of a created, not dropped collection.
+  std::vector<std::shared_ptr<const Shard>> shards() const;
+  // Bytes of the shards' rows and indexes.
   size_t memory_bytes() const;
   size_t rows() const;  // every shard's, deleted ones included
 

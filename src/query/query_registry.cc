@@ -5,11 +5,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/absl_compat.h"
 #include "common/errors.h"
 #include "common/hybrid_time.h"
 #include "message/vchannel_name.h"
 #include "spdlog/spdlog.h"
+#include "trace/traceparent.h"
+#include "trace/tracer.h"
 
 namespace kf::query {
 namespace {
@@ -21,6 +24,33 @@ absl::Status Invalid(std::string_view what) {
 }
 
 }  // namespace
+
+namespace {
+
+QueryRegistryOptions WithAccount(QueryRegistryOptions options) {
+  if (options.shard.account == nullptr) {
+    options.shard.account = std::make_shared<search::MemoryAccount>();
+  }
+  return options;
+}
+
+}  // namespace
+
+QueryRegistry::QueryRegistry(QueryRegistryOptions options)
+    : options_(WithAccount(std::move(options))) {}
+
+absl::Status QueryRegistry::AdmitInsert() const {
+  const size_t limit = options_.growing_memory_limit;
+  const size_t used = growing_bytes();
+  if (limit == 0 || used < limit) return absl::OkStatus();
+  constexpr double kMiB = 1 << 20;
+  return StreamingError(
+      StreamingCode::kRateLimited,
+      absl::StrFormat("inserts refused: this node holds %.1f MiB of growing data, its "
+                      "growing_memory_limit is %.1f MiB (raise the limit, or drop or release "
+                      "collections; docs/search.md)",
+                      static_cast<double>(used) / kMiB, static_cast<double>(limit) / kMiB));
+}
 
 QueryRegistry::~QueryRegistry() {
   absl::MutexLock lock(&mu_);
@@ -80,11 +110,32 @@ std::vector<QueryRegistry::PChannelStats> QueryRegistry::Stats() const {
   return out;
 }
 
-absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(std::string_view vchannel,
-                                                               ConsistencyLevel consistency,
-                                                               uint64_t timestamp,
-                                                               uint64_t staleness_ms,
-                                                               absl::Time deadline) const {
+std::vector<QueryRegistry::CollectionStats> QueryRegistry::CollectionsStats() const {
+  std::vector<std::shared_ptr<ChannelFollower>> followed;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, f] : followers_) {
+      if (f.follower != nullptr) followed.push_back(f.follower);
+    }
+  }
+  std::map<int64_t, CollectionStats> by_id;
+  for (const auto& f : followed) {
+    for (const auto& shard : f->applier().shards()) {
+      CollectionStats& c = by_id[shard->schema().collection_id];
+      c.collection_id = shard->schema().collection_id;
+      c.growing_bytes += shard->memory_bytes();
+      c.index_bytes += shard->index_bytes();
+      c.rows += shard->rows();
+    }
+  }
+  std::vector<CollectionStats> out;
+  for (auto& [id, c] : by_id) out.push_back(c);
+  return out;
+}
+
+absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(
+    std::string_view vchannel, ConsistencyLevel consistency, uint64_t timestamp,
+    uint64_t staleness_ms, absl::Time deadline, trace::Span& span) const {
   absl::StatusOr<std::optional<CollectionVChannel>> parsed = ParseVChannel(vchannel);
   if (!parsed.ok()) return parsed.status();
   if (!parsed->has_value()) {
@@ -128,6 +179,13 @@ absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(std::string_view 
   }
   // Wait for the shard to apply T, asking for TimeTicks meanwhile.
   constexpr absl::Duration kRetick = absl::Milliseconds(5);
+  const absl::Time wait_start = absl::Now();
+  const auto record_wait = [&] {
+    span.AddEvent("tsafe.wait",
+                  {{"search.timestamp", static_cast<int64_t>(out.ts)},
+                   {"tsafe", static_cast<int64_t>(applier.tsafe())},
+                   {"wait.ms", absl::ToDoubleMilliseconds(absl::Now() - wait_start)}});
+  };
   while (applier.tsafe() < out.ts) {
     if (absl::Status s = out.follower->status(); !s.ok()) {
       return StreamingError(StreamingCode::kChannelNotExist,
@@ -137,12 +195,14 @@ absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(std::string_view 
     out.follower->wal().RequestTimeTick();
     const absl::Time now = absl::Now();
     if (now >= deadline) {
+      record_wait();
       return absl::DeadlineExceededError(absl::StrCat(ToAbsl(vchannel), " has applied up to ",
                                                       applier.tsafe(),
                                                       ", not yet the search's timestamp ", out.ts));
     }
     applier.AwaitTSafe(out.ts, std::min(deadline, now + kRetick));
   }
+  record_wait();
   out.shard = applier.shard(vchannel);
   if (out.shard == nullptr) {
     return StreamingError(StreamingCode::kCollectionNotFound,
@@ -151,8 +211,53 @@ absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(std::string_view 
   return out;
 }
 
+namespace {
+
+// The server span of one shard call, a child of the request's traceparent (a root without).
+std::shared_ptr<trace::Span> StartShardSpan(std::string_view traceparent, std::string_view name,
+                                            std::string_view vchannel,
+                                            kingfisher::v1::ConsistencyLevel consistency) {
+  trace::Context parent;
+  if (auto sc = trace::ParseTraceparent(traceparent)) parent = parent.WithRemoteParent(*sc);
+  return trace::GetTracerProvider()
+      ->GetTracer(trace::kSearchTracerScope)
+      ->StartSpan(parent, name, trace::SpanKind::kServer,
+                  {{"vchannel", std::string(vchannel)},
+                   {"search.consistency", kingfisher::v1::ConsistencyLevel_Name(consistency)}})
+      .second;
+}
+
+// Ends `span` with the call's outcome.
+template <typename Response>
+absl::StatusOr<Response> Finish(trace::Span& span, absl::StatusOr<Response> out) {
+  if (out.ok()) {
+    span.SetAttribute("search.timestamp", static_cast<int64_t>(out->timestamp()));
+  } else {
+    span.RecordError(out.status());
+  }
+  span.End();
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<kingfisher::v1::SearchResponse> QueryRegistry::Search(
     const kingfisher::v1::SearchRequest& r, absl::Time deadline) const {
+  std::shared_ptr<trace::Span> span =
+      StartShardSpan(r.traceparent(), "kf.search.shard", r.vchannel(), r.consistency());
+  span->SetAttribute("search.topk", static_cast<int64_t>(r.topk()));
+  return Finish(*span, SearchShard(r, deadline, *span));
+}
+
+absl::StatusOr<kingfisher::v1::GetResponse> QueryRegistry::Get(const kingfisher::v1::GetRequest& r,
+                                                               absl::Time deadline) const {
+  std::shared_ptr<trace::Span> span =
+      StartShardSpan(r.traceparent(), "kf.get.shard", r.vchannel(), r.consistency());
+  return Finish(*span, GetShard(r, deadline, *span));
+}
+
+absl::StatusOr<kingfisher::v1::SearchResponse> QueryRegistry::SearchShard(
+    const kingfisher::v1::SearchRequest& r, absl::Time deadline, trace::Span& span) const {
   if (r.dim() == 0) return Invalid("dim must be > 0");
   if (r.vectors_size() == 0 || r.vectors_size() % r.dim() != 0) {
     return Invalid(
@@ -169,7 +274,7 @@ absl::StatusOr<kingfisher::v1::SearchResponse> QueryRegistry::Search(
   if (r.has_max_pk()) filter.max_pk = r.max_pk();
   if (filter.min_pk > filter.max_pk) return Invalid("min_pk > max_pk");
   absl::StatusOr<Resolved> resolved =
-      Resolve(r.vchannel(), r.consistency(), r.timestamp(), r.staleness_ms(), deadline);
+      Resolve(r.vchannel(), r.consistency(), r.timestamp(), r.staleness_ms(), deadline, span);
   if (!resolved.ok()) return resolved.status();
   const Shard& shard = *resolved->shard;
   if (r.dim() != shard.schema().dim) {
@@ -184,7 +289,7 @@ absl::StatusOr<kingfisher::v1::SearchResponse> QueryRegistry::Search(
   const size_t nq = static_cast<size_t>(r.vectors_size()) / r.dim();
   for (size_t q = 0; q < nq; ++q) {
     absl::StatusOr<std::vector<search::Hit>> hits =
-        shard.Search(r.vectors().data() + q * r.dim(), r.topk(), filter, partition);
+        shard.Search(r.vectors().data() + q * r.dim(), r.topk(), r.nprobe(), filter, partition);
     if (!hits.ok()) return hits.status();
     kingfisher::v1::SearchHits* result = out.add_results();
     for (const search::Hit& h : *hits) {
@@ -195,11 +300,11 @@ absl::StatusOr<kingfisher::v1::SearchResponse> QueryRegistry::Search(
   return out;
 }
 
-absl::StatusOr<kingfisher::v1::GetResponse> QueryRegistry::Get(const kingfisher::v1::GetRequest& r,
-                                                               absl::Time deadline) const {
+absl::StatusOr<kingfisher::v1::GetResponse> QueryRegistry::GetShard(
+    const kingfisher::v1::GetRequest& r, absl::Time deadline, trace::Span& span) const {
   if (r.pks_size() == 0) return Invalid("no pks");
   absl::StatusOr<Resolved> resolved =
-      Resolve(r.vchannel(), r.consistency(), r.timestamp(), r.staleness_ms(), deadline);
+      Resolve(r.vchannel(), r.consistency(), r.timestamp(), r.staleness_ms(), deadline, span);
   if (!resolved.ok()) return resolved.status();
   kingfisher::v1::GetResponse out;
   out.set_timestamp(resolved->ts);

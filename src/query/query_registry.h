@@ -9,6 +9,9 @@
 // while an append is in flight), so a search waits for the writes before it, not for the
 // periodic TimeTick; DEADLINE_EXCEEDED if the deadline passes first.
 //
+// Tracing (docs/search.md): each call is a `kf.search.shard` / `kf.get.shard` server span, a
+// child of the request's traceparent, with a `tsafe.wait` event saying how long it waited.
+//
 // Thread-safety: thread-safe. Ownership: borrows the TimestampSource (must outlive it); shares
 // the followed WALs. Errors: search.proto's table.
 #pragma once
@@ -26,6 +29,7 @@
 #include "kingfisher/v1/search.pb.h"
 #include "query/channel_follower.h"
 #include "storage/tso/timestamp_source.h"
+#include "trace/span.h"
 #include "wal/wal.h"
 
 namespace kf::query {
@@ -33,13 +37,16 @@ namespace kf::query {
 inline constexpr uint32_t kMaxTopK = 16384;
 
 struct QueryRegistryOptions {
-  ShardOptions shard;
+  ShardOptions shard;              // without an account, the registry makes one
   TimestampSource* tso = nullptr;  // STRONG's timestamps; borrowed
+  // Growing bytes (rows and indexes, every followed pchannel) above which AdmitInsert refuses;
+  // 0: no limit.
+  size_t growing_memory_limit = 0;
 };
 
 class QueryRegistry {
  public:
-  explicit QueryRegistry(QueryRegistryOptions options) : options_(options) {}
+  explicit QueryRegistry(QueryRegistryOptions options);
   ~QueryRegistry();
 
   // Follows `wal` from the first call that searches its pchannel on (replacing the follower of
@@ -53,6 +60,16 @@ class QueryRegistry {
   absl::StatusOr<kingfisher::v1::GetResponse> Get(const kingfisher::v1::GetRequest& r,
                                                   absl::Time deadline) const;
 
+  // Whether an Insert may be appended now: RESOURCE_EXHAUSTED (RATE_LIMITED) while the growing
+  // data is at or above the limit. Cheap (one atomic load): the WAL asks for every Insert.
+  absl::Status AdmitInsert() const;
+  size_t growing_bytes() const { return options_.shard.account->bytes(); }
+  size_t growing_memory_limit() const { return options_.growing_memory_limit; }
+  // Full chunks waiting for their index or being indexed (0 without an indexer).
+  size_t index_queue() const {
+    return options_.shard.indexer == nullptr ? 0 : options_.shard.indexer->pending();
+  }
+
   // What /metrics shows of each followed pchannel (query_metrics.h); zeros until searched.
   struct PChannelStats {
     std::string pchannel;
@@ -61,6 +78,14 @@ class QueryRegistry {
     uint64_t tsafe = 0;
   };
   std::vector<PChannelStats> Stats() const;
+  // Of each collection with a shard here: the bytes of its rows and of its indexes.
+  struct CollectionStats {
+    int64_t collection_id = 0;
+    size_t growing_bytes = 0;
+    size_t index_bytes = 0;
+    size_t rows = 0;
+  };
+  std::vector<CollectionStats> CollectionsStats() const;
 
  private:
   struct Resolved {
@@ -69,9 +94,17 @@ class QueryRegistry {
     uint64_t ts = 0;
   };
   // The shard of `vchannel` at the timestamp the call asks for, once applied.
+  // Adds the `tsafe.wait` event to `span`.
   absl::StatusOr<Resolved> Resolve(std::string_view vchannel,
                                    kingfisher::v1::ConsistencyLevel consistency, uint64_t timestamp,
-                                   uint64_t staleness_ms, absl::Time deadline) const;
+                                   uint64_t staleness_ms, absl::Time deadline,
+                                   trace::Span& span) const;
+  absl::StatusOr<kingfisher::v1::SearchResponse> SearchShard(const kingfisher::v1::SearchRequest& r,
+                                                             absl::Time deadline,
+                                                             trace::Span& span) const;
+  absl::StatusOr<kingfisher::v1::GetResponse> GetShard(const kingfisher::v1::GetRequest& r,
+                                                       absl::Time deadline,
+                                                       trace::Span& span) const;
   // The follower of `pchannel`, started now if it was not yet; null if not followed here.
   std::shared_ptr<const ChannelFollower> FollowerOf(std::string_view pchannel) const;
 

@@ -19,6 +19,8 @@
 #include "query/shard.h"
 #include "search/metric.h"
 #include "storage/tso/timestamp_allocator.h"
+#include "trace/testing/scoped_in_memory_tracing.h"
+#include "trace/traceparent.h"
 #include "wal/backends/testing/backend_under_test.h"
 #include "wal/collections/test_messages.h"
 #include "wal/wal_impl.h"
@@ -27,6 +29,7 @@ namespace kf::query {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using wal::testing::BackendKind;
 
@@ -61,23 +64,23 @@ TEST(ShardTest, SearchesEveryPartitionOrTheOneNamed) {
   shard.Insert(Batch({3}, 2, 0.5f, "p1"), 11);     // (0.5,0.5) in p1
   shard.Insert(Batch({4}, 2, 5, "_default"), 12);  // "" and "_default" are one partition
   const float q[] = {0.4f, 0.4f};
-  EXPECT_THAT(PksOf(*shard.Search(q, 10, {.ts = 12}, std::nullopt)), ElementsAre(3, 1, 2, 4));
-  EXPECT_THAT(PksOf(*shard.Search(q, 10, {.ts = 12}, "p1")), ElementsAre(3));
-  EXPECT_THAT(PksOf(*shard.Search(q, 2, {.ts = 12}, "")), ElementsAre(1, 2));
-  EXPECT_THAT(PksOf(*shard.Search(q, 10, {.ts = 10}, std::nullopt)), ElementsAre(1, 2));
-  auto unknown = shard.Search(q, 10, {.ts = 12}, "p2");
+  EXPECT_THAT(PksOf(*shard.Search(q, 10, 0, {.ts = 12}, std::nullopt)), ElementsAre(3, 1, 2, 4));
+  EXPECT_THAT(PksOf(*shard.Search(q, 10, 0, {.ts = 12}, "p1")), ElementsAre(3));
+  EXPECT_THAT(PksOf(*shard.Search(q, 2, 0, {.ts = 12}, "")), ElementsAre(1, 2));
+  EXPECT_THAT(PksOf(*shard.Search(q, 10, 0, {.ts = 10}, std::nullopt)), ElementsAre(1, 2));
+  auto unknown = shard.Search(q, 10, 0, {.ts = 12}, "p2");
   EXPECT_EQ(GetStreamingCode(unknown.status()), StreamingCode::kCollectionNotFound);
   EXPECT_THAT(std::string(unknown.status().message()), ::testing::HasSubstr("partition p2"));
 
   shard.Delete(Pks({3, 1}), 13);  // a delete reaches every partition
-  EXPECT_THAT(PksOf(*shard.Search(q, 10, {.ts = 13}, std::nullopt)), ElementsAre(2, 4));
+  EXPECT_THAT(PksOf(*shard.Search(q, 10, 0, {.ts = 13}, std::nullopt)), ElementsAre(2, 4));
   EXPECT_THAT(shard.Get(3, 12), ElementsAre(ElementsAre(0.5f, 0.5f)));
   EXPECT_THAT(shard.Get(3, 13), IsEmpty());
   EXPECT_EQ(shard.rows(), 4u);
 
   shard.DropPartition("p1");
-  EXPECT_FALSE(shard.Search(q, 10, {.ts = 12}, "p1").ok());
-  EXPECT_THAT(PksOf(*shard.Search(q, 10, {.ts = 12}, std::nullopt)), ElementsAre(1, 2, 4));
+  EXPECT_FALSE(shard.Search(q, 10, 0, {.ts = 12}, "p1").ok());
+  EXPECT_THAT(PksOf(*shard.Search(q, 10, 0, {.ts = 12}, std::nullopt)), ElementsAre(1, 2, 4));
 }
 
 TEST(ChannelApplierTest, ACorruptPayloadOfACreatedCollectionIsDataLoss) {
@@ -117,6 +120,17 @@ struct ModelShard {
   bool dropped = false;
 };
 
+// A STRONG search of `vc` for the vector (0.5, ..., 0.5).
+kingfisher::v1::SearchRequest StrongSearch(const std::string& vc, uint32_t topk) {
+  kingfisher::v1::SearchRequest r;
+  r.set_vchannel(vc);
+  r.set_dim(kDim);
+  for (uint32_t d = 0; d < kDim; ++d) r.add_vectors(0.5f);
+  r.set_topk(topk);
+  r.set_consistency(kingfisher::v1::STRONG);
+  return r;
+}
+
 class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
  protected:
   void SetUp() override {
@@ -144,13 +158,17 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
     term_ = Term(term_.value() + 1);
     auto backend = log_->Open(term_);
     ASSERT_TRUE(backend.ok()) << backend.status();
-    wal_ = std::make_shared<wal::WalImpl>(wal::WalOptions{.pchannel = kPchannel, .tso = tso_.get()},
-                                          *std::move(backend));
+    wal_ = std::make_shared<wal::WalImpl>(
+        wal::WalOptions{.pchannel = kPchannel, .tso = tso_.get(), .admit_inserts = admit_inserts_},
+        *std::move(backend));
     ASSERT_TRUE(wal_->Recover().ok());
     auto follower = ChannelFollower::Start(wal_, {.chunk_rows = 16});
     ASSERT_TRUE(follower.ok()) << follower.status();
     follower_ = *std::move(follower);
   }
+
+  // The WAL's Insert gate from the next Reopen on (WalOptions::admit_inserts).
+  std::function<absl::Status()> admit_inserts_;
 
   uint64_t Append(MutableMessage m, std::optional<kingfisher::v1::TxnContext>* txn = nullptr) {
     auto r = wal_->AppendSync({}, std::move(m));
@@ -300,7 +318,7 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
           if (partition && r.partition != *partition) continue;
           want.Push({search::Score(model.metric, stored.data(), r.stored.data(), kDim), r.pk});
         }
-        auto got = shard->Search(query.data(), 7, filter, partition);
+        auto got = shard->Search(query.data(), 7, 0, filter, partition);
         ASSERT_TRUE(got.ok()) << got.status();
         EXPECT_EQ(*got, want.Take()) << vc << " at " << ts << " query " << q;
       }
@@ -382,12 +400,7 @@ TEST_P(QueryModelTest, TheRegistryAnswersEachConsistencyLevelAndRefusesBadCalls)
   Append(NewInsertMessage(kVc0, b));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
 
-  kingfisher::v1::SearchRequest r;
-  r.set_vchannel(kVc0);
-  r.set_dim(kDim);
-  for (uint32_t d = 0; d < kDim; ++d) r.add_vectors(0.5f);
-  r.set_topk(3);
-  r.set_consistency(kingfisher::v1::STRONG);
+  kingfisher::v1::SearchRequest r = StrongSearch(kVc0, 3);
   // STRONG sees the write acknowledged just before, without waiting for a periodic TimeTick
   // (the WAL's loop is not even started here: the registry asks for the tick).
   auto strong = registry.Search(r, deadline);
@@ -471,6 +484,90 @@ TEST_P(QueryModelTest, TheRegistryAnswersEachConsistencyLevelAndRefusesBadCalls)
   EXPECT_EQ(code(r), StreamingCode::kCollectionNotFound);
   registry.Unfollow(kPchannel);
   EXPECT_EQ(code(r), StreamingCode::kChannelNotExist);
+}
+
+TEST_P(QueryModelTest, InsertsAreRefusedAboveTheGrowingMemoryLimitUntilMemoryIsReleased) {
+  auto registry = std::make_shared<QueryRegistry>(QueryRegistryOptions{
+      .shard = {.chunk_rows = 16}, .tso = tso_.get(), .growing_memory_limit = 1});
+  admit_inserts_ = [registry] { return registry->AdmitInsert(); };
+  Reopen();
+  registry->Follow(wal_);
+  CreateCollection(kVc0, 42, search::Metric::kL2);
+  CreateCollection(kVc1, 42, search::Metric::kL2);
+  kingfisher::v1::SearchRequest r = StrongSearch(kVc0, 10);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  ASSERT_TRUE(registry->Search(r, deadline).ok());  // the registry follows from here on
+  EXPECT_EQ(registry->growing_bytes(), 0u);
+  Append(NewInsertMessage(kVc0, Batch({1}, kDim, 0.5f)));  // under the limit: admitted
+  ASSERT_TRUE(registry->Search(r, deadline).ok());         // and applied
+  EXPECT_GT(registry->growing_bytes(), 0u);
+
+  // Above it: refused, with what to do, and nothing of it is in the log.
+  auto refused = wal_->AppendSync({}, NewInsertMessage(kVc1, Batch({2}, kDim, 0.5f)));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
+  EXPECT_EQ(GetStreamingCode(refused.status()), StreamingCode::kRateLimited);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("growing_memory_limit"));
+  // Other messages still pass: a Delete, a DDL.
+  Append(NewDeleteMessage(kVc0, Pks({1})));
+  Append(wal::testing::DropCollection(kVc0, 42, next_broadcast_++));
+  r.set_vchannel(kVc1);
+  auto other = registry->Search(r, deadline);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_THAT(other->results(0).pks(), IsEmpty());  // pk 2 never landed
+
+  // The drop released the rows: Inserts are admitted again.
+  EXPECT_EQ(registry->growing_bytes(), 0u);
+  Append(NewInsertMessage(kVc1, Batch({3}, kDim, 0.5f)));
+  other = registry->Search(r, deadline);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_THAT(other->results(0).pks(), ElementsAre(3));
+}
+
+// A search is a trace of its own (docs/search.md): each shard call is a `kf.search.shard` /
+// `kf.get.shard` server span under the request's traceparent, with its tSafe wait as an event.
+TEST_P(QueryModelTest, EachShardCallIsAServerSpanUnderTheCallersTraceWithItsTSafeWait) {
+  trace::testing::ScopedInMemoryTracing tracing;
+  QueryRegistry registry({.shard = {}, .tso = tso_.get()});
+  registry.Follow(wal_);
+  CreateCollection(kVc0, 42, search::Metric::kL2);
+  Append(NewInsertMessage(kVc0, Batch({7}, kDim, 0.5f)));
+  auto [caller_ctx, caller] = trace::GetTracerProvider()
+                                  ->GetTracer(trace::kSearchTracerScope)
+                                  ->StartSpan(trace::Context(), "caller");
+  kingfisher::v1::SearchRequest r = StrongSearch(kVc0, 3);
+  r.set_traceparent(trace::FormatTraceparent(caller->context()));
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  ASSERT_TRUE(registry.Search(r, deadline).ok());
+  kingfisher::v1::GetRequest g;
+  g.set_vchannel(kVc0);
+  g.add_pks(7);
+  g.set_consistency(kingfisher::v1::STRONG);
+  g.set_traceparent(r.traceparent());
+  ASSERT_TRUE(registry.Get(g, deadline).ok());
+  r.set_dim(kDim / 2);  // two queries of the wrong dim, refused after the wait: an error span
+  ASSERT_FALSE(registry.Search(r, deadline).ok());
+  caller->End();
+
+  const std::vector<trace::SpanData> searches = tracing.SpansNamed("kf.search.shard");
+  ASSERT_EQ(searches.size(), 2u);
+  for (const trace::SpanData& s : tracing.Spans()) {
+    if (s.name != "kf.search.shard" && s.name != "kf.get.shard") continue;
+    EXPECT_EQ(s.scope, trace::kSearchTracerScope);
+    EXPECT_EQ(s.kind, trace::SpanKind::kServer);
+    EXPECT_EQ(s.context.trace_id, caller->context().trace_id) << s.name;
+    EXPECT_EQ(s.parent_span_id, caller->context().span_id) << s.name;
+    EXPECT_EQ(std::get<std::string>(s.attributes.at("vchannel")), kVc0);
+    ASSERT_GE(s.events.size(), 1u) << s.name;  // an error adds an "exception" event
+    EXPECT_EQ(s.events[0].name, "tsafe.wait");
+    EXPECT_GE(std::get<double>(s.events[0].attributes.at("wait.ms")), 0);
+    EXPECT_GE(std::get<int64_t>(s.events[0].attributes.at("tsafe")),
+              std::get<int64_t>(s.events[0].attributes.at("search.timestamp")));
+  }
+  EXPECT_EQ(tracing.SpansNamed("kf.get.shard").size(), 1u);
+  EXPECT_EQ(searches[0].status, trace::SpanStatusCode::kUnset);
+  EXPECT_GT(std::get<int64_t>(searches[0].attributes.at("search.timestamp")), 0);
+  EXPECT_EQ(searches[1].status, trace::SpanStatusCode::kError);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, QueryModelTest,

@@ -6,6 +6,7 @@
 #include "common/absl_compat.h"
 #include "common/errors.h"
 #include "search/metric.h"
+#include "search/segment_search.h"
 
 namespace kf::query {
 namespace {
@@ -32,8 +33,12 @@ std::shared_ptr<search::GrowingSegment> Shard::SegmentOf(std::string_view partit
   absl::MutexLock lock(&mu_);
   auto& segment = partitions_[ToAbsl(partition)];
   if (segment == nullptr) {
-    segment = std::make_shared<search::GrowingSegment>(search::SegmentOptions{
-        .dim = schema_.dim, .metric = schema_.metric, .chunk_rows = options_.chunk_rows});
+    segment = std::make_shared<search::GrowingSegment>(
+        search::SegmentOptions{.dim = schema_.dim,
+                               .metric = schema_.metric,
+                               .chunk_rows = options_.chunk_rows,
+                               .indexer = options_.indexer,
+                               .account = options_.account});
   }
   return segment;
 }
@@ -71,7 +76,7 @@ absl::StatusOr<Shard::Segments> Shard::SegmentsFor(
 }
 
 absl::StatusOr<std::vector<search::Hit>> Shard::Search(
-    const float* query, size_t k, const search::SearchFilter& filter,
+    const float* query, size_t k, size_t nprobe, const search::SearchFilter& filter,
     const std::optional<std::string>& partition) const {
   absl::StatusOr<Segments> segments = SegmentsFor(partition);
   if (!segments.ok()) return segments.status();
@@ -79,8 +84,8 @@ absl::StatusOr<std::vector<search::Hit>> Shard::Search(
   if (schema_.metric == search::Metric::kCosine) search::Normalize(stored.data(), schema_.dim);
   search::TopK top(k);
   for (const auto& segment : *segments) {
-    search::SearchSnapshot(segment->Snapshot(), schema_.metric, schema_.dim, stored.data(), filter,
-                           &top);
+    search::SearchSegment(segment->Snapshot(), schema_.metric, schema_.dim, stored.data(), filter,
+                          nprobe, &top);
   }
   return top.Take();
 }
@@ -100,6 +105,12 @@ size_t Shard::rows() const {
 size_t Shard::memory_bytes() const {
   size_t n = 0;
   for (const auto& segment : AllSegments()) n += segment->memory_bytes();
+  return n;
+}
+
+size_t Shard::index_bytes() const {
+  size_t n = 0;
+  for (const auto& segment : AllSegments()) n += segment->index_bytes();
   return n;
 }
 

@@ -25,6 +25,7 @@
 #include "kingfisher/v1/message.pb.h"
 #include "search/flat_search.h"
 #include "search/growing_segment.h"
+#include "search/index_builder.h"
 #include "search/top_k.h"
 
 namespace kf::query {
@@ -33,7 +34,11 @@ namespace kf::query {
 inline constexpr std::string_view kDefaultPartition = "_default";
 
 struct ShardOptions {
-  size_t chunk_rows = 4096;
+  size_t chunk_rows = 8192;
+  // Builds the IVF index of full chunks (search/index_builder.h); null: exact search only.
+  std::shared_ptr<search::IndexBuilder> indexer;
+  // Counts the node's growing bytes (the Insert limit); null: not counted.
+  std::shared_ptr<search::MemoryAccount> account;
 };
 
 struct ShardSchema {
@@ -59,15 +64,17 @@ class Shard {
 
   // --- Readers.
   // The best `k` rows for `query` (dim floats, as the user gave it) under `filter`, in
-  // `partition` or in every partition, best first.
+  // `partition` or in every partition, best first; an indexed chunk probes `nprobe` lists
+  // (0: the index's default).
   absl::StatusOr<std::vector<search::Hit>> Search(
-      const float* query, size_t k, const search::SearchFilter& filter,
+      const float* query, size_t k, size_t nprobe, const search::SearchFilter& filter,
       const std::optional<std::string>& partition) const;
   // The vectors of the rows of `pk` visible at `ts`, in every partition (partition by
   // partition in no particular order, each partition's in insertion order).
   std::vector<std::vector<float>> Get(int64_t pk, uint64_t ts) const;
   size_t rows() const;
   size_t memory_bytes() const;
+  size_t index_bytes() const;
 
  private:
   using Segments = std::vector<std::shared_ptr<search::GrowingSegment>>;

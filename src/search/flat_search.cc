@@ -15,11 +15,4 @@ void SearchChunk(const SegmentSnapshot& snap, size_t chunk, size_t begin, size_t
   }
 }
 
-void SearchSnapshot(const SegmentSnapshot& snap, Metric metric, uint32_t dim, const float* query,
-                    const SearchFilter& filter, TopK* top) {
-  for (size_t i = 0; i < snap.chunks.size(); ++i) {
-    SearchChunk(snap, i, 0, snap.RowsIn(i), metric, dim, query, filter, top);
-  }
-}
-
 }  // namespace kf::search

@@ -25,8 +25,4 @@ struct SearchFilter {
 void SearchChunk(const SegmentSnapshot& snap, size_t chunk, size_t begin, size_t end, Metric metric,
                  uint32_t dim, const float* query, const SearchFilter& filter, TopK* top);
 
-// Every row of `snap`.
-void SearchSnapshot(const SegmentSnapshot& snap, Metric metric, uint32_t dim, const float* query,
-                    const SearchFilter& filter, TopK* top);
-
 }  // namespace kf::search

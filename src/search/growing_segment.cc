@@ -3,26 +3,55 @@
 #include <algorithm>
 #include <cstring>
 
+#include "search/index_builder.h"
+
 namespace kf::search {
 
-Chunk::Chunk(size_t capacity, uint32_t dim)
-    : dim_(dim),
+size_t Chunk::BytesPerRow(uint32_t dim) {
+  return dim * sizeof(float) + sizeof(int64_t) + 2 * sizeof(uint64_t) + sizeof(uint32_t);
+}
+
+Chunk::Chunk(size_t capacity, uint32_t dim, std::shared_ptr<MemoryAccount> account)
+    : capacity_(capacity),
+      dim_(dim),
       vectors_(new float[capacity * dim]),
       pks_(new int64_t[capacity]),
       inserted_(new uint64_t[capacity]),
       deleted_(new std::atomic<uint64_t>[capacity]),
-      previous_of_pk_(new uint32_t[capacity]) {}
+      previous_of_pk_(new uint32_t[capacity]),
+      account_(std::move(account)) {
+  if (account_ != nullptr) account_->Add(static_cast<int64_t>(capacity_ * BytesPerRow(dim_)));
+}
 
-GrowingSegment::GrowingSegment(SegmentOptions options) : options_(options) {}
+Chunk::~Chunk() {
+  if (account_ == nullptr) return;
+  const size_t index = owned_index_ == nullptr ? 0 : owned_index_->memory_bytes();
+  account_->Add(-static_cast<int64_t>(capacity_ * BytesPerRow(dim_) + index));
+}
+
+void Chunk::PublishIndex(std::unique_ptr<IvfIndex> index) {
+  if (account_ != nullptr) account_->Add(static_cast<int64_t>(index->memory_bytes()));
+  owned_index_ = std::move(index);
+  index_.store(owned_index_.get(), std::memory_order_release);
+}
+
+GrowingSegment::GrowingSegment(SegmentOptions options) : options_(std::move(options)) {}
+
+GrowingSegment::~GrowingSegment() {
+  absl::MutexLock lock(&mu_);
+  if (options_.account != nullptr) options_.account->Add(-static_cast<int64_t>(pk_index_bytes_));
+}
 
 void GrowingSegment::Insert(std::span<const int64_t> pks, std::span<const float> vectors,
                             uint64_t ts) {
   const size_t dim = options_.dim;
   const size_t chunk_rows = options_.chunk_rows;
   size_t row = rows_.load(std::memory_order_relaxed);  // only this writer changes it
+  std::vector<std::shared_ptr<Chunk>> filled;          // to index once published
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < pks.size(); ++i, ++row) {
-    if (row % chunk_rows == 0) chunks_.push_back(std::make_shared<Chunk>(chunk_rows, dim));
+    if (row % chunk_rows == 0)
+      chunks_.push_back(std::make_shared<Chunk>(chunk_rows, dim, options_.account));
     Chunk& chunk = *chunks_.back();
     const size_t at = row % chunk_rows;
     float* v = chunk.vectors_.get() + at * dim;
@@ -34,9 +63,11 @@ void GrowingSegment::Insert(std::span<const int64_t> pks, std::span<const float>
     auto [it, fresh] = newest_row_of_pk_.try_emplace(pks[i], static_cast<uint32_t>(row));
     chunk.previous_of_pk_[at] = fresh ? kNoRow : it->second;
     it->second = static_cast<uint32_t>(row);
+    if (at + 1 == chunk_rows && options_.indexer != nullptr) filled.push_back(chunks_.back());
   }
   UpdateMemoryLocked();
   rows_.store(row, std::memory_order_release);
+  for (auto& chunk : filled) options_.indexer->Enqueue(std::move(chunk), options_.metric);
 }
 
 size_t GrowingSegment::Delete(int64_t pk, uint64_t ts) {
@@ -83,13 +114,25 @@ void GrowingSegment::Get(int64_t pk, uint64_t ts, std::vector<std::vector<float>
   std::reverse(out->begin() + static_cast<std::ptrdiff_t>(first), out->end());
 }
 
+size_t GrowingSegment::index_bytes() const {
+  size_t bytes = 0;
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& chunk : chunks_) {
+    if (const IvfIndex* index = chunk->index(); index != nullptr) bytes += index->memory_bytes();
+  }
+  return bytes;
+}
+
 void GrowingSegment::UpdateMemoryLocked() {
-  const size_t per_row =
-      options_.dim * sizeof(float) + sizeof(int64_t) + 2 * sizeof(uint64_t) + sizeof(uint32_t);
-  const size_t index = newest_row_of_pk_.capacity() *
-                       (sizeof(std::pair<int64_t, uint32_t>) + 1);  // slots + control bytes
-  memory_bytes_.store(chunks_.size() * options_.chunk_rows * per_row + index,
-                      std::memory_order_relaxed);
+  const size_t pk_index = newest_row_of_pk_.capacity() *
+                          (sizeof(std::pair<int64_t, uint32_t>) + 1);  // slots + control bytes
+  if (options_.account != nullptr) {
+    options_.account->Add(static_cast<int64_t>(pk_index) - static_cast<int64_t>(pk_index_bytes_));
+  }
+  pk_index_bytes_ = pk_index;
+  memory_bytes_.store(
+      chunks_.size() * options_.chunk_rows * Chunk::BytesPerRow(options_.dim) + pk_index,
+      std::memory_order_relaxed);
 }
 
 }  // namespace kf::search

@@ -18,6 +18,7 @@
 // Errors: none; the caller checks dims and values (the WAL's payload validation).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -29,9 +30,26 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "search/ivf_index.h"
 #include "search/metric.h"
 
 namespace kf::search {
+
+class IndexBuilder;
+
+// The bytes of growing data a node holds (chunks, pk indexes, IVF indexes), kept exact by the
+// objects that hold them: each adds what it allocates and takes it back when freed. Read
+// without a lock on every Insert the node admits (the growing-memory limit, docs/search.md).
+class MemoryAccount {
+ public:
+  void Add(int64_t delta) { bytes_.fetch_add(delta, std::memory_order_relaxed); }
+  size_t bytes() const {
+    return static_cast<size_t>(std::max<int64_t>(0, bytes_.load(std::memory_order_relaxed)));
+  }
+
+ private:
+  std::atomic<int64_t> bytes_{0};
+};
 
 inline constexpr uint64_t kNotDeleted = std::numeric_limits<uint64_t>::max();
 inline constexpr uint32_t kNoRow = std::numeric_limits<uint32_t>::max();
@@ -41,29 +59,47 @@ inline constexpr size_t kMaxSegmentRows = kNoRow - 1;
 struct SegmentOptions {
   uint32_t dim = 0;
   Metric metric = Metric::kL2;
-  size_t chunk_rows = 4096;  // rows per chunk: the unit an index is built for
+  size_t chunk_rows = 8192;  // rows per chunk: the unit an index is built for
+  // Builds the approximate index of each chunk once it is full, in the background; null: every
+  // chunk is searched exactly.
+  std::shared_ptr<IndexBuilder> indexer;
+  // Where the segment's bytes are counted; null: nowhere.
+  std::shared_ptr<MemoryAccount> account;
 };
 
 // One chunk of rows, filled front to back by the writer.
 class Chunk {
  public:
-  Chunk(size_t capacity, uint32_t dim);
+  Chunk(size_t capacity, uint32_t dim, std::shared_ptr<MemoryAccount> account);
+  ~Chunk();
+
+  // Bytes of the columns (allocated whole) per row of capacity.
+  static size_t BytesPerRow(uint32_t dim);
 
   const float* vector(size_t row) const { return vectors_.get() + row * dim_; }
   int64_t pk(size_t row) const { return pks_[row]; }
   uint64_t inserted(size_t row) const { return inserted_[row]; }
   uint64_t deleted(size_t row) const { return deleted_[row].load(std::memory_order_relaxed); }
   bool VisibleAt(size_t row, uint64_t ts) const { return inserted(row) <= ts && ts < deleted(row); }
+  // The approximate index of the (full) chunk once built; null before.
+  const IvfIndex* index() const { return index_.load(std::memory_order_acquire); }
 
  private:
   friend class GrowingSegment;
+  friend class IndexBuilder;
+  // Called once, by the builder.
+  void PublishIndex(std::unique_ptr<IvfIndex> index);
 
+  const size_t capacity_;
   const uint32_t dim_;
   std::unique_ptr<float[]> vectors_;
   std::unique_ptr<int64_t[]> pks_;
   std::unique_ptr<uint64_t[]> inserted_;
   std::unique_ptr<std::atomic<uint64_t>[]> deleted_;
   std::unique_ptr<uint32_t[]> previous_of_pk_;  // the row of the same pk before, or kNoRow
+  std::unique_ptr<IvfIndex> owned_index_;       // written once, before index_ publishes it
+  std::atomic<const IvfIndex*> index_{nullptr};
+  const std::shared_ptr<MemoryAccount> account_;
 };
 
 // What a reader scans: the rows published when it was taken, chunk by chunk.
@@ -82,6 +118,7 @@ struct SegmentSnapshot {
 class GrowingSegment {
  public:
   explicit GrowingSegment(SegmentOptions options);
+  ~GrowingSegment();
   GrowingSegment(const GrowingSegment&) = delete;
   GrowingSegment& operator=(const GrowingSegment&) = delete;
 
@@ -101,18 +138,21 @@ class GrowingSegment {
   size_t rows() const { return rows_.load(std::memory_order_acquire); }
   // Bytes held: chunks (allocated whole) and the pk index.
   size_t memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
+  // Bytes held by the chunks' approximate indexes built so far.
+  size_t index_bytes() const;
 
  private:
   // A row's place: chunk * chunk_rows + offset.
   Chunk& ChunkOf(uint32_t row) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return *chunks_[row / options_.chunk_rows];
   }
-  void UpdateMemoryLocked() ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void UpdateMemoryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SegmentOptions options_;
   std::atomic<size_t> rows_{0};
   std::atomic<size_t> memory_bytes_{0};
   mutable absl::Mutex mu_;
+  size_t pk_index_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // what the account holds for the map
   std::vector<std::shared_ptr<Chunk>> chunks_ ABSL_GUARDED_BY(mu_);
   // pk -> its newest row; the older ones are chained through Chunk::previous_of_pk_.
   absl::flat_hash_map<int64_t, uint32_t> newest_row_of_pk_ ABSL_GUARDED_BY(mu_);

@@ -7,9 +7,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "search/flat_search.h"
 #include "search/growing_segment.h"
+#include "search/index_builder.h"
 #include "search/metric.h"
+#include "search/segment_search.h"
 #include "search/top_k.h"
 
 namespace kf::search {
@@ -120,7 +121,7 @@ TEST(GrowingSegmentTest, InsertsAndDeletesAreVisibleFromTheirTimestamp) {
   const float q[] = {2, 2};
   auto search = [&](uint64_t ts) {
     TopK top(10);
-    SearchSnapshot(seg.Snapshot(), Metric::kL2, 2, q, {.ts = ts}, &top);
+    SearchSegment(seg.Snapshot(), Metric::kL2, 2, q, {.ts = ts}, 0, &top);
     return top.Take();
   };
   EXPECT_THAT(search(15), ElementsAre(Hit{0, 2}, Hit{2, 1}, Hit{2, 3}));
@@ -148,7 +149,7 @@ TEST(GrowingSegmentTest, CosineRowsAreStoredNormalised) {
   seg.Insert(pks, vectors, 1);
   const float q[] = {1, 0};  // already unit
   TopK top(2);
-  SearchSnapshot(seg.Snapshot(), Metric::kCosine, 2, q, {.ts = 1}, &top);
+  SearchSegment(seg.Snapshot(), Metric::kCosine, 2, q, {.ts = 1}, 0, &top);
   const std::vector<Hit> hits = top.Take();
   ASSERT_EQ(hits.size(), 2u);
   EXPECT_EQ(hits[0].pk, 1);
@@ -207,7 +208,7 @@ TEST(FlatSearchTest, EqualsAFullScanForEveryMetricTimestampAndPkRange) {
         want_top.Push({Score(metric, query.data(), r.v.data(), kDim), r.pk});
       }
       TopK got(k);
-      SearchSnapshot(seg.Snapshot(), metric, kDim, query.data(), filter, &got);
+      SearchSegment(seg.Snapshot(), metric, kDim, query.data(), filter, 0, &got);
       EXPECT_EQ(got.Take(), want_top.Take()) << MetricName(metric) << " query " << q;
     }
   }
@@ -253,6 +254,121 @@ TEST(GrowingSegmentTest, ReadersSeeOnlyWholeRowsWhileTheWriterAppends) {
   // The memory figure covers at least the raw vectors.
   const size_t raw = kRows * kDim * sizeof(float);
   EXPECT_GE(seg.memory_bytes(), raw);
+}
+
+// Clustered rows (as real embeddings are): `clusters` centres, each row a centre plus noise.
+std::vector<float> ClusteredRows(std::mt19937& rng, size_t rows, uint32_t dim, size_t clusters) {
+  std::vector<std::vector<float>> centres;
+  for (size_t c = 0; c < clusters; ++c) centres.push_back(RandomVector(rng, dim));
+  std::normal_distribution<float> noise(0, 0.3f);
+  std::uniform_int_distribution<size_t> pick(0, clusters - 1);
+  std::vector<float> out;
+  out.reserve(rows * dim);
+  for (size_t r = 0; r < rows; ++r) {
+    const std::vector<float>& c = centres[pick(rng)];
+    for (uint32_t i = 0; i < dim; ++i) out.push_back(c[i] + noise(rng));
+  }
+  return out;
+}
+
+std::vector<int64_t> PksOf(const std::vector<Hit>& hits) {
+  std::vector<int64_t> pks;
+  for (const Hit& h : hits) pks.push_back(h.pk);
+  std::sort(pks.begin(), pks.end());
+  return pks;
+}
+
+// The IVF path: full chunks are indexed in the background, the tail stays exact; probing every
+// list is exact search, the default width keeps recall, and hidden rows are filtered inside the
+// scan (a search with 90% of the rows deleted still gets its k best visible ones).
+TEST(IvfIndexTest, IndexedChunksKeepRecallAndFilterInsideTheScan) {
+  constexpr uint32_t kDim = 32;
+  constexpr size_t kRows = 4 * 2048 + 700, kChunk = 2048;
+  std::mt19937 rng(5);
+  const std::vector<float> data = ClusteredRows(rng, kRows, kDim, 40);
+  for (Metric metric : {Metric::kL2, Metric::kIP, Metric::kCosine}) {
+    auto indexer = std::make_shared<IndexBuilder>(IndexOptions{});
+    GrowingSegment indexed(
+        {.dim = kDim, .metric = metric, .chunk_rows = kChunk, .indexer = indexer});
+    GrowingSegment exact({.dim = kDim, .metric = metric, .chunk_rows = kChunk});
+    std::vector<int64_t> pks(kRows);
+    for (size_t i = 0; i < kRows; ++i) pks[i] = static_cast<int64_t>(i);
+    for (size_t at = 0; at < kRows; at += 500) {  // batches that straddle chunk ends
+      const size_t n = std::min<size_t>(500, kRows - at);
+      const auto p = std::span(pks).subspan(at, n);
+      const auto v = std::span(data).subspan(at * kDim, n * kDim);
+      indexed.Insert(p, v, 1);
+      exact.Insert(p, v, 1);
+    }
+    indexer->AwaitIdle();
+    ASSERT_EQ(indexer->built(), 4u) << MetricName(metric);
+    const SegmentSnapshot snap = indexed.Snapshot();
+    for (size_t c = 0; c < 4; ++c) ASSERT_NE(snap.chunks[c]->index(), nullptr);
+    EXPECT_EQ(snap.chunks[4]->index(), nullptr);  // the tail
+    const size_t nlist = snap.chunks[0]->index()->nlist();
+    EXPECT_EQ(nlist, kChunk / IndexOptions{}.rows_per_list);
+    // Centroids, the lists' vectors and row ids.
+    EXPECT_EQ(indexed.index_bytes(), 4 * ((nlist * kDim + kChunk * kDim + nlist + 1 + kChunk) * 4));
+
+    const auto search = [&](const GrowingSegment& seg, const float* q, const SearchFilter& f,
+                            size_t nprobe) {
+      TopK top(10);
+      SearchSegment(seg.Snapshot(), metric, kDim, q, f, nprobe, &top);
+      return PksOf(top.Take());
+    };
+    size_t found = 0, wanted = 0;
+    for (int i = 0; i < 200; ++i) {
+      // Queries near the data: a row plus noise.
+      std::vector<float> q(data.begin() + (i * 37 % kRows) * kDim,
+                           data.begin() + (i * 37 % kRows + 1) * kDim);
+      for (float& x : q) x += std::normal_distribution<float>(0, 0.1f)(rng);
+      if (metric == Metric::kCosine) Normalize(q.data(), kDim);
+      const std::vector<int64_t> want = search(exact, q.data(), {.ts = 1}, 0);
+      EXPECT_EQ(search(indexed, q.data(), {.ts = 1}, nlist), want) << "every list probed";
+      const std::vector<int64_t> got = search(indexed, q.data(), {.ts = 1}, 0);
+      wanted += want.size();
+      for (int64_t pk : got) found += std::binary_search(want.begin(), want.end(), pk);
+    }
+    EXPECT_GE(static_cast<double>(found) / wanted, 0.95) << MetricName(metric);
+
+    // Hide 90% of the rows at ts 2 (a visible row's pk % 10 == 3) and limit the pk range.
+    for (int64_t pk = 0; pk < static_cast<int64_t>(kRows); ++pk) {
+      if (pk % 10 != 3) {
+        indexed.Delete(pk, 2);
+        exact.Delete(pk, 2);
+      }
+    }
+    const SearchFilter hidden{.ts = 2, .min_pk = 1000, .max_pk = 7000};
+    for (int i = 0; i < 20; ++i) {
+      const std::vector<float> q = RandomVector(rng, kDim);
+      const std::vector<int64_t> want = search(exact, q.data(), hidden, 0);
+      ASSERT_EQ(want.size(), 10u);
+      EXPECT_EQ(search(indexed, q.data(), hidden, nlist), want);
+      for (int64_t pk : search(indexed, q.data(), hidden, 0)) {
+        EXPECT_EQ(pk % 10, 3);
+        EXPECT_GE(pk, 1000);
+        EXPECT_LE(pk, 7000);
+      }
+      // Before the deletes, the same search sees them all again (MVCC).
+      EXPECT_EQ(search(indexed, q.data(), {.ts = 1}, nlist), search(exact, q.data(), {.ts = 1}, 0));
+    }
+  }
+}
+
+TEST(IvfIndexTest, ABuilderStopsWithWorkQueuedAndSkipsDroppedChunks) {
+  auto indexer = std::make_shared<IndexBuilder>(IndexOptions{});
+  std::mt19937 rng(6);
+  const std::vector<float> data = ClusteredRows(rng, 3 * 512, 8, 4);
+  std::vector<int64_t> pks(3 * 512, 7);
+  {
+    GrowingSegment seg({.dim = 8, .metric = Metric::kL2, .chunk_rows = 512, .indexer = indexer});
+    seg.Insert(pks, data, 1);
+  }  // dropped before (or while) its chunks are built: nothing dangles
+  indexer->AwaitIdle();
+  EXPECT_LE(indexer->built(), 3u);
+  GrowingSegment seg({.dim = 8, .metric = Metric::kL2, .chunk_rows = 512, .indexer = indexer});
+  seg.Insert(pks, data, 1);
+  // Destroyed with the segment's chunks queued: the destructor does not wait for them.
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ class TopK {
  public:
   explicit TopK(size_t k) : k_(k) { heap_.reserve(k); }
 
+  size_t k() const { return k_; }
   // Whether a hit with `score` could still enter: lets a scan skip the rest of its work.
   bool Admits(float score) const { return heap_.size() < k_ || score <= heap_.front().score; }
   void Push(Hit hit);

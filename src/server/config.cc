@@ -80,6 +80,10 @@ const std::vector<SettingInfo>& AllSettings() {
        "crash)"},
       {"node_id", "node: id of this streaming node, unique in the cluster (>= 1)"},
       {"drain_timeout", "node: seconds a SIGTERM waits for its pchannels to move away"},
+      {"search_chunk_rows", "rows per growing chunk; a full chunk gets an IVF index"},
+      {"search_nprobe", "IVF lists a search probes per indexed chunk unless it says"},
+      {"growing_memory_limit",
+       "bytes of growing rows and indexes before Inserts are refused (0: half the RAM)"},
   };
   return *kAll;
 }
@@ -195,6 +199,21 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
   if (Source src = Pick("node_id", flags, env, file); src.value) {
     if (!absl::SimpleAtoi(ToAbsl(*src.value), &c.node_id) || c.node_id < 1) {
       return Bad(src, "must be an integer >= 1");
+    }
+  }
+  struct Count {
+    const char* key;
+    uint64_t* field;
+    uint64_t min, max;
+  };
+  const Count kCounts[] = {{"search_chunk_rows", &c.search_chunk_rows, 64, 1u << 20},
+                           {"search_nprobe", &c.search_nprobe, 1, 65536},
+                           {"growing_memory_limit", &c.growing_memory_limit, 0, ~0ull}};
+  for (const Count& n : kCounts) {
+    Source src = Pick(n.key, flags, env, file);
+    if (src.value == nullptr) continue;
+    if (!absl::SimpleAtoi(ToAbsl(*src.value), n.field) || *n.field < n.min || *n.field > n.max) {
+      return Bad(src, absl::StrCat("must be an integer in [", n.min, ", ", n.max, "]"));
     }
   }
   const std::pair<const char*, double*> kSeconds[] = {{"balance_interval", &c.balance_interval},

@@ -47,6 +47,13 @@ struct ServerConfig {
   int64_t node_id = 0;
   // Node: seconds a SIGTERM waits for the coordinator to move the node's pchannels away.
   double drain_timeout = 30;
+  // Search (docs/search.md): rows per growing chunk (a full chunk gets an IVF index with one
+  // list per 64 rows), and the lists a search probes per indexed chunk unless it says.
+  uint64_t search_chunk_rows = 8192;
+  uint64_t search_nprobe = 16;
+  // Search: bytes of growing data (rows and indexes) the node holds before it refuses Inserts
+  // RESOURCE_EXHAUSTED. 0: half of the machine's physical memory.
+  uint64_t growing_memory_limit = 0;
 
   // `<cluster>-dml_<i>`, i = 0..pchannels-1.
   std::vector<std::string> PChannelNames() const;

@@ -14,6 +14,7 @@
 #include "server/advertise.h"
 #include "server/data_dir.h"
 #include "server/http_server.h"
+#include "server/query_setup.h"
 #include "server/wal_opener.h"
 #include "spdlog/spdlog.h"
 #include "storage/meta/etcd_meta_store.h"
@@ -92,8 +93,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   if (!wal.ok()) return wal.status();
   n->wal = *std::move(wal);
   n->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
-  n->queries = std::make_unique<query::QueryRegistry>(
-      query::QueryRegistryOptions{.shard = {}, .tso = n->tso.get()});
+  n->queries = MakeQueryRegistry(config, n->tso.get());
   n->query_gauges = query::RegisterQueryGauges(metrics::DefaultRegistry(), n->queries.get());
   // This node's own view (what it serves right now), so an operator sees on each node's
   // /metrics when it stopped serving a pchannel it lost.
@@ -128,6 +128,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   node.registry = n->registry.get();
   node.queries = n->queries.get();
   node.wal.tso = n->tso.get();
+  RefuseInsertsAboveGrowingLimit(n->queries.get(), &node.wal);
   node.lease_ttl = absl::Seconds(config.lease_ttl);
   if (!RetryUntilUp("registering the node in etcd", signals, [&] {
         auto started =

@@ -15,6 +15,7 @@
 #include "server/advertise.h"
 #include "server/data_dir.h"
 #include "server/http_server.h"
+#include "server/query_setup.h"
 #include "server/wal_opener.h"
 #include "spdlog/spdlog.h"
 #include "storage/meta/embedded_meta_store.h"
@@ -152,8 +153,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   s->wal = *std::move(wal);
   s->wal.opener = WithOpenHook(std::move(s->wal.opener), hooks.before_wal_open);
   s->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
-  s->queries = std::make_unique<query::QueryRegistry>(
-      query::QueryRegistryOptions{.shard = {}, .tso = s->coordinator->oracle()});
+  s->queries = MakeQueryRegistry(config, s->coordinator->oracle());
   s->query_gauges = query::RegisterQueryGauges(metrics::DefaultRegistry(), s->queries.get());
 
   rpc::RpcServerOptions rpc_options;
@@ -188,6 +188,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   node.registry = s->registry.get();
   node.queries = s->queries.get();
   node.wal.tso = s->coordinator->oracle();
+  RefuseInsertsAboveGrowingLimit(s->queries.get(), &node.wal);
   node.lease_ttl = absl::Seconds(config.lease_ttl);
   auto started = streaming::StreamingNode::Start(s->store.get(), node, absl::Now() + kStartTimeout);
   if (!started.ok()) return started.status();

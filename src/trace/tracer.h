@@ -28,6 +28,8 @@ struct TracerPipeline;  // sampler + processor + resource of an SdkTracerProvide
 
 // The instrumentation scope of every WAL span (docs/tracing.md §2).
 inline constexpr std::string_view kWalTracerScope = "kingfisher.streaming.wal";
+// The scope of search and get spans (docs/search.md): a trace of their own, not WAL spans.
+inline constexpr std::string_view kSearchTracerScope = "kingfisher.search";
 
 class Tracer {
  public:

@@ -1,5 +1,6 @@
 #include "wal/collection_interceptor.h"
 
+#include <optional>
 #include <utility>
 
 namespace kf::wal {
@@ -7,9 +8,15 @@ namespace kf::wal {
 size_t CollectionInterceptor::Admit(std::span<AppendContext> run) {
   // Payload decoding stays outside the sequencer lock.
   size_t rejected = 0;
+  std::optional<absl::Status> inserts;  // asked at the run's first Insert
   for (AppendContext& a : run) {
     if (a.stage != AppendContext::Stage::kAdmitting) continue;
-    if (absl::Status bad = CollectionTable::Prepare(a.msg, &a.collection); !bad.ok()) {
+    absl::Status bad = CollectionTable::Prepare(a.msg, &a.collection);
+    if (bad.ok() && a.collection.type == MessageType::kInsert && admit_inserts_) {
+      if (!inserts.has_value()) inserts = admit_inserts_();
+      bad = *inserts;
+    }
+    if (!bad.ok()) {
       a.Reject(std::move(bad));
       ++rejected;
     }

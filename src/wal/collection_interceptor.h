@@ -7,11 +7,16 @@
 // applies a DDL's effect under the same lock, so every later append sees it and nothing lands
 // after a DropCollection. Its table comes from recovery (RecoverWal replays every DDL).
 //
+// Admit also asks `admit_inserts` (WalOptions), once per run holding an Insert, and refuses
+// the run's Inserts with its error (the growing-memory limit).
+//
 // Thread-safety: the table is guarded by the sequencer lock (`seq_mu`); Restore and state take
 // it.
 #pragma once
 
+#include <functional>
 #include <string_view>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -22,7 +27,8 @@ namespace kf::wal {
 
 class CollectionInterceptor final : public AppendInterceptor {
  public:
-  explicit CollectionInterceptor(absl::Mutex* seq_mu) : seq_mu_(seq_mu) {}
+  CollectionInterceptor(absl::Mutex* seq_mu, std::function<absl::Status()> admit_inserts)
+      : seq_mu_(seq_mu), admit_inserts_(std::move(admit_inserts)) {}
 
   uint32_t hooks() const override { return kAdmit | kBeforeSequence | kAfterEnqueued; }
   // AfterEnqueued applies DDL, which is never ordinary.
@@ -38,6 +44,7 @@ class CollectionInterceptor final : public AppendInterceptor {
 
  private:
   absl::Mutex* const seq_mu_;
+  const std::function<absl::Status()> admit_inserts_;
   CollectionTable table_ ABSL_GUARDED_BY(seq_mu_);
 };
 

@@ -30,6 +30,7 @@
 // nothing written.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +96,10 @@ struct WalOptions {
   // Where the Wal's metrics go (wal_metrics.h); borrowed, must outlive the Wal. Null: the
   // process-wide metrics::DefaultRegistry().
   metrics::Registry* metrics = nullptr;
+  // Asked before each run of appends holding an Insert (appending thread, no lock; must be
+  // cheap): an error refuses the run's Inserts with it and appends nothing of them (the node's
+  // growing-memory limit, docs/search.md). Empty: every Insert is admitted.
+  std::function<absl::Status()> admit_inserts;
 };
 
 // Where a reader starts (docs/semantics.md §3 DeliverPolicy).

@@ -33,7 +33,7 @@ WalImpl::WalImpl(WalOptions options, std::unique_ptr<WalBackend> backend,
                   .max_append_attempts = options_.max_append_attempts,
                   .initial_backoff = options_.initial_backoff},
                  backend_.get(), &chain_, &completion_, &txns_, &readers_),
-      collections_(sequencer_.mutex()),
+      collections_(sequencer_.mutex(), options_.admit_inserts),
       txn_rules_(&txns_),
       idempotency_(options_.dedup_window_per_producer),
       timeticks_(&txns_) {

@@ -118,7 +118,6 @@ TEST_F(KfctlSearchTest, BadInputGetsAClearErrorAndChangesNothing) {
       {{"search", "bad", "--vector", "1,2,3,4", "--partition", "zz"}, 1, "partition zz"},
       {{"search", "bad", "--file", garbage}, 2, "kfctl:"},
       {{"search", "bad", "--vector", "1,2,3,4", "--consistency", "sometimes"}, 2, "consistency"},
-      {{"search", "bad", "--vector", "1,2,3,4", "--consistency", "session"}, 1, "session"},
       {{"search", "bad"}, 2, "--vector"},
       {{"get", "bad", "--pks", "x"}, 2, "--pks"},
   };
@@ -135,6 +134,40 @@ TEST_F(KfctlSearchTest, BadInputGetsAClearErrorAndChangesNothing) {
       Run({"search", "bad", "--vector", "0,0,0,0", "--topk", "10", "--consistency", "strong"});
   ASSERT_EQ(all.exit_code, 0) << Describe(all);
   EXPECT_EQ(all.lines.at(0)["hits"].size(), 3u) << Describe(all);
+}
+
+// Session consistency: a client reads its own acknowledged writes at once, at the timetick of
+// its last write (no fresh timestamp); before its first write it reads as strong.
+TEST_F(KfctlSearchTest, ASessionSearchSeesTheClientsOwnWritesAtOnce) {
+  auto client = kingfisher::Client::Connect({.endpoint = server().address()});
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto info = (*client)->CreateCollection({.name = "mine", .dim = 2, .shards = 2});
+  ASSERT_TRUE(info.ok()) << info.status();
+  auto producer = (*client)->CreateProducer();
+  ASSERT_TRUE(producer.ok()) << producer.status();
+  kingfisher::SearchOptions session;
+  session.consistency = kingfisher::Consistency::kSession;
+  session.topk = 1;
+  auto before = (*client)->Search("mine", {0, 0}, session);  // no write yet: strong
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_TRUE(before->hits.at(0).empty());
+  uint64_t last_ack = 0;
+  for (int64_t pk = 1; pk <= 20; ++pk) {
+    const std::vector<float> v = {static_cast<float>(pk), static_cast<float>(-pk)};
+    auto msgs = kingfisher::InsertMessages(*info, {pk}, v);
+    ASSERT_TRUE(msgs.ok()) << msgs.status();
+    auto ack = (*producer)->AppendSync(std::move((*msgs)[0]));
+    ASSERT_TRUE(ack.ok()) << ack.status();
+    last_ack = std::max(last_ack, ack->timetick.value());
+    auto found = (*client)->Search("mine", v, session);
+    ASSERT_TRUE(found.ok()) << found.status();
+    ASSERT_EQ(found->hits.at(0).size(), 1u) << pk;
+    EXPECT_EQ(found->hits[0][0].pk, pk);
+    EXPECT_EQ(found->timestamp.value(), last_ack);  // read at its own last write
+    auto got = (*client)->Get("mine", {pk}, session);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->rows.size(), 1u) << pk;
+  }
 }
 
 // The client caches a collection's description for its searches: a collection dropped and

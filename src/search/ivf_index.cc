@@ -1,0 +1,100 @@
+#include "search/ivf_index.h"
+
+#include <faiss/Clustering.h>
+#include <faiss/IndexFlat.h>
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "search/flat_search.h"
+#include "search/growing_segment.h"
+#include "search/top_k.h"
+
+namespace kf::search {
+namespace {
+
+// The list of a vector: its best centroid by the metric's score.
+size_t NearestList(const std::vector<float>& centroids, size_t nlist, Metric metric, const float* v,
+                   uint32_t dim) {
+  size_t best = 0;
+  float best_score = 0;
+  for (size_t c = 0; c < nlist; ++c) {
+    const float s = Score(metric, v, centroids.data() + c * dim, dim);
+    if (c == 0 || s < best_score) {
+      best = c;
+      best_score = s;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<IvfIndex>> IvfIndex::Build(const float* vectors, size_t rows,
+                                                          uint32_t dim, Metric metric,
+                                                          const IndexOptions& options) {
+  std::unique_ptr<IvfIndex> index(new IvfIndex(dim, metric, options));
+  const size_t nlist = std::max<size_t>(1, rows / std::max<size_t>(1, options.rows_per_list));
+  try {
+    faiss::ClusteringParameters cp;
+    cp.niter = options.train_iterations;
+    cp.spherical = metric != Metric::kL2;  // IP, COSINE: centroids on the unit sphere
+    cp.max_points_per_centroid = static_cast<int>(rows / nlist + 1);  // every row trains
+    cp.min_points_per_centroid = 1;
+    faiss::Clustering kmeans(static_cast<int>(dim), static_cast<int>(nlist), cp);
+    faiss::IndexFlatL2 assign(static_cast<faiss::Index::idx_t>(dim));
+    kmeans.train(static_cast<faiss::Index::idx_t>(rows), vectors, assign);
+    index->centroids_ = std::move(kmeans.centroids);
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("training the IVF centroids of ", rows, " rows: ", e.what()));
+  }
+  // Counting sort of the rows by list.
+  std::vector<uint32_t> list_of(rows);
+  index->list_begin_.assign(nlist + 1, 0);
+  for (size_t r = 0; r < rows; ++r) {
+    list_of[r] = static_cast<uint32_t>(
+        NearestList(index->centroids_, nlist, metric, vectors + r * dim, dim));
+    ++index->list_begin_[list_of[r] + 1];
+  }
+  for (size_t i = 0; i < nlist; ++i) index->list_begin_[i + 1] += index->list_begin_[i];
+  index->rows_.resize(rows);
+  index->vectors_.resize(rows * dim);
+  std::vector<uint32_t> next(index->list_begin_.begin(), index->list_begin_.end() - 1);
+  for (size_t r = 0; r < rows; ++r) {
+    const uint32_t at = next[list_of[r]]++;
+    index->rows_[at] = static_cast<uint32_t>(r);
+    std::copy_n(vectors + r * dim, dim, index->vectors_.data() + size_t{at} * dim);
+  }
+  return index;
+}
+
+void IvfIndex::Search(const Chunk& chunk, const float* query, size_t nprobe,
+                      const SearchFilter& filter, TopK* top) const {
+  const size_t nlist = this->nlist();
+  nprobe = std::min(nlist, nprobe == 0 ? options_.nprobe : nprobe);
+  const Kernel kernel = metric_ == Metric::kL2 ? L2SqrKernel() : InnerProductKernel();
+  const float sign = metric_ == Metric::kL2 ? 1.0f : -1.0f;
+  // The nprobe best lists: (score, list), best first.
+  std::vector<std::pair<float, uint32_t>> lists(nlist);
+  for (size_t c = 0; c < nlist; ++c) {
+    lists[c] = {sign * kernel(query, centroids_.data() + c * dim_, dim_), static_cast<uint32_t>(c)};
+  }
+  std::partial_sort(lists.begin(), lists.begin() + static_cast<std::ptrdiff_t>(nprobe),
+                    lists.end());
+  for (size_t p = 0; p < nprobe; ++p) {
+    const uint32_t list = lists[p].second;
+    for (uint32_t i = list_begin_[list]; i < list_begin_[list + 1]; ++i) {
+      const float score = sign * kernel(query, vectors_.data() + size_t{i} * dim_, dim_);
+      if (!top->Admits(score)) continue;
+      const uint32_t row = rows_[i];
+      const int64_t pk = chunk.pk(row);
+      if (!chunk.VisibleAt(row, filter.ts) || pk < filter.min_pk || pk > filter.max_pk) continue;
+      top->Push({score, pk});
+    }
+  }
+}
+
+}  // namespace kf::search

@@ -1,0 +1,38 @@
+#include "server/query_setup.h"
+
+#include <unistd.h>
+
+#include "search/index_builder.h"
+#include "spdlog/spdlog.h"
+
+namespace kf::server {
+namespace {
+
+// growing_memory_limit 0: half of this machine's physical memory.
+size_t GrowingMemoryLimit(const ServerConfig& config) {
+  if (config.growing_memory_limit != 0) return config.growing_memory_limit;
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 2 : 0;
+}
+
+}  // namespace
+
+std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& config,
+                                                        TimestampSource* tso) {
+  query::QueryRegistryOptions options;
+  options.shard.chunk_rows = config.search_chunk_rows;
+  options.shard.indexer = std::make_shared<search::IndexBuilder>(
+      search::IndexOptions{.nprobe = static_cast<size_t>(config.search_nprobe)});
+  options.tso = tso;
+  options.growing_memory_limit = GrowingMemoryLimit(config);
+  spdlog::info("search: chunks of {} rows, nprobe {}, growing memory limit {} MiB",
+               config.search_chunk_rows, config.search_nprobe, options.growing_memory_limit >> 20);
+  return std::make_unique<query::QueryRegistry>(std::move(options));
+}
+
+void RefuseInsertsAboveGrowingLimit(const query::QueryRegistry* queries, wal::WalOptions* wal) {
+  wal->admit_inserts = [queries] { return queries->AdmitInsert(); };
+}
+
+}  // namespace kf::server
