@@ -564,8 +564,9 @@ void ProducerImpl::Finish(const std::shared_ptr<Op>& op,
     op->prepared->span->End();
     op->prepared.reset();
   }
-  if (r.ok() && session_ != nullptr)
+  if (r.ok() && session_ != nullptr && IsSessionWrite(op->message.type())) {
     session_->Acknowledged(op->message.vchannel(), r->timetick.value());
+  }
   if (op->logical_span) {
     if (r.ok()) {
       op->logical_span->SetAttribute("message.timetick", static_cast<int64_t>(r->timetick.value()));

@@ -15,8 +15,16 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "kingfisher/types.h"
 
 namespace kf::client {
+
+// The writes a session read must see: collection data and the commit that makes a txn's
+// visible. Nothing else is recorded (a raw produce pays no lock for it).
+inline bool IsSessionWrite(kingfisher::MessageType type) {
+  return type == kingfisher::MessageType::kInsert || type == kingfisher::MessageType::kDelete ||
+         type == kingfisher::MessageType::kCommitTxn;
+}
 
 class SessionClock {
  public:

@@ -23,15 +23,37 @@ absl::Status Invalid(std::string_view what) {
   return StreamingError(StreamingCode::kInvalidArgument, what);
 }
 
-}  // namespace
-
-namespace {
-
 QueryRegistryOptions WithAccount(QueryRegistryOptions options) {
   if (options.shard.account == nullptr) {
     options.shard.account = std::make_shared<search::MemoryAccount>();
   }
   return options;
+}
+
+// The server span of one shard call, a child of the request's traceparent (a root without).
+std::shared_ptr<trace::Span> StartShardSpan(std::string_view traceparent, std::string_view name,
+                                            std::string_view vchannel,
+                                            kingfisher::v1::ConsistencyLevel consistency) {
+  trace::Context parent;
+  if (auto sc = trace::ParseTraceparent(traceparent)) parent = parent.WithRemoteParent(*sc);
+  return trace::GetTracerProvider()
+      ->GetTracer(trace::kSearchTracerScope)
+      ->StartSpan(parent, name, trace::SpanKind::kServer,
+                  {{"vchannel", std::string(vchannel)},
+                   {"search.consistency", kingfisher::v1::ConsistencyLevel_Name(consistency)}})
+      .second;
+}
+
+// Ends `span` with the call's outcome.
+template <typename Response>
+absl::StatusOr<Response> Finish(trace::Span& span, absl::StatusOr<Response> out) {
+  if (out.ok()) {
+    span.SetAttribute("search.timestamp", static_cast<int64_t>(out->timestamp()));
+  } else {
+    span.RecordError(out.status());
+  }
+  span.End();
+  return out;
 }
 
 }  // namespace
@@ -125,7 +147,6 @@ std::vector<QueryRegistry::CollectionStats> QueryRegistry::CollectionsStats() co
       c.collection_id = shard->schema().collection_id;
       c.growing_bytes += shard->memory_bytes();
       c.index_bytes += shard->index_bytes();
-      c.rows += shard->rows();
     }
   }
   std::vector<CollectionStats> out;
@@ -210,36 +231,6 @@ absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(
   }
   return out;
 }
-
-namespace {
-
-// The server span of one shard call, a child of the request's traceparent (a root without).
-std::shared_ptr<trace::Span> StartShardSpan(std::string_view traceparent, std::string_view name,
-                                            std::string_view vchannel,
-                                            kingfisher::v1::ConsistencyLevel consistency) {
-  trace::Context parent;
-  if (auto sc = trace::ParseTraceparent(traceparent)) parent = parent.WithRemoteParent(*sc);
-  return trace::GetTracerProvider()
-      ->GetTracer(trace::kSearchTracerScope)
-      ->StartSpan(parent, name, trace::SpanKind::kServer,
-                  {{"vchannel", std::string(vchannel)},
-                   {"search.consistency", kingfisher::v1::ConsistencyLevel_Name(consistency)}})
-      .second;
-}
-
-// Ends `span` with the call's outcome.
-template <typename Response>
-absl::StatusOr<Response> Finish(trace::Span& span, absl::StatusOr<Response> out) {
-  if (out.ok()) {
-    span.SetAttribute("search.timestamp", static_cast<int64_t>(out->timestamp()));
-  } else {
-    span.RecordError(out.status());
-  }
-  span.End();
-  return out;
-}
-
-}  // namespace
 
 absl::StatusOr<kingfisher::v1::SearchResponse> QueryRegistry::Search(
     const kingfisher::v1::SearchRequest& r, absl::Time deadline) const {

@@ -83,7 +83,6 @@ class QueryRegistry {
     int64_t collection_id = 0;
     size_t growing_bytes = 0;
     size_t index_bytes = 0;
-    size_t rows = 0;
   };
   std::vector<CollectionStats> CollectionsStats() const;
 

@@ -61,14 +61,16 @@ void IndexBuilder::Run() {
     mu_.Unlock();
     absl::StatusOr<std::unique_ptr<IvfIndex>> index = IvfIndex::Build(
         chunk->vectors_.get(), chunk->capacity_, chunk->dim_, task.metric, options_);
+    const bool built = index.ok();
+    if (built) {
+      chunk->PublishIndex(*std::move(index));
+    } else {
+      spdlog::error("search: chunk stays exact: {}", index.status().ToString());
+    }
+    chunk.reset();  // the last reference when its segment is gone: freed outside the lock
     mu_.Lock();
     busy_ = false;
-    if (!index.ok()) {
-      spdlog::error("search: chunk stays exact: {}", index.status().ToString());
-      continue;
-    }
-    chunk->PublishIndex(*std::move(index));
-    ++built_;
+    built_ += built ? 1 : 0;
   }
   mu_.Unlock();
 }
