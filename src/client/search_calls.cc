@@ -5,8 +5,8 @@
 // every other shard is asked at that T, in parallel, so a multi-shard search is one snapshot
 // (kEventually asks each shard for what it has applied). A shard call that meets a routing error
 // (CHANNEL_NOT_EXIST, UNMATCHED_CHANNEL_TERM, CHANNEL_FENCED) waits for a newer assignment and
-// is sent again; a node that cannot be reached is retried with backoff, as appends are, until
-// the call's deadline.
+// is sent again; a node that cannot be reached is retried with backoff, as appends are, each
+// attempt bounded by ClientOptions::attempt_timeout, until the call's deadline.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/channel_ready.h"
 #include "client/client_impl.h"
 #include "client/client_internal.h"
 #include "client/retry.h"
@@ -45,21 +46,45 @@ absl::Status OnShard(const Client::Impl& impl, const std::string& vchannel, absl
   absl::StatusOr<std::string> pchannel = kf::PChannelOfVChannel(vchannel);
   if (!pchannel.ok()) return pchannel.status();
   kf::client::Backoff backoff(impl.options_.retry);
-  int64_t after_version = 0;
+  int64_t stale_version = 0;  // after a routing error: the version of the route that failed
   for (;;) {
-    auto route = impl.router_->Resolve(*pchannel, after_version, deadline);
-    if (!route.ok()) return route.status();
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(deadline));
-    ctx.set_wait_for_ready(true);
-    auto stub = v1::Search::NewStub(route->node->channel);
-    absl::Status s = kf::wire::FromGrpcStatus(call(*stub, &ctx));
-    if (s.ok() || absl::Now() >= deadline) return s;
-    if (kf::client::IsRoutingError(s)) {
-      after_version = route->version;  // wait for the assignment that moved it
+    // After a routing error, wait for the assignment that moved the pchannel, but only for a
+    // backoff: a node that is still opening the pchannel answers CHANNEL_NOT_EXIST at the
+    // current version too, and is asked again.
+    absl::StatusOr<kf::client::Router::Route> route =
+        stale_version == 0
+            ? impl.router_->Resolve(*pchannel, 0, deadline)
+            : impl.router_->Resolve(*pchannel, stale_version,
+                                    std::min(deadline, absl::Now() + backoff.Next()));
+    if (!route.ok() && stale_version != 0 && absl::IsUnavailable(route.status()) &&
+        absl::Now() < deadline) {
+      stale_version = 0;
       continue;
     }
-    if (!absl::IsUnavailable(s)) return s;
+    if (!route.ok()) return route.status();
+    stale_version = 0;
+    // Wait for the node's connection only while it still owns the pchannel: a killed node's
+    // channel never gets ready, and its successor is announced by discovery.
+    const absl::Time attempt_deadline =
+        std::min(deadline, absl::Now() + absl::FromChrono(impl.options_.attempt_timeout));
+    bool moved = false;
+    absl::Status s = kf::client::AwaitChannelReady(*route->node->channel, attempt_deadline, [&] {
+      moved = !impl.router_->IsCurrent(*pchannel, *route);
+      return moved;
+    });
+    if (s.ok()) {
+      grpc::ClientContext ctx;  // fail-fast: a node that dies now fails the call at once
+      ctx.set_deadline(absl::ToChronoTime(attempt_deadline));
+      auto stub = v1::Search::NewStub(route->node->channel);
+      s = kf::wire::FromGrpcStatus(call(*stub, &ctx));
+    }
+    if (s.ok() || absl::Now() >= deadline) return s;
+    if (moved || kf::client::IsRoutingError(s)) {
+      stale_version = route->version;
+      continue;
+    }
+    // A search is read-only: an attempt that ran out of time is simply sent again.
+    if (!absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) return s;
     absl::SleepFor(std::min(backoff.Next(), deadline - absl::Now()));  // the node is away
   }
 }

@@ -207,6 +207,9 @@ absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(
                    {"tsafe", static_cast<int64_t>(applier.tsafe())},
                    {"wait.ms", absl::ToDoubleMilliseconds(absl::Now() - wait_start)}});
   };
+  if (options_.wal_tso != nullptr && applier.tsafe() < out.ts) {
+    options_.wal_tso->Observe(TimeTick(out.ts)).IgnoreError();  // only drops a stale batch
+  }
   while (applier.tsafe() < out.ts) {
     if (absl::Status s = out.follower->status(); !s.ok()) {
       return StreamingError(StreamingCode::kChannelNotExist,

@@ -3,11 +3,11 @@
 // closes it; the Search service answers one shard's Search and Get from here.
 //
 // A call's timestamp T is resolved as search.proto says (STRONG: a fresh timestamp from the
-// node's source; BOUNDED: now - staleness; EVENTUALLY: the shard's tSafe; an explicit one as
-// given). Then the call waits until the pchannel's tSafe reaches T, asking the WAL for a
-// TimeTick at once and again every few milliseconds while it waits (a TimeTick is not issued
-// while an append is in flight), so a search waits for the writes before it, not for the
-// periodic TimeTick; DEADLINE_EXCEEDED if the deadline passes first.
+// oracle, above every timetick any node has handed out; BOUNDED: now - staleness; EVENTUALLY: the
+// shard's tSafe; an explicit one as given). Then the call waits until the pchannel's tSafe reaches
+// T, asking the WAL for a TimeTick at once and again every few milliseconds while it waits (a
+// TimeTick is not issued while an append is in flight), so a search waits for the writes before it,
+// not for the periodic TimeTick; DEADLINE_EXCEEDED if the deadline passes first.
 //
 // Tracing (docs/search.md): each call is a `kf.search.shard` / `kf.get.shard` server span, a
 // child of the request's traceparent, with a `tsafe.wait` event saying how long it waited.
@@ -37,8 +37,13 @@ namespace kf::query {
 inline constexpr uint32_t kMaxTopK = 16384;
 
 struct QueryRegistryOptions {
-  ShardOptions shard;              // without an account, the registry makes one
-  TimestampSource* tso = nullptr;  // STRONG's timestamps; borrowed
+  ShardOptions shard;  // without an account, the registry makes one
+  // STRONG's timestamps: above every timestamp any node handed out before the call (the oracle,
+  // not a node's batch). Borrowed.
+  TimestampSource* tso = nullptr;
+  // The followed WALs' timetick source when it is not `tso` (a node's batch): told each
+  // timestamp a call waits for, so the TimeTicks the call asks for reach it at once. Borrowed.
+  TimestampSource* wal_tso = nullptr;
   // Growing bytes (rows and indexes, every followed pchannel) above which AdmitInsert refuses;
   // 0: no limit.
   size_t growing_memory_limit = 0;

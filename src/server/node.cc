@@ -35,7 +35,8 @@ struct Node {
   std::unique_ptr<meta::EtcdMetaStore> store;
   std::unique_ptr<streaming::AssignmentView> view;
   std::unique_ptr<rpc::CoordTsoFetcher> tso_fetcher;
-  std::unique_ptr<streaming::BatchedTimestampSource> tso;
+  std::unique_ptr<streaming::BatchedTimestampSource> tso;        // the WALs' timeticks
+  std::unique_ptr<streaming::OracleTimestampSource> strong_tso;  // strong searches' timestamps
   WalStorage wal;
   std::unique_ptr<streaming::node::DynamicWalRegistry> registry;
   std::unique_ptr<query::QueryRegistry> queries;  // the shards of the WALs it opens
@@ -93,7 +94,8 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   if (!wal.ok()) return wal.status();
   n->wal = *std::move(wal);
   n->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
-  n->queries = MakeQueryRegistry(config, n->tso.get());
+  n->strong_tso = std::make_unique<streaming::OracleTimestampSource>(n->tso_fetcher.get());
+  n->queries = MakeQueryRegistry(config, n->strong_tso.get(), n->tso.get());
   n->query_gauges = query::RegisterQueryGauges(metrics::DefaultRegistry(), n->queries.get());
   // This node's own view (what it serves right now), so an operator sees on each node's
   // /metrics when it stopped serving a pchannel it lost.

@@ -19,12 +19,14 @@ size_t GrowingMemoryLimit(const ServerConfig& config) {
 }  // namespace
 
 std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& config,
-                                                        TimestampSource* tso) {
+                                                        TimestampSource* tso,
+                                                        TimestampSource* wal_tso) {
   query::QueryRegistryOptions options;
   options.shard.chunk_rows = config.search_chunk_rows;
   options.shard.indexer = std::make_shared<search::IndexBuilder>(
       search::IndexOptions{.nprobe = static_cast<size_t>(config.search_nprobe)});
   options.tso = tso;
+  options.wal_tso = wal_tso;
   options.growing_memory_limit = GrowingMemoryLimit(config);
   spdlog::info("search: chunks of {} rows, nprobe {}, growing memory limit {} MiB",
                config.search_chunk_rows, config.search_nprobe, options.growing_memory_limit >> 20);

@@ -9,6 +9,18 @@ namespace kf::streaming {
 BatchedTimestampSource::BatchedTimestampSource(TimestampBatchFetcher* fetcher, Options options)
     : fetcher_(fetcher), options_(std::move(options)) {}
 
+absl::StatusOr<TimeTick> OracleTimestampSource::Allocate(uint32_t count) {
+  if (count == 0) return absl::InvalidArgumentError("allocate count must be >= 1");
+  absl::StatusOr<TimestampBatchFetcher::Batch> b =
+      fetcher_->Fetch(count, TimeTick(0), absl::Now() + fetch_timeout_);
+  if (!b.ok()) return b.status();
+  if (b->count < count) {
+    return absl::InternalError(absl::StrCat("timestamp oracle returned ", b->count,
+                                            " timeticks, need ", count));
+  }
+  return b->first;
+}
+
 absl::StatusOr<TimeTick> BatchedTimestampSource::Allocate(uint32_t count) {
   if (count == 0) return absl::InvalidArgumentError("allocate count must be >= 1");
   absl::MutexLock l(&mu_);

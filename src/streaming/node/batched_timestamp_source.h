@@ -9,6 +9,9 @@
 // Thread-safety: thread-safe; a refill holds the lock across the fetch (the WAL allocates
 // under its sequencer lock anyway). Ownership: borrows the fetcher.
 // Errors: the fetcher's (UNAVAILABLE while no coordinator answers); nothing is handed out then.
+//
+// OracleTimestampSource, below, fetches every timestamp on its own: what a strong search starts
+// from.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,22 @@ class TimestampBatchFetcher {
   };
   virtual ~TimestampBatchFetcher() = default;
   virtual absl::StatusOr<Batch> Fetch(uint32_t count, TimeTick at_least, absl::Time deadline) = 0;
+};
+
+// Every Allocate asks the oracle (no batch): a timestamp above every one any node has handed
+// out before the call, as a strong search needs (a node's batch may lie below another node's).
+class OracleTimestampSource final : public TimestampSource {
+ public:
+  explicit OracleTimestampSource(TimestampBatchFetcher* fetcher,
+                                 absl::Duration fetch_timeout = absl::Seconds(2))
+      : fetcher_(fetcher), fetch_timeout_(fetch_timeout) {}
+
+  absl::StatusOr<TimeTick> Allocate(uint32_t count = 1) override;
+  absl::Status Observe(TimeTick) override { return absl::OkStatus(); }  // the oracle knows
+
+ private:
+  TimestampBatchFetcher* const fetcher_;
+  const absl::Duration fetch_timeout_;
 };
 
 class BatchedTimestampSource final : public TimestampSource {

@@ -89,5 +89,22 @@ TEST_F(BatchedTimestampSourceTest, BatchBelowWhatWasHandedOutIsRefused) {
   EXPECT_EQ(src2.Allocate().status().code(), absl::StatusCode::kInternal);
 }
 
+// What a strong search needs: a timestamp above what another node's batch still hands out.
+TEST_F(BatchedTimestampSourceTest, OracleSourceIsAboveEveryBatchHandedOut) {
+  BatchedTimestampSource node_a(&oracle_, Opts(100));
+  BatchedTimestampSource node_b(&oracle_, Opts(100));
+  OracleTimestampSource strong(&oracle_);
+  EXPECT_EQ(node_a.Allocate()->value(), 1000u);
+  EXPECT_EQ(node_b.Allocate()->value(), 1100u);  // acknowledged on node b
+  const uint64_t t = strong.Allocate()->value();
+  EXPECT_GT(t, 1100u);
+  EXPECT_LT(node_a.Allocate()->value(), t);  // node a's batch lies below: not a fresh T
+  ASSERT_TRUE(node_a.Observe(TimeTick(t)).ok());
+  EXPECT_GT(node_a.Allocate()->value(), t);  // a search waiting for T gets TimeTicks above it
+  oracle_.fail = absl::UnavailableError("no coordinator");
+  EXPECT_TRUE(absl::IsUnavailable(strong.Allocate().status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(strong.Allocate(0).status()));
+}
+
 }  // namespace
 }  // namespace kf::streaming

@@ -1,0 +1,259 @@
+// Crash acceptance of real-time search (issue 28, docs/search.md): inserts and deletes run
+// against a collection while the process owning one of its shards is killed with SIGKILL — a
+// node of the cluster (its pchannel migrates to a live node, which rebuilds the shard from the
+// WAL) or the standalone server (restarted on the same address). Afterwards every acknowledged
+// row is found by `get` and by a strong search for its own vector exactly once, and every
+// acknowledged delete still hides its row. Searches issued while the shard moves wait for it
+// and answer correctly.
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster_fixture.h"
+#include "common/testing/wait_until.h"
+#include "kingfisher/collections.h"
+#include "kingfisher/search.h"
+#include "message/vchannel_name.h"
+
+namespace kf::cluster_testing {
+namespace {
+
+constexpr uint32_t kDim = 8;
+constexpr int kRowsPerInsert = 4;
+constexpr int kDeleteEvery = 5;  // every 5th insert is followed by a delete of its first row
+
+// A row's vector is a function of its pk, so a search for it can name the row it must find.
+std::vector<float> VectorOf(int64_t pk) {
+  std::mt19937_64 rng(static_cast<uint64_t>(pk));
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(kDim);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+kingfisher::ReadOptions Strong() {
+  kingfisher::ReadOptions o;
+  o.consistency = kingfisher::Consistency::kStrong;
+  o.deadline = kingfisher::Clock::now() + std::chrono::seconds(60);
+  return o;
+}
+
+// One thread per shard inserting `inserts` batches of kRowsPerInsert rows of that shard (one
+// Insert message each, AppendSync) and deleting the first row of every kDeleteEvery-th batch
+// once it is acknowledged; plus a searcher looking up, with strong searches, rows that are never
+// deleted (the second of each acknowledged batch) until Stop. Every outcome is recorded.
+class SearchLoad {
+ public:
+  SearchLoad(kingfisher::Client* client, kingfisher::CollectionInfo collection, int inserts)
+      : client_(client), collection_(std::move(collection)) {
+    for (uint32_t s = 0; s < collection_.shards; ++s) {
+      writers_.emplace_back([this, s, inserts] { Write(s, inserts); });
+    }
+    searcher_ = std::thread([this] { Search(); });
+  }
+  ~SearchLoad() { Join(); }
+
+  void Join() {
+    for (auto& t : writers_) {
+      if (t.joinable()) t.join();
+    }
+    stop_ = true;
+    if (searcher_.joinable()) searcher_.join();
+  }
+  int acked_inserts() const { return acked_inserts_.load(); }
+
+  // Filled by the threads; read after Join.
+  std::set<int64_t> live;       // acknowledged, not deleted
+  std::set<int64_t> deleted;    // acknowledged insert, acknowledged delete
+  std::set<int64_t> uncertain;  // an insert or a delete that failed: either outcome is allowed
+  std::vector<std::string> errors;
+  int searches = 0;
+
+ private:
+  void Write(uint32_t shard, int inserts) {
+    auto producer = client_->CreateProducer();
+    if (!producer.ok()) return Error(producer.status().ToString());
+    int64_t next = 1'000'000 * (shard + 1);
+    for (int i = 0; i < inserts; ++i) {
+      std::vector<int64_t> pks;
+      std::vector<float> vectors;
+      while (pks.size() < kRowsPerInsert) {
+        const int64_t pk = next++;
+        if (kingfisher::ShardOfPk(pk, collection_.shards) != shard) continue;
+        pks.push_back(pk);
+        for (float x : VectorOf(pk)) vectors.push_back(x);
+      }
+      auto messages = kingfisher::InsertMessages(collection_, pks, vectors);
+      if (!messages.ok() || messages->size() != 1) return Error("InsertMessages");
+      auto inserted = (*producer)->AppendSync(std::move(messages->front()));
+      {
+        absl::MutexLock l(&mu_);
+        (inserted.ok() ? live : uncertain).insert(pks.begin(), pks.end());
+        if (inserted.ok()) searchable_.push_back(pks[1]);
+      }
+      if (!inserted.ok()) continue;
+      acked_inserts_.fetch_add(1);
+      if (i % kDeleteEvery != 0) continue;
+      auto del = kingfisher::DeleteMessages(collection_, {pks[0]});
+      if (!del.ok() || del->size() != 1) return Error("DeleteMessages");
+      auto deleted_ack = (*producer)->AppendSync(std::move(del->front()));
+      absl::MutexLock l(&mu_);
+      live.erase(pks[0]);
+      (deleted_ack.ok() ? deleted : uncertain).insert(pks[0]);
+    }
+  }
+
+  void Search() {
+    std::mt19937 rng(7);
+    while (!stop_) {
+      int64_t pk;
+      {
+        absl::MutexLock l(&mu_);
+        auto ready = [this] { return !searchable_.empty() || stop_.load(); };
+        mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Seconds(1));
+        if (searchable_.empty()) continue;
+        pk = searchable_[rng() % searchable_.size()];
+      }
+      kingfisher::SearchOptions o;
+      static_cast<kingfisher::ReadOptions&>(o) = Strong();
+      o.topk = 3;
+      auto found = client_->Search(collection_.name, VectorOf(pk), o);
+      absl::MutexLock l(&mu_);
+      ++searches;
+      if (!found.ok()) {
+        errors.push_back(absl::StrCat("search for ", pk, ": ", found.status().ToString()));
+      } else if (found->hits.size() != 1 || found->hits[0].empty() || found->hits[0][0].pk != pk) {
+        std::string hits;
+        for (const auto& h : found->hits[0]) absl::StrAppend(&hits, " ", h.pk, "@", h.distance);
+        errors.push_back(absl::StrCat("search for ", pk, " at ", found->timestamp.value(),
+                                      " did not find it first:", hits));
+      }
+    }
+  }
+
+  void Error(std::string what) {
+    absl::MutexLock l(&mu_);
+    errors.push_back(std::move(what));
+  }
+
+  kingfisher::Client* const client_;
+  const kingfisher::CollectionInfo collection_;
+  absl::Mutex mu_;
+  std::vector<int64_t> searchable_;  // acknowledged, never deleted
+  std::atomic<int> acked_inserts_{0};
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> writers_;
+  std::thread searcher_;
+};
+
+// The checks every scenario ends with (see the file comment).
+void ExpectSearchable(kingfisher::Client* client, const std::string& collection,
+                      const SearchLoad& load) {
+  std::printf("rows: %zu live, %zu deleted, %zu uncertain; %d strong searches during the load\n",
+              load.live.size(), load.deleted.size(), load.uncertain.size(), load.searches);
+  for (const std::string& e : load.errors) ADD_FAILURE() << e;
+  std::vector<int64_t> asked(load.live.begin(), load.live.end());
+  asked.insert(asked.end(), load.deleted.begin(), load.deleted.end());
+  asked.insert(asked.end(), load.uncertain.begin(), load.uncertain.end());
+  auto got = client->Get(collection, asked, Strong());
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::map<int64_t, int> seen;
+  for (const kingfisher::Row& row : got->rows) {
+    ++seen[row.pk];
+    EXPECT_EQ(row.vector, VectorOf(row.pk)) << row.pk;
+  }
+  for (int64_t pk : load.live) EXPECT_EQ(seen[pk], 1) << "acknowledged row " << pk;
+  for (int64_t pk : load.deleted) EXPECT_EQ(seen[pk], 0) << "acknowledged delete of " << pk;
+  for (int64_t pk : load.uncertain) EXPECT_LE(seen[pk], 1) << "unacknowledged " << pk;
+
+  // A strong search for each row's own vector: the row first at distance 0, exactly once; a
+  // deleted row nowhere. 64 queries per call.
+  std::vector<int64_t> queried(load.live.begin(), load.live.end());
+  queried.insert(queried.end(), load.deleted.begin(), load.deleted.end());
+  constexpr size_t kPerCall = 64;
+  for (size_t first = 0; first < queried.size(); first += kPerCall) {
+    const size_t n = std::min(kPerCall, queried.size() - first);
+    std::vector<float> queries;
+    for (size_t i = 0; i < n; ++i) {
+      for (float x : VectorOf(queried[first + i])) queries.push_back(x);
+    }
+    kingfisher::SearchOptions o;
+    static_cast<kingfisher::ReadOptions&>(o) = Strong();
+    o.topk = 5;
+    auto found = client->Search(collection, queries, o);
+    ASSERT_TRUE(found.ok()) << found.status();
+    ASSERT_EQ(found->hits.size(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t pk = queried[first + i];
+      const auto& hits = found->hits[i];
+      const int times = static_cast<int>(std::count_if(
+          hits.begin(), hits.end(), [pk](const kingfisher::SearchHit& h) { return h.pk == pk; }));
+      if (load.live.contains(pk)) {
+        ASSERT_FALSE(hits.empty()) << pk;
+        EXPECT_EQ(hits[0].pk, pk) << "a search for row " << pk << "'s vector";
+        EXPECT_EQ(hits[0].distance, 0.0f) << pk;
+        EXPECT_EQ(times, 1) << "row " << pk << " in a search result";
+      } else {
+        EXPECT_EQ(times, 0) << "deleted row " << pk << " in a search result";
+      }
+    }
+  }
+}
+
+class SearchCrashClusterTest : public ClusterTest {};
+
+TEST_F(SearchCrashClusterTest, KillingAShardsNodeLosesNoRowAndNoDelete) {
+  auto collection = client_->CreateCollection({.name = "vecs", .dim = kDim, .shards = 3});
+  ASSERT_TRUE(collection.ok()) << collection.status();
+  auto pchannel = PChannelOfVChannel(collection->vchannels[0]);
+  ASSERT_TRUE(pchannel.ok()) << pchannel.status();
+  const auto [victim, old_term] = Owners().at(*pchannel);
+  ASSERT_GT(victim, 0);
+
+  constexpr int kInserts = 60;
+  SearchLoad load(client_.get(), *collection, kInserts);
+  ASSERT_TRUE(
+      kf::testing::WaitUntil([&] { return load.acked_inserts() >= kInserts; }, absl::Seconds(60)));
+  const int acked_at_kill = load.acked_inserts();
+  nodes_[victim]->Kill();
+  load.Join();
+  EXPECT_LT(acked_at_kill, 3 * kInserts) << "the kill was not under load";
+
+  ASSERT_TRUE(WaitAllAssigned(absl::Seconds(30)));
+  const auto after = Owners().at(*pchannel);
+  EXPECT_NE(after.first, victim);
+  EXPECT_GT(after.second, old_term);
+  ExpectSearchable(client_.get(), "vecs", load);
+}
+
+TEST(SearchCrashStandaloneTest, KillingTheServerLosesNoRowAndNoDelete) {
+  kf::testing::TempDir dir;
+  kf::testing::ServerProcess server({.data_dir = dir.path() + "/data"});
+  ASSERT_TRUE(server.Start()) << server.Output();
+  kingfisher::ClientOptions options;
+  options.endpoint = server.address();
+  options.append_timeout = std::chrono::seconds(60);
+  auto client = kingfisher::Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto collection = (*client)->CreateCollection({.name = "vecs", .dim = kDim, .shards = 2});
+  ASSERT_TRUE(collection.ok()) << collection.status();
+
+  constexpr int kInserts = 60;
+  SearchLoad load(client->get(), *collection, kInserts);
+  ASSERT_TRUE(kf::testing::WaitUntil([&] { return load.acked_inserts() >= kInserts / 2; },
+                                     absl::Seconds(60)));
+  const int acked_at_kill = load.acked_inserts();
+  server.Kill();
+  ASSERT_TRUE(server.Start()) << server.Output();
+  load.Join();
+  EXPECT_LT(acked_at_kill, 2 * kInserts) << "the kill was not under load";
+  ExpectSearchable(client->get(), "vecs", load);
+}
+
+}  // namespace
+}  // namespace kf::cluster_testing
