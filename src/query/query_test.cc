@@ -489,7 +489,11 @@ TEST_P(QueryModelTest, TheRegistryAnswersEachConsistencyLevelAndRefusesBadCalls)
 TEST_P(QueryModelTest, InsertsAreRefusedAboveTheGrowingMemoryLimitUntilMemoryIsReleased) {
   auto registry = std::make_shared<QueryRegistry>(QueryRegistryOptions{
       .shard = {.chunk_rows = 16}, .tso = tso_.get(), .growing_memory_limit = 1});
-  admit_inserts_ = [registry] { return registry->AdmitInsert(); };
+  // Weak: the registry holds the WAL, whose options hold this gate.
+  admit_inserts_ = [weak = std::weak_ptr<QueryRegistry>(registry)] {
+    auto r = weak.lock();
+    return r == nullptr ? absl::OkStatus() : r->AdmitInsert();
+  };
   Reopen();
   registry->Follow(wal_);
   CreateCollection(kVc0, 42, search::Metric::kL2);
