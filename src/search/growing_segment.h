@@ -87,6 +87,7 @@ class Chunk {
  private:
   friend class GrowingSegment;
   friend class IndexBuilder;
+  friend class SealedSegmentCodec;  // sealed_segment_format.cc: writes a decoded chunk's columns
   // Called once, by the builder.
   void PublishIndex(std::unique_ptr<IvfIndex> index);
 

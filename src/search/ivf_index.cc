@@ -71,6 +71,39 @@ absl::StatusOr<std::unique_ptr<IvfIndex>> IvfIndex::Build(const float* vectors, 
   return index;
 }
 
+absl::StatusOr<std::unique_ptr<IvfIndex>> IvfIndex::FromParts(const float* vectors, size_t rows,
+                                                              uint32_t dim, Metric metric,
+                                                              const IndexOptions& options,
+                                                              std::vector<float> centroids,
+                                                              std::vector<uint32_t> list_begin,
+                                                              std::vector<uint32_t> list_rows) {
+  const size_t nlist = list_begin.empty() ? 0 : list_begin.size() - 1;
+  if (nlist == 0 || centroids.size() != nlist * dim || list_rows.size() != rows ||
+      list_begin.front() != 0 || list_begin.back() != rows ||
+      !std::is_sorted(list_begin.begin(), list_begin.end())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "IVF parts do not fit: ", nlist, " lists, ", centroids.size(), " centroid values for dim ",
+        dim, ", ", list_rows.size(), " listed rows of ", rows));
+  }
+  std::vector<bool> seen(rows);
+  for (uint32_t r : list_rows) {
+    if (r >= rows || seen[r]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("IVF lists name row ", r, " of ", rows, r >= rows ? "" : " twice"));
+    }
+    seen[r] = true;
+  }
+  std::unique_ptr<IvfIndex> index(new IvfIndex(dim, metric, options));
+  index->centroids_ = std::move(centroids);
+  index->list_begin_ = std::move(list_begin);
+  index->rows_ = std::move(list_rows);
+  index->vectors_.resize(rows * dim);
+  for (size_t at = 0; at < rows; ++at) {
+    std::copy_n(vectors + size_t{index->rows_[at]} * dim, dim, index->vectors_.data() + at * dim);
+  }
+  return index;
+}
+
 void IvfIndex::Search(const Chunk& chunk, const float* query, size_t nprobe,
                       const SearchFilter& filter, TopK* top) const {
   const size_t nlist = this->nlist();

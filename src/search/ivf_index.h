@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -46,12 +47,28 @@ class IvfIndex {
                                                          uint32_t dim, Metric metric,
                                                          const IndexOptions& options);
 
+  // The index of a chunk whose `rows` vectors are at `vectors`, from the parts an earlier Build
+  // made (a sealed segment's object): `centroids` (nlist * dim), `list_begin` (nlist + 1
+  // ascending offsets from 0 to rows) and `list_rows` (a permutation of the chunk's rows, grouped
+  // by list). No training: the lists' vector copies are gathered from `vectors`.
+  // INVALID_ARGUMENT when the parts do not fit together.
+  static absl::StatusOr<std::unique_ptr<IvfIndex>> FromParts(const float* vectors, size_t rows,
+                                                             uint32_t dim, Metric metric,
+                                                             const IndexOptions& options,
+                                                             std::vector<float> centroids,
+                                                             std::vector<uint32_t> list_begin,
+                                                             std::vector<uint32_t> list_rows);
+
   // Pushes into `top` the best rows of `chunk` (the chunk this index was built from) among
   // those `filter` admits, probing `nprobe` lists (0: the options' default).
   void Search(const Chunk& chunk, const float* query, size_t nprobe, const SearchFilter& filter,
               TopK* top) const;
 
   size_t nlist() const { return list_begin_.size() - 1; }
+  // The parts FromParts takes.
+  std::span<const float> centroids() const { return centroids_; }
+  std::span<const uint32_t> list_begin() const { return list_begin_; }
+  std::span<const uint32_t> list_rows() const { return rows_; }
   // Bytes held: centroids, the lists' vectors and row ids.
   size_t memory_bytes() const {
     return (centroids_.size() + vectors_.size()) * sizeof(float) +

@@ -5,11 +5,15 @@
 #include <thread>
 #include <vector>
 
+#include "common/errors.h"
+#include "common/testing/seed_mutations.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "search/growing_segment.h"
 #include "search/index_builder.h"
 #include "search/metric.h"
+#include "search/sealed_segment_format.h"
+#include "search/sealed_segment_fuzz_body.h"
 #include "search/segment_search.h"
 #include "search/top_k.h"
 
@@ -369,6 +373,140 @@ TEST(IvfIndexTest, ABuilderStopsWithWorkQueuedAndSkipsDroppedChunks) {
   GrowingSegment seg({.dim = 8, .metric = Metric::kL2, .chunk_rows = 512, .indexer = indexer});
   seg.Insert(pks, data, 1);
   // Destroyed with the segment's chunks queued: the destructor does not wait for them.
+}
+
+// --- The sealed segment object (sealed_segment_format.h).
+
+// A segment of `rows` clustered rows in chunks of `chunk` (the full ones indexed), some deleted.
+std::unique_ptr<GrowingSegment> SealableSegment(Metric metric, uint32_t dim, size_t rows,
+                                                size_t chunk) {
+  std::mt19937 rng(11);
+  const std::vector<float> data = ClusteredRows(rng, rows, dim, 8);
+  auto indexer = std::make_shared<IndexBuilder>(IndexOptions{});
+  auto seg = std::make_unique<GrowingSegment>(
+      SegmentOptions{.dim = dim, .metric = metric, .chunk_rows = chunk, .indexer = indexer});
+  for (size_t r = 0; r < rows; ++r) {
+    const int64_t pk = static_cast<int64_t>(1000 + r);
+    seg->Insert(std::span(&pk, 1), std::span(data).subspan(r * dim, dim), 10 + r);
+  }
+  for (size_t r = 0; r < rows; r += 7) seg->Delete(static_cast<int64_t>(1000 + r), 10 + rows + r);
+  indexer->AwaitIdle();
+  return seg;
+}
+
+SealedSegmentMeta MetaOf(const GrowingSegment& seg) {
+  return {.collection_id = 7,
+          .segment_id = 42,
+          .vchannel = "kf-dml_0_7v0",
+          .partition = "p1",
+          .dim = seg.options().dim,
+          .metric = seg.options().metric,
+          .chunk_rows = static_cast<uint32_t>(seg.options().chunk_rows)};
+}
+
+TEST(SealedSegmentTest, ADecodedSegmentHasEveryRowAndIndexAndSearchesTheSame) {
+  constexpr uint32_t kDim = 16;
+  constexpr size_t kChunk = 512, kRows = 2 * kChunk + 100;
+  for (Metric metric : {Metric::kL2, Metric::kIP, Metric::kCosine}) {
+    auto seg = SealableSegment(metric, kDim, kRows, kChunk);
+    const SegmentSnapshot before = seg->Snapshot();
+    ASSERT_NE(before.chunks[1]->index(), nullptr);
+    auto bytes = EncodeSealedSegment(MetaOf(*seg), before);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    auto account = std::make_shared<MemoryAccount>();
+    auto decoded = DecodeSealedSegment(*bytes, "seg-42", account);
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    const SealedSegmentMeta& m = decoded->meta;
+    EXPECT_EQ(m.collection_id, 7);
+    EXPECT_EQ(m.segment_id, 42);
+    EXPECT_EQ(m.vchannel, "kf-dml_0_7v0");
+    EXPECT_EQ(m.partition, "p1");
+    EXPECT_EQ(m.metric, metric);
+    EXPECT_EQ(m.rows, kRows);
+    EXPECT_EQ(m.min_ts, 10u);
+    EXPECT_EQ(m.max_ts, 10 + kRows - 1);
+    const SegmentSnapshot& after = decoded->snapshot;
+    ASSERT_EQ(after.chunks.size(), 3u);
+    EXPECT_GT(account->bytes(), kRows * kDim * sizeof(float));
+    for (size_t c = 0; c < 3; ++c) {
+      // Full chunks keep their index as built (same lists), the tail has none.
+      const IvfIndex* want = before.chunks[c]->index();
+      const IvfIndex* got = after.chunks[c]->index();
+      ASSERT_EQ(got == nullptr, want == nullptr) << c;
+      if (want != nullptr) {
+        EXPECT_TRUE(std::ranges::equal(got->centroids(), want->centroids()));
+        EXPECT_TRUE(std::ranges::equal(got->list_rows(), want->list_rows()));
+      }
+      for (size_t r = 0; r < before.RowsIn(c); ++r) {
+        const Chunk &a = *before.chunks[c], &b = *after.chunks[c];
+        ASSERT_EQ(b.pk(r), a.pk(r));
+        ASSERT_EQ(b.inserted(r), a.inserted(r));
+        ASSERT_EQ(b.deleted(r), a.deleted(r));
+        ASSERT_TRUE(std::equal(a.vector(r), a.vector(r) + kDim, b.vector(r)));
+      }
+    }
+    std::mt19937 rng(3);
+    for (int q = 0; q < 20; ++q) {
+      std::vector<float> query = RandomVector(rng, kDim);
+      if (metric == Metric::kCosine) Normalize(query.data(), kDim);
+      for (uint64_t ts : {uint64_t{500}, uint64_t{10 + kRows + kRows}}) {
+        for (size_t nprobe : {size_t{0}, size_t{1000}}) {
+          TopK x(10), y(10);
+          SearchSegment(before, metric, kDim, query.data(), {.ts = ts}, nprobe, &x);
+          SearchSegment(after, metric, kDim, query.data(), {.ts = ts}, nprobe, &y);
+          EXPECT_EQ(y.Take(), x.Take()) << MetricName(metric) << " ts " << ts;
+        }
+      }
+    }
+  }
+}
+
+// Untrusted bytes: every single-byte change, every truncation and any trailing byte is
+// DATA_LOSS naming the object — never a segment decoded from damaged bytes.
+TEST(SealedSegmentTest, EveryDamagedByteAndEveryTruncationIsDataLossNamingTheObject) {
+  auto seg = SealableSegment(Metric::kL2, 4, 2 * 64 + 5, 64);
+  auto bytes = EncodeSealedSegment(MetaOf(*seg), seg->Snapshot());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_TRUE(DecodeSealedSegment(*bytes, "o", nullptr).ok());
+  auto expect_data_loss = [](const std::string& damaged, const std::string& what) {
+    auto d = DecodeSealedSegment(damaged, "bucket/segments/42", nullptr);
+    ASSERT_FALSE(d.ok()) << what;
+    EXPECT_EQ(GetStreamingCode(d.status()), StreamingCode::kDataLoss) << what << d.status();
+    EXPECT_THAT(std::string(d.status().message()), ::testing::HasSubstr("bucket/segments/42"));
+  };
+  for (size_t at = 0; at < bytes->size(); ++at) {
+    std::string damaged = *bytes;
+    damaged[at] = static_cast<char>(damaged[at] ^ 0x20);
+    expect_data_loss(damaged, "byte " + std::to_string(at) + " changed");
+    if (HasFailure()) return;
+  }
+  for (size_t n = 0; n < bytes->size(); ++n) {
+    expect_data_loss(bytes->substr(0, n), "truncated to " + std::to_string(n));
+    if (HasFailure()) return;
+  }
+  expect_data_loss(*bytes + "x", "a trailing byte");
+}
+
+TEST(SealedSegmentTest, AnotherVersionIsRefusedByName) {
+  auto seg = SealableSegment(Metric::kL2, 4, 10, 64);
+  auto bytes = EncodeSealedSegment(MetaOf(*seg), seg->Snapshot());
+  ASSERT_TRUE(bytes.ok());
+  (*bytes)[8] = 2;  // the version field
+  auto d = DecodeSealedSegment(*bytes, "o", nullptr);
+  EXPECT_THAT(std::string(d.status().message()), ::testing::HasSubstr("format version 2"));
+}
+
+// The fuzz body on valid objects (with and without indexes, empty) and their mutations, with the
+// checksums fixed up so that mutants reach the structural checks.
+TEST(SealedSegmentTest, FuzzBodyOnSeedsAndMutations) {
+  std::vector<std::string> seeds = {""};
+  for (auto [rows, chunk] : {std::pair<size_t, size_t>{0, 8}, {3, 8}, {2 * 64 + 5, 64}}) {
+    auto seg = SealableSegment(Metric::kIP, 4, rows, chunk);
+    seeds.push_back(*EncodeSealedSegment(MetaOf(*seg), seg->Snapshot()));
+  }
+  for (const std::string& s : seeds) RunSealedSegmentFuzzInput(s);
+  kf::testing::ForEachMutation(seeds, /*rng_seed=*/20261204, 3000, /*alphabet=*/"",
+                               [](const std::string& s) { RunSealedSegmentFuzzInput(s); });
 }
 
 }  // namespace

@@ -1,0 +1,293 @@
+#include "search/sealed_segment_format.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/absl_compat.h"
+#include "common/coding.h"
+#include "common/crc32c.h"
+#include "common/errors.h"
+#include "search/ivf_index.h"
+
+namespace kf::search {
+
+// Columns are copied as the host lays them out; the format is little-endian.
+static_assert(std::endian::native == std::endian::little);
+
+namespace {
+
+constexpr char kMagic[] = "KFSSEG01";  // 8 bytes, no terminator on disk
+constexpr size_t kMagicSize = 8;
+constexpr uint32_t kMaxDim = 32768;
+// header: magic, version u16, flags u16, body length u32; then the body and its crc u32.
+constexpr size_t kHeaderPrefix = kMagicSize + 2 + 2 + 4;
+
+template <typename T>
+void PutArray(std::string* out, const T* values, size_t n) {
+  out->append(reinterpret_cast<const char*>(values), n * sizeof(T));
+}
+
+void PutString16(std::string* out, std::string_view s) {
+  PutFixed16(out, static_cast<uint16_t>(s.size()));
+  out->append(s);
+}
+
+// A bounded reader over untrusted bytes: every Get checks what is left first.
+class Reader {
+ public:
+  explicit Reader(std::string_view bytes) : in_(bytes) {}
+  size_t left() const { return in_.size(); }
+  bool Bytes(size_t n, std::string_view* out) {
+    if (n > in_.size()) return false;
+    *out = in_.substr(0, n);
+    in_.remove_prefix(n);
+    return true;
+  }
+  template <typename T>
+  bool Fixed(T* v) {
+    if (in_.size() < sizeof(T)) return false;
+    std::memcpy(v, in_.data(), sizeof(T));
+    in_.remove_prefix(sizeof(T));
+    return true;
+  }
+  bool String16(std::string* out) {
+    uint16_t n;
+    std::string_view s;
+    if (!Fixed(&n) || !Bytes(n, &s)) return false;
+    out->assign(s);
+    return true;
+  }
+  // n values of T into `out`.
+  template <typename T>
+  bool Array(size_t n, T* out) {
+    if (n > in_.size() / sizeof(T)) return false;
+    std::memcpy(out, in_.data(), n * sizeof(T));
+    in_.remove_prefix(n * sizeof(T));
+    return true;
+  }
+
+ private:
+  std::string_view in_;
+};
+
+// The body length of a chunk of `rows` rows with `nlist` lists, or 0 on overflow.
+uint64_t ChunkBodyBytes(uint64_t rows, uint64_t nlist, uint64_t dim) {
+  if (rows > kMaxSegmentRows || nlist > rows || dim > kMaxDim) return 0;
+  uint64_t n = 4 + 4 + rows * (8 + 8 + 8) + rows * dim * 4;
+  if (nlist > 0) n += nlist * dim * 4 + (nlist + 1) * 4 + rows * 4;
+  return n;
+}
+
+}  // namespace
+
+// Writes decoded columns into Chunk's private storage (a friend of Chunk).
+class SealedSegmentCodec {
+ public:
+  static const float* Vectors(const Chunk& c) { return c.vectors_.get(); }
+  static bool ReadColumns(Reader& in, Chunk& c, size_t rows, uint32_t dim) {
+    std::vector<uint64_t> deleted(rows);
+    if (!in.Array(rows, c.pks_.get()) || !in.Array(rows, c.inserted_.get()) ||
+        !in.Array(rows, deleted.data()) || !in.Array(rows * dim, c.vectors_.get())) {
+      return false;
+    }
+    for (size_t r = 0; r < rows; ++r) {
+      c.deleted_[r].store(deleted[r], std::memory_order_relaxed);
+      c.previous_of_pk_[r] = kNoRow;
+    }
+    return true;
+  }
+  static void Publish(Chunk& c, std::unique_ptr<IvfIndex> index) {
+    c.PublishIndex(std::move(index));
+  }
+};
+
+absl::StatusOr<std::string> EncodeSealedSegment(SealedSegmentMeta meta,
+                                                const SegmentSnapshot& snapshot) {
+  if (meta.dim == 0 || meta.dim > kMaxDim || meta.chunk_rows == 0 ||
+      meta.chunk_rows != snapshot.chunk_rows || meta.vchannel.size() > UINT16_MAX ||
+      meta.partition.size() > UINT16_MAX || snapshot.rows > kMaxSegmentRows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sealed segment ", meta.segment_id, ": dim ", meta.dim, ", chunk rows ", meta.chunk_rows,
+        " (snapshot ", snapshot.chunk_rows, "), ", snapshot.rows, " rows"));
+  }
+  const size_t chunks = (snapshot.rows + meta.chunk_rows - 1) / meta.chunk_rows;
+  if (chunks > snapshot.chunks.size()) {
+    return absl::InvalidArgumentError("sealed segment: the snapshot lacks chunks for its rows");
+  }
+  meta.rows = snapshot.rows;
+  meta.min_ts = UINT64_MAX;
+  meta.max_ts = 0;
+  for (size_t i = 0; i < chunks; ++i) {
+    for (size_t r = 0; r < snapshot.RowsIn(i); ++r) {
+      meta.min_ts = std::min(meta.min_ts, snapshot.chunks[i]->inserted(r));
+      meta.max_ts = std::max(meta.max_ts, snapshot.chunks[i]->inserted(r));
+    }
+  }
+  if (meta.rows == 0) meta.min_ts = 0;
+
+  std::string out;
+  std::string body;
+  PutFixed64(&body, static_cast<uint64_t>(meta.collection_id));
+  PutFixed64(&body, static_cast<uint64_t>(meta.segment_id));
+  PutFixed32(&body, meta.dim);
+  body.push_back(static_cast<char>(meta.metric));
+  body.append(3, '\0');
+  PutFixed32(&body, meta.chunk_rows);
+  PutFixed64(&body, meta.rows);
+  PutFixed64(&body, meta.min_ts);
+  PutFixed64(&body, meta.max_ts);
+  PutFixed32(&body, static_cast<uint32_t>(chunks));
+  PutString16(&body, meta.vchannel);
+  PutString16(&body, meta.partition);
+  out.append(kMagic, kMagicSize);
+  PutFixed16(&out, kSealedSegmentVersion);
+  PutFixed16(&out, 0);  // flags
+  PutFixed32(&out, static_cast<uint32_t>(body.size()));
+  out += body;
+  PutFixed32(&out, crc32c::Mask(crc32c::Value(body)));
+
+  for (size_t i = 0; i < chunks; ++i) {
+    const Chunk& c = *snapshot.chunks[i];
+    const size_t rows = snapshot.RowsIn(i);
+    // A partial chunk's index (never built) or one over more rows than are sealed is left out.
+    const IvfIndex* index = c.index();
+    if (index != nullptr && index->list_rows().size() != rows) index = nullptr;
+    const size_t nlist = index == nullptr ? 0 : index->nlist();
+    body.clear();
+    body.reserve(ChunkBodyBytes(rows, nlist, meta.dim));
+    PutFixed32(&body, static_cast<uint32_t>(rows));
+    PutFixed32(&body, static_cast<uint32_t>(nlist));
+    for (size_t r = 0; r < rows; ++r) PutFixed64(&body, static_cast<uint64_t>(c.pk(r)));
+    for (size_t r = 0; r < rows; ++r) PutFixed64(&body, c.inserted(r));
+    for (size_t r = 0; r < rows; ++r) PutFixed64(&body, c.deleted(r));
+    PutArray(&body, SealedSegmentCodec::Vectors(c), rows * meta.dim);
+    if (index != nullptr) {
+      PutArray(&body, index->centroids().data(), index->centroids().size());
+      PutArray(&body, index->list_begin().data(), index->list_begin().size());
+      PutArray(&body, index->list_rows().data(), index->list_rows().size());
+    }
+    PutFixed64(&out, body.size());
+    out += body;
+    PutFixed32(&out, crc32c::Mask(crc32c::Value(body)));
+  }
+  return out;
+}
+
+absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(std::string_view bytes,
+                                                         std::string_view object,
+                                                         std::shared_ptr<MemoryAccount> account,
+                                                         const IndexOptions& index_options) {
+  auto corrupt = [&](std::string_view what) {
+    return StreamingError(
+        StreamingCode::kDataLoss,
+        absl::StrCat("sealed segment object ", ToAbsl(object), ": ", ToAbsl(what)));
+  };
+  Reader in(bytes);
+  std::string_view magic;
+  uint16_t version, flags;
+  uint32_t body_len, crc;
+  if (!in.Bytes(kMagicSize, &magic) || magic != std::string_view(kMagic, kMagicSize)) {
+    return corrupt("not a sealed segment (bad magic)");
+  }
+  if (!in.Fixed(&version) || !in.Fixed(&flags) || !in.Fixed(&body_len)) {
+    return corrupt("truncated header");
+  }
+  if (version != kSealedSegmentVersion) {
+    return corrupt(absl::StrCat("format version ", version, " (this build reads ",
+                                kSealedSegmentVersion, ")"));
+  }
+  if (flags != 0) return corrupt(absl::StrCat("unknown flags ", flags));
+  std::string_view body;
+  if (!in.Bytes(body_len, &body) || !in.Fixed(&crc)) return corrupt("truncated header");
+  if (crc32c::Unmask(crc) != crc32c::Value(body)) return corrupt("header checksum mismatch");
+
+  DecodedSealedSegment out;
+  SealedSegmentMeta& m = out.meta;
+  Reader h(body);
+  uint64_t collection_id, segment_id;
+  uint8_t metric;
+  std::string_view pad;
+  uint32_t chunks;
+  if (!h.Fixed(&collection_id) || !h.Fixed(&segment_id) || !h.Fixed(&m.dim) || !h.Fixed(&metric) ||
+      !h.Bytes(3, &pad) || !h.Fixed(&m.chunk_rows) || !h.Fixed(&m.rows) || !h.Fixed(&m.min_ts) ||
+      !h.Fixed(&m.max_ts) || !h.Fixed(&chunks) || !h.String16(&m.vchannel) ||
+      !h.String16(&m.partition) || h.left() != 0) {
+    return corrupt("malformed header");
+  }
+  m.collection_id = static_cast<int64_t>(collection_id);
+  m.segment_id = static_cast<int64_t>(segment_id);
+  if (metric > static_cast<uint8_t>(Metric::kCosine)) {
+    return corrupt(absl::StrCat("unknown metric ", metric));
+  }
+  m.metric = static_cast<Metric>(metric);
+  if (pad != std::string_view("\0\0\0", 3)) return corrupt("non-zero header padding");
+  if (m.dim == 0 || m.dim > kMaxDim) return corrupt(absl::StrCat("dim ", m.dim));
+  if (m.chunk_rows == 0 || m.rows > kMaxSegmentRows ||
+      chunks != (m.rows + m.chunk_rows - 1) / m.chunk_rows) {
+    return corrupt(absl::StrCat(m.rows, " rows in ", chunks, " chunks of ", m.chunk_rows));
+  }
+  out.snapshot.chunk_rows = m.chunk_rows;
+  out.snapshot.rows = m.rows;
+  uint64_t min_ts = UINT64_MAX, max_ts = 0;  // of the rows read
+  for (uint32_t i = 0; i < chunks; ++i) {
+    const auto at = [&](std::string_view what) {
+      return corrupt(absl::StrCat("chunk ", i, ": ", ToAbsl(what)));
+    };
+    uint64_t len;
+    std::string_view chunk_body;
+    if (!in.Fixed(&len) || len > in.left() || !in.Bytes(len, &chunk_body) || !in.Fixed(&crc)) {
+      return at("truncated");
+    }
+    if (crc32c::Unmask(crc) != crc32c::Value(chunk_body)) return at("checksum mismatch");
+    Reader c(chunk_body);
+    uint32_t rows, nlist;
+    if (!c.Fixed(&rows) || !c.Fixed(&nlist)) return at("truncated");
+    const uint64_t want_rows =
+        std::min<uint64_t>(m.chunk_rows, m.rows - uint64_t{i} * m.chunk_rows);
+    if (rows != want_rows) return at(absl::StrCat(rows, " rows, expected ", want_rows));
+    if (ChunkBodyBytes(rows, nlist, m.dim) != len) {
+      return at(absl::StrCat(len, " bytes do not hold ", rows, " rows and ", nlist, " lists"));
+    }
+    auto chunk = std::make_shared<Chunk>(rows, m.dim, account);
+    if (!SealedSegmentCodec::ReadColumns(c, *chunk, rows, m.dim)) return at("truncated");
+    for (size_t r = 0; r < rows; ++r) {
+      if (chunk->inserted(r) < m.min_ts || chunk->inserted(r) > m.max_ts ||
+          chunk->deleted(r) < chunk->inserted(r)) {
+        return at(absl::StrCat("row ", r, " inserted at ", chunk->inserted(r), ", deleted at ",
+                               chunk->deleted(r), ", outside ", m.min_ts, "..", m.max_ts));
+      }
+    }
+    if (nlist > 0) {
+      std::vector<float> centroids(size_t{nlist} * m.dim);
+      std::vector<uint32_t> list_begin(size_t{nlist} + 1);
+      std::vector<uint32_t> list_rows(rows);
+      if (!c.Array(centroids.size(), centroids.data()) ||
+          !c.Array(list_begin.size(), list_begin.data()) ||
+          !c.Array(list_rows.size(), list_rows.data())) {
+        return at("truncated index");
+      }
+      auto index = IvfIndex::FromParts(SealedSegmentCodec::Vectors(*chunk), rows, m.dim, m.metric,
+                                       index_options, std::move(centroids), std::move(list_begin),
+                                       std::move(list_rows));
+      if (!index.ok()) return at(std::string(index.status().message()));
+      SealedSegmentCodec::Publish(*chunk, *std::move(index));
+    }
+    for (size_t r = 0; r < rows; ++r) {
+      min_ts = std::min(min_ts, chunk->inserted(r));
+      max_ts = std::max(max_ts, chunk->inserted(r));
+    }
+    out.snapshot.chunks.push_back(std::move(chunk));
+  }
+  if (in.left() != 0) return corrupt(absl::StrCat(in.left(), " bytes after the last chunk"));
+  if (m.rows > 0 && (min_ts != m.min_ts || max_ts != m.max_ts)) {
+    return corrupt(absl::StrCat("rows inserted from ", min_ts, " to ", max_ts, ", header says ",
+                                m.min_ts, " to ", m.max_ts));
+  }
+  if (m.rows == 0 && (m.min_ts != 0 || m.max_ts != 0)) return corrupt("timestamps without rows");
+  return out;
+}
+
+}  // namespace kf::search
