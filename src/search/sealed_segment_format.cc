@@ -22,8 +22,6 @@ namespace {
 constexpr char kMagic[] = "KFSSEG01";  // 8 bytes, no terminator on disk
 constexpr size_t kMagicSize = 8;
 constexpr uint32_t kMaxDim = 32768;
-// header: magic, version u16, flags u16, body length u32; then the body and its crc u32.
-constexpr size_t kHeaderPrefix = kMagicSize + 2 + 2 + 4;
 
 template <typename T>
 void PutArray(std::string* out, const T* values, size_t n) {
