@@ -1,8 +1,10 @@
 #include "search/growing_segment.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "search/index_builder.h"
 
 namespace kf::search {
@@ -42,8 +44,42 @@ GrowingSegment::~GrowingSegment() {
   if (options_.account != nullptr) options_.account->Add(-static_cast<int64_t>(pk_index_bytes_));
 }
 
+absl::StatusOr<std::unique_ptr<GrowingSegment>> GrowingSegment::FromChunks(
+    std::vector<std::shared_ptr<Chunk>> chunks, size_t rows, SegmentOptions options) {
+  const size_t chunk_rows = options.chunk_rows;
+  if (chunk_rows == 0 || rows > kMaxSegmentRows ||
+      chunks.size() != (rows + chunk_rows - 1) / chunk_rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(chunks.size(), " chunks for ", rows, " rows of ", chunk_rows, " per chunk"));
+  }
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const size_t in_chunk = std::min(chunk_rows, rows - i * chunk_rows);
+    if (chunks[i]->dim_ != options.dim || chunks[i]->capacity_ < in_chunk) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk ", i, " holds ", chunks[i]->capacity_,
+                                                     " rows of dim ", chunks[i]->dim_));
+    }
+  }
+  std::unique_ptr<GrowingSegment> segment(new GrowingSegment(std::move(options)));
+  absl::MutexLock lock(&segment->mu_);
+  segment->chunks_ = std::move(chunks);
+  segment->newest_row_of_pk_.reserve(rows);
+  for (size_t row = 0; row < rows; ++row) {
+    Chunk& chunk = segment->ChunkOf(static_cast<uint32_t>(row));
+    const size_t at = row % chunk_rows;
+    auto [it, fresh] =
+        segment->newest_row_of_pk_.try_emplace(chunk.pks_[at], static_cast<uint32_t>(row));
+    chunk.previous_of_pk_[at] = fresh ? kNoRow : it->second;
+    it->second = static_cast<uint32_t>(row);
+  }
+  segment->UpdateMemoryLocked();
+  segment->rows_.store(rows, std::memory_order_release);
+  segment->Seal();
+  return segment;
+}
+
 void GrowingSegment::Insert(std::span<const int64_t> pks, std::span<const float> vectors,
                             uint64_t ts) {
+  assert(!sealed());
   const size_t dim = options_.dim;
   const size_t chunk_rows = options_.chunk_rows;
   size_t row = rows_.load(std::memory_order_relaxed);  // only this writer changes it
@@ -130,9 +166,10 @@ void GrowingSegment::UpdateMemoryLocked() {
     options_.account->Add(static_cast<int64_t>(pk_index) - static_cast<int64_t>(pk_index_bytes_));
   }
   pk_index_bytes_ = pk_index;
-  memory_bytes_.store(
-      chunks_.size() * options_.chunk_rows * Chunk::BytesPerRow(options_.dim) + pk_index,
-      std::memory_order_relaxed);
+  size_t capacity = 0;
+  for (const auto& chunk : chunks_) capacity += chunk->capacity_;
+  memory_bytes_.store(capacity * Chunk::BytesPerRow(options_.dim) + pk_index,
+                      std::memory_order_relaxed);
 }
 
 }  // namespace kf::search

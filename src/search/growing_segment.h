@@ -29,6 +29,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "search/ivf_index.h"
 #include "search/metric.h"
@@ -77,6 +78,7 @@ class Chunk {
   static size_t BytesPerRow(uint32_t dim);
 
   const float* vector(size_t row) const { return vectors_.get() + row * dim_; }
+  size_t capacity() const { return capacity_; }
   int64_t pk(size_t row) const { return pks_[row]; }
   uint64_t inserted(size_t row) const { return inserted_[row]; }
   uint64_t deleted(size_t row) const { return deleted_[row].load(std::memory_order_relaxed); }
@@ -123,14 +125,24 @@ class GrowingSegment {
   GrowingSegment(const GrowingSegment&) = delete;
   GrowingSegment& operator=(const GrowingSegment&) = delete;
 
+  // A sealed segment of `rows` rows held by `chunks` (from its object, sealed_segment_format.h;
+  // each chunk full but possibly the last), its pk index rebuilt. It takes no Insert; Deletes
+  // apply as to any segment. INVALID_ARGUMENT when the chunks do not hold `rows` rows of
+  // options.chunk_rows each.
+  static absl::StatusOr<std::unique_ptr<GrowingSegment>> FromChunks(
+      std::vector<std::shared_ptr<Chunk>> chunks, size_t rows, SegmentOptions options);
+
   const SegmentOptions& options() const { return options_; }
 
   // --- The writer.
   // Appends pks.size() rows visible from `ts`; vectors is row-major, pks.size() * dim floats.
-  // rows() + pks.size() <= kMaxSegmentRows.
+  // rows() + pks.size() <= kMaxSegmentRows. REQUIRES: !sealed().
   void Insert(std::span<const int64_t> pks, std::span<const float> vectors, uint64_t ts);
   // Hides, from `ts` on, every row of `pk` inserted so far; returns how many it hid.
   size_t Delete(int64_t pk, uint64_t ts);
+  // No more rows: the segment keeps answering searches and taking deletes.
+  void Seal() { sealed_.store(true, std::memory_order_relaxed); }
+  bool sealed() const { return sealed_.load(std::memory_order_relaxed); }
 
   // --- Readers.
   SegmentSnapshot Snapshot() const;
@@ -150,6 +162,7 @@ class GrowingSegment {
   void UpdateMemoryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SegmentOptions options_;
+  std::atomic<bool> sealed_{false};
   std::atomic<size_t> rows_{0};
   std::atomic<size_t> memory_bytes_{0};
   mutable absl::Mutex mu_;

@@ -227,8 +227,6 @@ absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(std::string_view bytes,
       chunks != (m.rows + m.chunk_rows - 1) / m.chunk_rows) {
     return corrupt(absl::StrCat(m.rows, " rows in ", chunks, " chunks of ", m.chunk_rows));
   }
-  out.snapshot.chunk_rows = m.chunk_rows;
-  out.snapshot.rows = m.rows;
   uint64_t min_ts = UINT64_MAX, max_ts = 0;  // of the rows read
   for (uint32_t i = 0; i < chunks; ++i) {
     const auto at = [&](std::string_view what) {
@@ -277,7 +275,7 @@ absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(std::string_view bytes,
       min_ts = std::min(min_ts, chunk->inserted(r));
       max_ts = std::max(max_ts, chunk->inserted(r));
     }
-    out.snapshot.chunks.push_back(std::move(chunk));
+    out.chunks.push_back(std::move(chunk));
   }
   if (in.left() != 0) return corrupt(absl::StrCat(in.left(), " bytes after the last chunk"));
   if (m.rows > 0 && (min_ts != m.min_ts || max_ts != m.max_ts)) {

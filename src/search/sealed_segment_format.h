@@ -49,9 +49,15 @@ absl::StatusOr<std::string> EncodeSealedSegment(SealedSegmentMeta meta,
 
 struct DecodedSealedSegment {
   SealedSegmentMeta meta;
-  // Full chunks (the last one possibly partial), each with its index when the object had one;
-  // their bytes counted in the account given.
-  SegmentSnapshot snapshot;
+  // meta.rows rows in chunks of meta.chunk_rows (the last one possibly partial), each with its
+  // index when the object had one; their bytes counted in the account given. Ready for
+  // GrowingSegment::FromChunks.
+  std::vector<std::shared_ptr<Chunk>> chunks;
+
+  SegmentSnapshot snapshot() const {
+    return {
+        .chunks = {chunks.begin(), chunks.end()}, .rows = meta.rows, .chunk_rows = meta.chunk_rows};
+  }
 };
 
 // Decodes and checks an object; `object` names it in errors. The chunks' indexes search with

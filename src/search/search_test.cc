@@ -425,7 +425,7 @@ TEST(SealedSegmentTest, ADecodedSegmentHasEveryRowAndIndexAndSearchesTheSame) {
     EXPECT_EQ(m.rows, kRows);
     EXPECT_EQ(m.min_ts, 10u);
     EXPECT_EQ(m.max_ts, 10 + kRows - 1);
-    const SegmentSnapshot& after = decoded->snapshot;
+    const SegmentSnapshot after = decoded->snapshot();
     ASSERT_EQ(after.chunks.size(), 3u);
     EXPECT_GT(account->bytes(), kRows * kDim * sizeof(float));
     for (size_t c = 0; c < 3; ++c) {
@@ -459,6 +459,59 @@ TEST(SealedSegmentTest, ADecodedSegmentHasEveryRowAndIndexAndSearchesTheSame) {
       }
     }
   }
+}
+
+// A segment loaded from its object (recovery storage) answers gets, deletes and searches as the
+// segment it was sealed from, and takes no rows.
+TEST(SealedSegmentTest, ALoadedSegmentGetsDeletesAndSearchesAsTheOriginal) {
+  constexpr uint32_t kDim = 8;
+  constexpr size_t kChunk = 128, kRows = 3 * kChunk + 17;
+  auto original = SealableSegment(Metric::kL2, kDim, kRows, kChunk);
+  // A pk inserted twice, across chunks: the rebuilt pk index must chain both rows.
+  const int64_t twice = 1001;
+  const std::vector<float> again(kDim, 0.25f);
+  original->Insert(std::span(&twice, 1), again, 10 + kRows + kRows);
+  original->Seal();
+  EXPECT_TRUE(original->sealed());
+  auto bytes = EncodeSealedSegment(MetaOf(*original), original->Snapshot());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto account = std::make_shared<MemoryAccount>();
+  auto decoded = DecodeSealedSegment(*bytes, "o", account);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  const size_t rows = decoded->meta.rows;
+  auto loaded = GrowingSegment::FromChunks(std::move(decoded->chunks), rows,
+                                           {.dim = kDim, .chunk_rows = kChunk, .account = account});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  GrowingSegment& l = **loaded;
+  EXPECT_TRUE(l.sealed());
+  EXPECT_EQ(l.rows(), kRows + 1);
+  EXPECT_GE(account->bytes(), l.memory_bytes());
+
+  const uint64_t late = 10 + 3 * kRows;
+  for (uint64_t ts : {uint64_t{20}, late - 1, late + 5}) {
+    for (int64_t pk : {int64_t{1000}, twice, int64_t{1000 + kRows - 1}, int64_t{99}}) {
+      std::vector<std::vector<float>> want, got;
+      original->Get(pk, ts, &want);
+      l.Get(pk, ts, &got);
+      EXPECT_EQ(got, want) << "pk " << pk << " at " << ts;
+    }
+  }
+  // The same delete on both: the same rows hidden from then on.
+  EXPECT_EQ(l.Delete(twice, late), original->Delete(twice, late));
+  EXPECT_EQ(l.Delete(1005, late), 1u);
+  original->Delete(1005, late);
+  std::mt19937 rng(9);
+  for (int q = 0; q < 20; ++q) {
+    const std::vector<float> query = RandomVector(rng, kDim);
+    for (uint64_t ts : {late - 1, late + 1}) {
+      TopK x(10), y(10);
+      SearchSegment(original->Snapshot(), Metric::kL2, kDim, query.data(), {.ts = ts}, 0, &x);
+      SearchSegment(l.Snapshot(), Metric::kL2, kDim, query.data(), {.ts = ts}, 0, &y);
+      EXPECT_EQ(y.Take(), x.Take()) << "ts " << ts;
+    }
+  }
+  // Chunks that do not hold the rows are refused.
+  EXPECT_FALSE(GrowingSegment::FromChunks({}, 5, {.dim = kDim, .chunk_rows = kChunk}).ok());
 }
 
 // Untrusted bytes: every single-byte change, every truncation and any trailing byte is
