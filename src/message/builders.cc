@@ -29,6 +29,14 @@ MutableMessage NewDeleteMessage(std::string vchannel, const kingfisher::v1::Dele
   return New(MessageType::kDelete, std::move(vchannel), pks.SerializeAsString());
 }
 
+MutableMessage NewCreateSegmentMessage(std::string vchannel, int64_t collection_id,
+                                       std::string partition) {
+  kingfisher::v1::PartitionPayload p;
+  p.set_collection_id(collection_id);
+  p.set_partition(std::move(partition));
+  return New(MessageType::kCreateSegment, std::move(vchannel), p.SerializeAsString());
+}
+
 MutableMessage NewTimeTickMessage(TimeTick t) {
   MutableMessage m(MessageType::kTimeTick, "");
   m.set_timetick(t);

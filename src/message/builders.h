@@ -26,5 +26,10 @@ MutableMessage NewCreateCollectionMessage(std::string vchannel,
                                           const kingfisher::v1::CollectionSchema& schema);
 // Payload kingfisher.v1.DropCollection{collection_id}.
 MutableMessage NewDropCollectionMessage(std::string vchannel, int64_t collection_id);
+// A WAL-generated CreateSegment (docs/recovery-storage.md): payload
+// kingfisher.v1.PartitionPayload{collection_id, partition} (the partition's name, "_default"
+// included); the new segment's id is the message's timetick.
+MutableMessage NewCreateSegmentMessage(std::string vchannel, int64_t collection_id,
+                                       std::string partition);
 
 }  // namespace kf

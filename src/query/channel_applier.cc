@@ -32,8 +32,8 @@ absl::Status Corrupt(const ImmutableMessage& m, const absl::Status& cause) {
 
 }  // namespace
 
-ChannelApplier::ChannelApplier(std::string pchannel, ShardOptions options)
-    : pchannel_(std::move(pchannel)), options_(options) {}
+ChannelApplier::ChannelApplier(std::string pchannel, ShardOptions options, RequestSeal request_seal)
+    : pchannel_(std::move(pchannel)), options_(options), request_seal_(std::move(request_seal)) {}
 
 absl::Status ChannelApplier::Apply(const ImmutableMessage& m) {
   const uint64_t ts = m.timetick().value();
@@ -93,6 +93,17 @@ absl::Status ChannelApplier::ApplyOne(const ImmutableMessage& m, uint64_t ts) {
                            "dim ", batch->dim(), ", the collection's is ", shard->schema().dim)));
       }
       shard->Insert(*batch, ts);
+      const std::string partition =
+          batch->partition().empty() ? std::string(kDefaultPartition) : batch->partition();
+      if (request_seal_ != nullptr && shard->ClaimSeal(partition)) request_seal_(shard, partition);
+      return absl::OkStatus();
+    }
+    case MessageType::kCreateSegment: {
+      std::shared_ptr<Shard> shard = MutableShard(m.vchannel());
+      if (shard == nullptr) return absl::OkStatus();
+      auto partition = DecodePartition(payload);
+      if (!partition.ok()) return Corrupt(m, partition.status());
+      shard->OpenSegment(partition->partition(), ts);
       return absl::OkStatus();
     }
     case MessageType::kDelete: {

@@ -4,8 +4,11 @@
 // to the shards of the collections on the pchannel:
 //   CreateCollection -> a shard for the message's vchannel (dim, metric from the schema);
 //   Create/DropPartition -> the shard's partitions;  DropCollection -> the shard is released;
-//   Insert, Delete -> the shard's growing segments at the message's timetick;
+//   Insert, Delete -> the shard's segments at the message's timetick;
+//   CreateSegment -> the partition's growing segment sealed, the next one opened;
 //   Txn -> its bodies, in order, at the commit's timetick.
+// After an Insert that fills a growing segment to ShardOptions::seal_rows, it calls the
+// `request_seal` hook once for that segment (the follower appends the CreateSegment).
 // Every applied message and every TimeTick advances the pchannel's tSafe: every message with
 // a timetick <= tSafe has been applied, so a search at T <= tSafe sees exactly the rows of T.
 // Messages on raw vchannels pass without effect (they have no schema).
@@ -17,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,7 +38,11 @@ namespace kf::query {
 
 class ChannelApplier {
  public:
-  ChannelApplier(std::string pchannel, ShardOptions options);
+  // Asks for a CreateSegment of (shard, partition) to be appended; on failure the hook gives
+  // the claim back (Shard::ReleaseSealClaim) so a later Insert asks again.
+  using RequestSeal = std::function<void(const std::shared_ptr<Shard>&, const std::string&)>;
+
+  ChannelApplier(std::string pchannel, ShardOptions options, RequestSeal request_seal = nullptr);
 
   const std::string& pchannel() const { return pchannel_; }
 
@@ -61,6 +69,7 @@ class ChannelApplier {
 
   const std::string pchannel_;
   const ShardOptions options_;
+  const RequestSeal request_seal_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Shard>> shards_ ABSL_GUARDED_BY(mu_);
   uint64_t tsafe_ ABSL_GUARDED_BY(mu_) = 0;

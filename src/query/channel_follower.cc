@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "message/builders.h"
+#include "spdlog/spdlog.h"
 #include "trace/context.h"
 
 namespace kf::query {
@@ -20,7 +22,10 @@ ChannelFollower::ChannelFollower(std::shared_ptr<wal::Wal> wal, ShardOptions opt
                                  absl::Duration drain_interval,
                                  std::unique_ptr<wal::Scanner> scanner)
     : wal_(std::move(wal)),
-      applier_(wal_->pchannel(), options),
+      applier_(wal_->pchannel(), options,
+               [this](const std::shared_ptr<Shard>& shard, const std::string& partition) {
+                 RequestSeal(shard, partition);
+               }),
       drain_interval_(drain_interval),
       scanner_(std::move(scanner)) {
   thread_ = std::thread([this] { Run(); });
@@ -68,6 +73,25 @@ void ChannelFollower::Run() {
   }
   absl::MutexLock lock(&mu_);
   status_ = std::move(stopped);
+}
+
+void ChannelFollower::RequestSeal(const std::shared_ptr<Shard>& shard,
+                                  const std::string& partition) {
+  // While catching up, the log may still hold the CreateSegment an earlier owner appended for
+  // this very segment: ask only once the reader has reached what this WAL appends.
+  if (!scanner_->tailing()) return shard->ReleaseSealClaim(partition);
+  std::weak_ptr<Shard> weak = shard;
+  wal_->Append(
+      trace::Context(),
+      NewCreateSegmentMessage(shard->vchannel(), shard->schema().collection_id, partition),
+      [weak, partition, vchannel = shard->vchannel()](absl::StatusOr<wal::AppendResult> r) {
+        if (r.ok()) return;
+        spdlog::warn(
+            "sealing the growing segment of {} partition {}: {} (asked again at the next "
+            "insert)",
+            vchannel, partition, r.status().ToString());
+        if (auto s = weak.lock()) s->ReleaseSealClaim(partition);
+      });
 }
 
 absl::Status ChannelFollower::Drain(bool chase) {

@@ -1,6 +1,8 @@
 // ChannelFollower: keeps a ChannelApplier up to date with its pchannel's WAL on the node that
 // owns it. One thread reads the WAL from its start — catch-up from the backend, then tailing
-// the write-ahead buffer — and applies every message (docs/search.md). Recovery storage will
+// the write-ahead buffer — and applies every message (docs/search.md). When a growing segment
+// is full it appends the CreateSegment that seals it (once tailing: during catch-up the log may
+// already hold the one an earlier owner appended). Recovery storage will
 // let it start from a checkpoint; today it replays the whole log when the pchannel opens.
 //
 // Lazily: the thread does not wake for every append. It drains what is ready every
@@ -47,6 +49,8 @@ class ChannelFollower {
   ChannelFollower(std::shared_ptr<wal::Wal> wal, ShardOptions options,
                   absl::Duration drain_interval, std::unique_ptr<wal::Scanner> scanner);
   void Run();
+  // The applier's hook (follower thread): appends a CreateSegment of (shard, partition).
+  void RequestSeal(const std::shared_ptr<Shard>& shard, const std::string& partition);
   // Applies what the scanner has; while `chase`, waits for more until wanted_ is applied.
   absl::Status Drain(bool chase);
   bool Chasing() const ABSL_LOCKS_EXCLUDED(mu_);

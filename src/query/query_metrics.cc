@@ -37,6 +37,15 @@ std::vector<metrics::CallbackHandle> RegisterQueryGauges(metrics::Registry& regi
         }
       }));
   handles.push_back(registry.AddGaugeCallback(
+      "kf_sealed_segments",
+      "Sealed segments of a collection on this node (in memory until recovery storage flushes "
+      "them)",
+      {"collection_id"}, [queries](metrics::GaugeEmitter& e) {
+        for (const auto& c : queries->CollectionsStats()) {
+          e.Emit({std::to_string(c.collection_id)}, static_cast<double>(c.sealed_segments));
+        }
+      }));
+  handles.push_back(registry.AddGaugeCallback(
       "kf_growing_memory_bytes",
       "Growing data (rows and indexes) this node holds; Inserts are refused at the limit", {},
       [queries](metrics::GaugeEmitter& e) {

@@ -147,6 +147,7 @@ std::vector<QueryRegistry::CollectionStats> QueryRegistry::CollectionsStats() co
       c.collection_id = shard->schema().collection_id;
       c.growing_bytes += shard->memory_bytes();
       c.index_bytes += shard->index_bytes();
+      c.sealed_segments += shard->sealed_segments();
     }
   }
   std::vector<CollectionStats> out;

@@ -88,6 +88,7 @@ class QueryRegistry {
     int64_t collection_id = 0;
     size_t growing_bytes = 0;
     size_t index_bytes = 0;
+    size_t sealed_segments = 0;  // sealed, still in memory (docs/recovery-storage.md)
   };
   std::vector<CollectionStats> CollectionsStats() const;
 

@@ -100,6 +100,67 @@ TEST(ChannelApplierTest, ACorruptPayloadOfACreatedCollectionIsDataLoss) {
   EXPECT_TRUE(applier.Apply(ImmutableMessage(MessageId(), std::move(raw))).ok());
 }
 
+// Segments (docs/recovery-storage.md): a full growing segment asks once for its CreateSegment;
+// applying it seals the segment and opens the next (id = its timetick); rows in sealed segments
+// are still searched, got and deleted; the same log applied again draws the same boundaries.
+TEST(ChannelApplierTest, ACreateSegmentSealsTheFullSegmentAndReplaysTheSame) {
+  const std::string vc = "kf-dml_0_42v0";
+  std::vector<std::string> requests;
+  auto make = [&] {
+    return std::make_unique<ChannelApplier>(
+        "kf-dml_0", ShardOptions{.chunk_rows = 2, .seal_rows = 3},
+        [&](const std::shared_ptr<Shard>& shard, const std::string& partition) {
+          requests.push_back(shard->vchannel() + "/" + partition);
+        });
+  };
+  std::vector<MutableMessage> log;
+  uint64_t ts = 0;
+  auto at = [&](MutableMessage m) {
+    m.set_timetick(TimeTick(++ts));
+    log.push_back(m);
+    return ImmutableMessage(MessageId(), std::move(m));
+  };
+  auto applier = make();
+  ASSERT_TRUE(applier->Apply(at(wal::testing::CreateCollection(vc, 42, 2, 1))).ok());
+  ASSERT_TRUE(applier->Apply(at(NewInsertMessage(vc, Batch({1, 2}, 2, 0)))).ok());
+  EXPECT_THAT(requests, IsEmpty());  // 2 rows < 3
+  ASSERT_TRUE(applier->Apply(at(NewInsertMessage(vc, Batch({3}, 2, 2)))).ok());
+  EXPECT_THAT(requests, ElementsAre(vc + "/_default"));
+  ASSERT_TRUE(applier->Apply(at(NewInsertMessage(vc, Batch({4}, 2, 3)))).ok());
+  EXPECT_EQ(requests.size(), 1u) << "asked once per segment";
+  // The claim given back (the append failed): the next insert asks again.
+  std::shared_ptr<Shard> shard = std::const_pointer_cast<Shard>(applier->shard(vc));
+  shard->ReleaseSealClaim("_default");
+  ASSERT_TRUE(applier->Apply(at(NewInsertMessage(vc, Batch({5}, 2, 4)))).ok());
+  EXPECT_EQ(requests.size(), 2u);
+  ASSERT_TRUE(applier->Apply(at(NewCreateSegmentMessage(vc, 42, "_default"))).ok());
+  const uint64_t segment = ts;
+  EXPECT_EQ(shard->sealed_segments(), 1u);
+  EXPECT_EQ(shard->growing_segment_id("_default"), segment);
+  ASSERT_TRUE(applier->Apply(at(NewInsertMessage(vc, Batch({6}, 2, 5)))).ok());
+  ASSERT_TRUE(applier->Apply(at(NewDeleteMessage(vc, Pks({2, 6})))).ok());  // one per segment
+  EXPECT_EQ(requests.size(), 2u);
+
+  const float q[] = {0, 0};
+  const uint64_t now = ts;
+  EXPECT_THAT(PksOf(*shard->Search(q, 10, 0, {.ts = now}, std::nullopt)), ElementsAre(1, 3, 4, 5));
+  EXPECT_THAT(PksOf(*shard->Search(q, 10, 0, {.ts = now - 1}, "_default")),
+              ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_THAT(shard->Get(4, now), ElementsAre(ElementsAre(3.0f, 3.0f)));
+
+  // Replayed: the same boundaries, rows and answers.
+  auto again = make();
+  for (const MutableMessage& m : log) {
+    ASSERT_TRUE(again->Apply(ImmutableMessage(MessageId(), MutableMessage(m))).ok());
+  }
+  auto replayed = again->shard(vc);
+  EXPECT_EQ(replayed->sealed_segments(), 1u);
+  EXPECT_EQ(replayed->growing_segment_id("_default"), segment);
+  EXPECT_EQ(replayed->rows(), shard->rows());
+  EXPECT_THAT(PksOf(*replayed->Search(q, 10, 0, {.ts = now}, std::nullopt)),
+              ElementsAre(1, 3, 4, 5));
+}
+
 // --- The model test: random histories appended to a real WAL, followed by a ChannelFollower,
 // searched at random timestamps and compared with an exact search over a model of the rows.
 
@@ -162,7 +223,9 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
         wal::WalOptions{.pchannel = kPchannel, .tso = tso_.get(), .admit_inserts = admit_inserts_},
         *std::move(backend));
     ASSERT_TRUE(wal_->Recover().ok());
-    auto follower = ChannelFollower::Start(wal_, {.chunk_rows = 16});
+    // Small segments: the follower appends CreateSegments as they fill (every check below
+    // searches sealed and growing segments together).
+    auto follower = ChannelFollower::Start(wal_, {.chunk_rows = 16, .seal_rows = 40});
     ASSERT_TRUE(follower.ok()) << follower.status();
     follower_ = *std::move(follower);
   }
@@ -372,9 +435,17 @@ TEST_P(QueryModelTest, EverySearchEqualsTheExactAnswerOverTheModelAtItsTimestamp
   const uint64_t last = acked_.back();
   Check(last);
 
+  const auto sealed = [&] {
+    size_t n = 0;
+    for (const auto& shard : follower_->applier().shards()) n += shard->sealed_segments();
+    return n;
+  };
+  EXPECT_GT(sealed(), 0u) << "no growing segment was sealed";
+
   // A restart rebuilds every shard from the log: the same answers at every timestamp.
   Reopen();
   for (int i = 0; i < 10 && !HasFatalFailure(); ++i) Check(i == 0 ? last : RandomAcked());
+  EXPECT_GT(sealed(), 0u) << "the replay drew no segment boundary";
   EXPECT_TRUE(follower_->status().ok()) << follower_->status();
   EXPECT_GT(follower_->applier().memory_bytes(), 0u);
   EXPECT_GT(follower_->applier().rows(), 0u);

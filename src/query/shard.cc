@@ -22,31 +22,69 @@ Shard::Shard(std::string vchannel, ShardSchema schema, ShardOptions options)
   CreatePartition(kDefaultPartition);
 }
 
-void Shard::CreatePartition(std::string_view name) { SegmentOf(PartitionName(name)); }
+void Shard::CreatePartition(std::string_view name) {
+  absl::MutexLock lock(&mu_);
+  PartitionLocked(PartitionName(name));
+}
 
 void Shard::DropPartition(std::string_view name) {
   absl::MutexLock lock(&mu_);
   partitions_.erase(ToAbsl(PartitionName(name)));
 }
 
-std::shared_ptr<search::GrowingSegment> Shard::SegmentOf(std::string_view partition) {
-  absl::MutexLock lock(&mu_);
-  auto& segment = partitions_[ToAbsl(partition)];
-  if (segment == nullptr) {
-    segment = std::make_shared<search::GrowingSegment>(
-        search::SegmentOptions{.dim = schema_.dim,
-                               .metric = schema_.metric,
-                               .chunk_rows = options_.chunk_rows,
-                               .indexer = options_.indexer,
-                               .account = options_.account});
-  }
-  return segment;
+std::shared_ptr<search::GrowingSegment> Shard::NewSegment() const {
+  return std::make_shared<search::GrowingSegment>(
+      search::SegmentOptions{.dim = schema_.dim,
+                             .metric = schema_.metric,
+                             .chunk_rows = options_.chunk_rows,
+                             .indexer = options_.indexer,
+                             .account = options_.account});
+}
+
+Shard::Partition& Shard::PartitionLocked(std::string_view name) {
+  Partition& p = partitions_[ToAbsl(name)];
+  if (p.growing == nullptr) p.growing = NewSegment();
+  return p;
 }
 
 void Shard::Insert(const kingfisher::v1::InsertBatch& batch, uint64_t ts) {
-  SegmentOf(PartitionName(batch.partition()))
-      ->Insert(std::span(batch.pks().data(), static_cast<size_t>(batch.pks_size())),
-               std::span(batch.vectors().data(), static_cast<size_t>(batch.vectors_size())), ts);
+  std::shared_ptr<search::GrowingSegment> segment;
+  {
+    absl::MutexLock lock(&mu_);
+    segment = PartitionLocked(PartitionName(batch.partition())).growing;
+  }
+  // Outside the lock: readers take it to list segments. Only this writer changes `growing`.
+  segment->Insert(std::span(batch.pks().data(), static_cast<size_t>(batch.pks_size())),
+                  std::span(batch.vectors().data(), static_cast<size_t>(batch.vectors_size())), ts);
+}
+
+void Shard::OpenSegment(std::string_view partition, uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  Partition& p = PartitionLocked(PartitionName(partition));
+  if (p.growing->rows() > 0) {
+    p.growing->Seal();
+    p.sealed.push_back(std::move(p.growing));
+    p.growing = NewSegment();
+  }
+  p.growing_id = id;
+  p.seal_claimed = false;
+}
+
+bool Shard::ClaimSeal(std::string_view partition) {
+  if (options_.seal_rows == 0) return false;
+  absl::MutexLock lock(&mu_);
+  auto it = partitions_.find(ToAbsl(PartitionName(partition)));
+  if (it == partitions_.end()) return false;
+  Partition& p = it->second;
+  if (p.seal_claimed || p.growing->rows() < options_.seal_rows) return false;
+  p.seal_claimed = true;
+  return true;
+}
+
+void Shard::ReleaseSealClaim(std::string_view partition) {
+  absl::MutexLock lock(&mu_);
+  auto it = partitions_.find(ToAbsl(PartitionName(partition)));
+  if (it != partitions_.end()) it->second.seal_claimed = false;
 }
 
 void Shard::Delete(const kingfisher::v1::DeletePks& pks, uint64_t ts) {
@@ -58,7 +96,10 @@ void Shard::Delete(const kingfisher::v1::DeletePks& pks, uint64_t ts) {
 Shard::Segments Shard::AllSegments() const {
   Segments segments;
   absl::ReaderMutexLock lock(&mu_);
-  for (const auto& [name, segment] : partitions_) segments.push_back(segment);
+  for (const auto& [name, p] : partitions_) {
+    segments.insert(segments.end(), p.sealed.begin(), p.sealed.end());
+    segments.push_back(p.growing);
+  }
   return segments;
 }
 
@@ -72,7 +113,9 @@ absl::StatusOr<Shard::Segments> Shard::SegmentsFor(
                           absl::StrCat("partition ", *partition, " of collection ",
                                        schema_.collection_id, " does not exist"));
   }
-  return Segments{it->second};
+  Segments segments = it->second.sealed;
+  segments.push_back(it->second.growing);
+  return segments;
 }
 
 absl::StatusOr<std::vector<search::Hit>> Shard::Search(
@@ -106,6 +149,20 @@ size_t Shard::memory_bytes() const {
   size_t n = 0;
   for (const auto& segment : AllSegments()) n += segment->memory_bytes();
   return n;
+}
+
+size_t Shard::sealed_segments() const {
+  size_t n = 0;
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [name, p] : partitions_) n += p.sealed.size();
+  return n;
+}
+
+std::optional<uint64_t> Shard::growing_segment_id(std::string_view partition) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = partitions_.find(ToAbsl(PartitionName(partition)));
+  if (it == partitions_.end()) return std::nullopt;
+  return it->second.growing_id;
 }
 
 size_t Shard::index_bytes() const {

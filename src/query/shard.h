@@ -1,6 +1,14 @@
-// Shard: the growing data of one collection vchannel on the node that owns its pchannel
-// (docs/search.md): one growing segment per partition, written by the pchannel's applier
-// (channel_applier.h) in timetick order and searched by any number of threads.
+// Shard: the data of one collection vchannel on the node that owns its pchannel
+// (docs/search.md): per partition, its sealed segments and one growing segment, written by the
+// pchannel's applier (channel_applier.h) in timetick order and searched by any number of
+// threads.
+//
+// Segments (docs/recovery-storage.md): a partition's rows go to its growing segment until a
+// CreateSegment message of the partition is applied; that seals it (it keeps answering searches
+// and taking deletes) and opens the next one, whose id is the message's timetick (the first
+// one's is 0). The boundaries are WAL messages, so every replay of the log draws them in the
+// same place. Once a growing segment holds `seal_rows` rows, ClaimSeal says so once: the
+// applier then asks for a CreateSegment to be appended.
 //
 // A search names a timestamp T and sees exactly the rows inserted at <= T and not deleted at
 // <= T (growing_segment.h); the caller waits until the pchannel's tSafe reached T first.
@@ -39,6 +47,8 @@ struct ShardOptions {
   std::shared_ptr<search::IndexBuilder> indexer;
   // Counts the node's growing bytes (the Insert limit); null: not counted.
   std::shared_ptr<search::MemoryAccount> account;
+  // Rows at which a growing segment is sealed (ClaimSeal); 0: never.
+  size_t seal_rows = 0;
 };
 
 struct ShardSchema {
@@ -61,6 +71,13 @@ class Shard {
   // WAL admitted the Insert, so the partition existed when it was appended).
   void Insert(const kingfisher::v1::InsertBatch& batch, uint64_t ts);
   void Delete(const kingfisher::v1::DeletePks& pks, uint64_t ts);
+  // A CreateSegment of `partition` at timetick `id`: seals its growing segment (unless empty)
+  // and opens segment `id`.
+  void OpenSegment(std::string_view partition, uint64_t id);
+  // True, once per growing segment, when `partition`'s has reached seal_rows: the caller
+  // appends a CreateSegment, or gives the claim back (ReleaseSealClaim) if it cannot.
+  bool ClaimSeal(std::string_view partition);
+  void ReleaseSealClaim(std::string_view partition);
 
   // --- Readers.
   // The best `k` rows for `query` (dim floats, as the user gave it) under `filter`, in
@@ -75,10 +92,21 @@ class Shard {
   size_t rows() const;
   size_t memory_bytes() const;
   size_t index_bytes() const;
+  size_t sealed_segments() const;
+  // The id of `partition`'s growing segment (0 before its first CreateSegment); nullopt for a
+  // partition that does not exist.
+  std::optional<uint64_t> growing_segment_id(std::string_view partition) const;
 
  private:
   using Segments = std::vector<std::shared_ptr<search::GrowingSegment>>;
-  std::shared_ptr<search::GrowingSegment> SegmentOf(std::string_view partition);
+  struct Partition {
+    Segments sealed;
+    std::shared_ptr<search::GrowingSegment> growing;
+    uint64_t growing_id = 0;
+    bool seal_claimed = false;
+  };
+  std::shared_ptr<search::GrowingSegment> NewSegment() const;
+  Partition& PartitionLocked(std::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Segments AllSegments() const;
   // The segments a reader looks at: every partition's, or the one named.
   absl::StatusOr<Segments> SegmentsFor(const std::optional<std::string>& partition) const;
@@ -87,8 +115,7 @@ class Shard {
   const ShardSchema schema_;
   const ShardOptions options_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<search::GrowingSegment>> partitions_
-      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Partition> partitions_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kf::query

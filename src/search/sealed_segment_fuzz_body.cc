@@ -6,6 +6,7 @@
 #include "common/coding.h"
 #include "common/crc32c.h"
 #include "common/errors.h"
+#include "search/delete_log_format.h"
 #include "search/sealed_segment_format.h"
 
 namespace kf::search {
@@ -26,6 +27,16 @@ void DecodeAndCheck(const std::string& bytes) {
   auto encoded = EncodeSealedSegment(decoded->meta, decoded->snapshot());
   Check(encoded.ok(), "a decoded segment encodes");
   Check(*encoded == bytes, "a decoded segment encodes to the bytes it came from");
+}
+
+void DecodeDeleteLogAndCheck(const std::string& bytes) {
+  auto decoded = DecodeDeleteLog(bytes, "fuzz");
+  if (!decoded.ok()) {
+    Check(GetStreamingCode(decoded.status()) == StreamingCode::kDataLoss, "refused as DATA_LOSS");
+    return;
+  }
+  auto encoded = EncodeDeleteLog(decoded->segment_id, decoded->records);
+  Check(encoded.ok() && *encoded == bytes, "a decoded delete log encodes to its bytes");
 }
 
 void SetCrc(std::string* s, size_t body, size_t len) {
@@ -54,6 +65,12 @@ std::string WithMatchingChecksums(std::string_view data) {
 void RunSealedSegmentFuzzInput(std::string_view data) {
   DecodeAndCheck(std::string(data));
   DecodeAndCheck(WithMatchingChecksums(data));
+  DecodeDeleteLogAndCheck(std::string(data));
+  if (data.size() >= 4) {  // the delete log's one CRC, over everything before it
+    std::string fixed(data);
+    SetCrc(&fixed, 0, fixed.size() - 4);
+    DecodeDeleteLogAndCheck(fixed);
+  }
 }
 
 }  // namespace kf::search

@@ -9,6 +9,7 @@
 #include "common/testing/seed_mutations.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "search/delete_log_format.h"
 #include "search/growing_segment.h"
 #include "search/index_builder.h"
 #include "search/metric.h"
@@ -557,9 +558,33 @@ TEST(SealedSegmentTest, FuzzBodyOnSeedsAndMutations) {
     auto seg = SealableSegment(Metric::kIP, 4, rows, chunk);
     seeds.push_back(*EncodeSealedSegment(MetaOf(*seg), seg->Snapshot()));
   }
+  seeds.push_back(*EncodeDeleteLog(42, std::vector<DeleteRecord>{{1, 5}, {-3, 5}, {9, 7}}));
+  seeds.push_back(*EncodeDeleteLog(0, {}));
   for (const std::string& s : seeds) RunSealedSegmentFuzzInput(s);
   kf::testing::ForEachMutation(seeds, /*rng_seed=*/20261204, 3000, /*alphabet=*/"",
                                [](const std::string& s) { RunSealedSegmentFuzzInput(s); });
+}
+
+TEST(DeleteLogTest, RoundTripsAndRefusesDamageByName) {
+  const std::vector<DeleteRecord> records = {{1, 5}, {-3, 5}, {9, 7}};
+  auto bytes = EncodeDeleteLog(42, records);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto log = DecodeDeleteLog(*bytes, "o");
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(log->segment_id, 42);
+  EXPECT_EQ(log->records, records);
+  for (size_t at = 0; at < bytes->size(); ++at) {
+    std::string damaged = *bytes;
+    damaged[at] = static_cast<char>(damaged[at] ^ 1);
+    auto d = DecodeDeleteLog(damaged, "segments/42.del.5");
+    ASSERT_FALSE(d.ok()) << "byte " << at;
+    EXPECT_EQ(GetStreamingCode(d.status()), StreamingCode::kDataLoss);
+    EXPECT_THAT(std::string(d.status().message()), ::testing::HasSubstr("segments/42.del.5"));
+  }
+  for (size_t n = 0; n < bytes->size(); ++n)
+    EXPECT_FALSE(DecodeDeleteLog(bytes->substr(0, n), "o").ok());
+  // Records out of apply order are refused on both sides.
+  EXPECT_FALSE(EncodeDeleteLog(1, std::vector<DeleteRecord>{{1, 7}, {2, 5}}).ok());
 }
 
 }  // namespace

@@ -82,6 +82,7 @@ const std::vector<SettingInfo>& AllSettings() {
       {"drain_timeout", "node: seconds a SIGTERM waits for its pchannels to move away"},
       {"search_chunk_rows", "rows per growing chunk; a full chunk gets an IVF index"},
       {"search_nprobe", "IVF lists a search probes per indexed chunk unless it says"},
+      {"segment_seal_rows", "rows at which a growing segment is sealed (0: never)"},
       {"growing_memory_limit",
        "bytes of growing rows and indexes before Inserts are refused (0: half the RAM)"},
   };
@@ -208,6 +209,7 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
   };
   const Count kCounts[] = {{"search_chunk_rows", &c.search_chunk_rows, 64, 1u << 20},
                            {"search_nprobe", &c.search_nprobe, 1, 65536},
+                           {"segment_seal_rows", &c.segment_seal_rows, 0, 1ull << 31},
                            {"growing_memory_limit", &c.growing_memory_limit, 0, ~0ull}};
   for (const Count& n : kCounts) {
     Source src = Pick(n.key, flags, env, file);

@@ -51,6 +51,9 @@ struct ServerConfig {
   // list per 64 rows), and the lists a search probes per indexed chunk unless it says.
   uint64_t search_chunk_rows = 8192;
   uint64_t search_nprobe = 16;
+  // Search: rows at which a partition's growing segment is sealed (a CreateSegment appended,
+  // docs/recovery-storage.md); 0: never.
+  uint64_t segment_seal_rows = 1 << 20;
   // Search: bytes of growing data (rows and indexes) the node holds before it refuses Inserts
   // RESOURCE_EXHAUSTED. 0: half of the machine's physical memory.
   uint64_t growing_memory_limit = 0;

@@ -23,13 +23,17 @@ std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& conf
                                                         TimestampSource* wal_tso) {
   query::QueryRegistryOptions options;
   options.shard.chunk_rows = config.search_chunk_rows;
+  options.shard.seal_rows = config.segment_seal_rows;
   options.shard.indexer = std::make_shared<search::IndexBuilder>(
       search::IndexOptions{.nprobe = static_cast<size_t>(config.search_nprobe)});
   options.tso = tso;
   options.wal_tso = wal_tso;
   options.growing_memory_limit = GrowingMemoryLimit(config);
-  spdlog::info("search: chunks of {} rows, nprobe {}, growing memory limit {} MiB",
-               config.search_chunk_rows, config.search_nprobe, options.growing_memory_limit >> 20);
+  spdlog::info(
+      "search: chunks of {} rows, nprobe {}, segments sealed at {} rows, growing memory limit {} "
+      "MiB",
+      config.search_chunk_rows, config.search_nprobe, config.segment_seal_rows,
+      options.growing_memory_limit >> 20);
   return std::make_unique<query::QueryRegistry>(std::move(options));
 }
 
