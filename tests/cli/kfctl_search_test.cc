@@ -134,6 +134,16 @@ TEST_F(KfctlSearchTest, BadInputGetsAClearErrorAndChangesNothing) {
       Run({"search", "bad", "--vector", "0,0,0,0", "--topk", "10", "--consistency", "strong"});
   ASSERT_EQ(all.exit_code, 0) << Describe(all);
   EXPECT_EQ(all.lines.at(0)["hits"].size(), 3u) << Describe(all);
+  // A dropped collection is as unknown as one that never existed.
+  ASSERT_EQ(Run({"collection", "drop", "bad"}).exit_code, 0);
+  for (const char* verb : {"search", "get"}) {
+    auto dropped = std::string(verb) == "search"
+                       ? Run({"search", "bad", "--vector", "1,2,3,4", "--consistency", "strong"})
+                       : Run({"get", "bad", "--pks", "1", "--consistency", "strong"});
+    EXPECT_EQ(dropped.exit_code, 1) << Describe(dropped);
+    EXPECT_NE(dropped.err.find("COLLECTION_NOT_FOUND"), std::string::npos) << Describe(dropped);
+    EXPECT_TRUE(dropped.lines.empty()) << Describe(dropped);
+  }
 }
 
 // Session consistency: a client reads its own acknowledged writes at once, at the timetick of
