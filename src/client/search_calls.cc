@@ -4,9 +4,11 @@
 // One timestamp for the whole call: the first shard resolves T from the consistency level and
 // every other shard is asked at that T, in parallel, so a multi-shard search is one snapshot
 // (kEventually asks each shard for what it has applied). A shard call that meets a routing error
-// (CHANNEL_NOT_EXIST, UNMATCHED_CHANNEL_TERM, CHANNEL_FENCED) waits for a newer assignment and
-// is sent again; a node that cannot be reached is retried with backoff, as appends are, each
-// attempt bounded by ClientOptions::attempt_timeout, until the call's deadline.
+// (CHANNEL_NOT_EXIST, UNMATCHED_CHANNEL_TERM, CHANNEL_FENCED) waits up to one backoff for a
+// newer assignment and is sent again (to the same node if none came: it may still be opening
+// the pchannel); a node that cannot be reached is retried with backoff, as appends are, each
+// attempt bounded by ClientOptions::attempt_timeout. At the call's deadline: DEADLINE_EXCEEDED
+// naming the last error.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -47,7 +49,14 @@ absl::Status OnShard(const Client::Impl& impl, const std::string& vchannel, absl
   if (!pchannel.ok()) return pchannel.status();
   kf::client::Backoff backoff(impl.options_.retry);
   int64_t stale_version = 0;  // after a routing error: the version of the route that failed
+  absl::Status last = absl::UnavailableError("no node was asked");
+  // Whatever was being waited for when the deadline passed, the call timed out.
+  const auto timed_out = [&] {
+    return absl::DeadlineExceededError(absl::StrCat("the deadline passed before shard ", vchannel,
+                                                    " answered; last: ", last.ToString()));
+  };
   for (;;) {
+    if (absl::Now() >= deadline) return timed_out();
     // After a routing error, wait for the assignment that moved the pchannel, but only for a
     // backoff: a node that is still opening the pchannel answers CHANNEL_NOT_EXIST at the
     // current version too, and is asked again.
@@ -56,13 +65,12 @@ absl::Status OnShard(const Client::Impl& impl, const std::string& vchannel, absl
             ? impl.router_->Resolve(*pchannel, 0, deadline)
             : impl.router_->Resolve(*pchannel, stale_version,
                                     std::min(deadline, absl::Now() + backoff.Next()));
-    if (!route.ok() && stale_version != 0 && absl::IsUnavailable(route.status()) &&
-        absl::Now() < deadline) {
-      stale_version = 0;
-      continue;
-    }
-    if (!route.ok()) return route.status();
     stale_version = 0;
+    if (!route.ok()) {
+      if (!absl::IsUnavailable(route.status())) return route.status();
+      last = route.status();
+      continue;  // no newer assignment yet: the current one again (or the deadline)
+    }
     // Wait for the node's connection only while it still owns the pchannel: a killed node's
     // channel never gets ready, and its successor is announced by discovery.
     const absl::Time attempt_deadline =
@@ -78,13 +86,17 @@ absl::Status OnShard(const Client::Impl& impl, const std::string& vchannel, absl
       auto stub = v1::Search::NewStub(route->node->channel);
       s = kf::wire::FromGrpcStatus(call(*stub, &ctx));
     }
-    if (s.ok() || absl::Now() >= deadline) return s;
+    if (s.ok()) return s;
+    last = s;
     if (moved || kf::client::IsRoutingError(s)) {
-      stale_version = route->version;
-      continue;
+      if (route->version != 0) {
+        stale_version = route->version;
+        continue;
+      }
+      // A static route (an endpoint without discovery) never changes: back off, ask again.
+    } else if (!absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) {
+      return s;  // a search is read-only: only an attempt that ran out of time is sent again
     }
-    // A search is read-only: an attempt that ran out of time is simply sent again.
-    if (!absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) return s;
     absl::SleepFor(std::min(backoff.Next(), deadline - absl::Now()));  // the node is away
   }
 }

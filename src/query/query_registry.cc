@@ -173,6 +173,16 @@ absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(
   }
   const ChannelApplier& applier = out.follower->applier();
   if (timestamp != 0) {
+    // A T far in the future (a unit mistake, say nanoseconds) would only wait for its
+    // deadline: refused at once. Legitimate timestamps run ahead of the clock by a few seconds
+    // at most (the oracle resumes above its persisted window after a restart).
+    constexpr uint64_t kSkewMs = 3'600'000;
+    const uint64_t physical = PhysicalMs(TimeTick(timestamp));
+    const auto now_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
+    if (physical > now_ms + kSkewMs) {
+      return Invalid(absl::StrCat("timestamp ", timestamp, " is ", physical - now_ms,
+                                  " ms in the future (a timetick is unix ms << 18 | logical)"));
+    }
     out.ts = timestamp;
   } else {
     switch (consistency) {
@@ -208,9 +218,10 @@ absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(
                    {"tsafe", static_cast<int64_t>(applier.tsafe())},
                    {"wait.ms", absl::ToDoubleMilliseconds(absl::Now() - wait_start)}});
   };
-  if (options_.wal_tso != nullptr && applier.tsafe() < out.ts) {
-    options_.wal_tso->Observe(TimeTick(out.ts)).IgnoreError();  // only drops a stale batch
-  }
+  // A fresh T (this call's, or another shard's of the same search) lies above every batch of
+  // timeticks fetched before it, this node's too: the node's next TimeTick must come from a
+  // newer batch to reach it.
+  if (options_.before_wait && applier.tsafe() < out.ts) options_.before_wait(TimeTick(out.ts));
   while (applier.tsafe() < out.ts) {
     if (absl::Status s = out.follower->status(); !s.ok()) {
       return StreamingError(StreamingCode::kChannelNotExist,

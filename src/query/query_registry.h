@@ -16,6 +16,7 @@
 // the followed WALs. Errors: search.proto's table.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,9 +42,10 @@ struct QueryRegistryOptions {
   // STRONG's timestamps: above every timestamp any node handed out before the call (the oracle,
   // not a node's batch). Borrowed.
   TimestampSource* tso = nullptr;
-  // The followed WALs' timetick source when it is not `tso` (a node's batch): told each
-  // timestamp a call waits for, so the TimeTicks the call asks for reach it at once. Borrowed.
-  TimestampSource* wal_tso = nullptr;
+  // Called with each timestamp a call is about to wait for. A node whose WALs take timeticks
+  // from a batch drops a batch that lies below it (BatchedTimestampSource::DropBatchBelow), so
+  // the TimeTick the call asks for comes from a fresh one and reaches it at once.
+  std::function<void(TimeTick)> before_wait;
   // Growing bytes (rows and indexes, every followed pchannel) above which AdmitInsert refuses;
   // 0: no limit.
   size_t growing_memory_limit = 0;

@@ -147,6 +147,15 @@ TEST(ChannelApplierTest, ACreateSegmentSealsTheFullSegmentAndReplaysTheSame) {
   EXPECT_THAT(PksOf(*shard->Search(q, 10, 0, {.ts = now - 1}, "_default")),
               ElementsAre(1, 2, 3, 4, 5, 6));
   EXPECT_THAT(shard->Get(4, now), ElementsAre(ElementsAre(3.0f, 3.0f)));
+  // A CreateSegment of a partition dropped since it was asked for does not bring it back.
+  ASSERT_TRUE(
+      applier->Apply(at(wal::testing::PartitionDdl(MessageType::kCreatePartition, vc, 42, "p1", 2)))
+          .ok());
+  ASSERT_TRUE(
+      applier->Apply(at(wal::testing::PartitionDdl(MessageType::kDropPartition, vc, 42, "p1", 3)))
+          .ok());
+  ASSERT_TRUE(applier->Apply(at(NewCreateSegmentMessage(vc, 42, "p1"))).ok());
+  EXPECT_EQ(shard->growing_segment_id("p1"), std::nullopt);
 
   // Replayed: the same boundaries, rows and answers.
   auto again = make();
@@ -546,9 +555,14 @@ TEST_P(QueryModelTest, TheRegistryAnswersEachConsistencyLevelAndRefusesBadCalls)
             StreamingCode::kChannelNotExist);  // not followed here
   // A timestamp the shard cannot reach before the deadline: DEADLINE_EXCEEDED, not stale.
   kingfisher::v1::SearchRequest late = r;
-  late.set_timestamp(acked_.back() + (uint64_t{1} << 40));
+  late.set_timestamp(acked_.back() + (uint64_t{500} << 18));  // half a second ahead
   EXPECT_TRUE(absl::IsDeadlineExceeded(
       registry.Search(late, absl::Now() + absl::Milliseconds(50)).status()));
+  // Far in the future (a unit mistake): refused at once, and the node's clock is not moved.
+  late.set_timestamp(acked_.back() + (uint64_t{1} << 40));
+  auto future = registry.Search(late, absl::Now() + absl::Seconds(30));
+  EXPECT_EQ(GetStreamingCode(future.status()), StreamingCode::kInvalidArgument) << future.status();
+  EXPECT_THAT(std::string(future.status().message()), HasSubstr("in the future"));
 
   // Dropped: the shard is gone.
   Append(wal::testing::DropCollection(kVc0, 42, next_broadcast_++));

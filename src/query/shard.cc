@@ -60,7 +60,10 @@ void Shard::Insert(const kingfisher::v1::InsertBatch& batch, uint64_t ts) {
 
 void Shard::OpenSegment(std::string_view partition, uint64_t id) {
   absl::MutexLock lock(&mu_);
-  Partition& p = PartitionLocked(PartitionName(partition));
+  // The partition may have been dropped after the CreateSegment was asked for: nothing to seal.
+  auto it = partitions_.find(ToAbsl(PartitionName(partition)));
+  if (it == partitions_.end()) return;
+  Partition& p = it->second;
   if (p.growing->rows() > 0) {
     p.growing->Seal();
     p.sealed.push_back(std::move(p.growing));

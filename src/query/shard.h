@@ -72,7 +72,7 @@ class Shard {
   void Insert(const kingfisher::v1::InsertBatch& batch, uint64_t ts);
   void Delete(const kingfisher::v1::DeletePks& pks, uint64_t ts);
   // A CreateSegment of `partition` at timetick `id`: seals its growing segment (unless empty)
-  // and opens segment `id`.
+  // and opens segment `id`. A partition that does not exist (dropped since) is left alone.
   void OpenSegment(std::string_view partition, uint64_t id);
   // True, once per growing segment, when `partition`'s has reached seal_rows: the caller
   // appends a CreateSegment, or gives the claim back (ReleaseSealClaim) if it cannot.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -71,12 +72,20 @@ class Reader {
   std::string_view in_;
 };
 
-// The body length of a chunk of `rows` rows with `nlist` lists, or 0 on overflow.
+// The body length of a chunk of `rows` rows with `nlist` lists; 0 (no body has that length)
+// when a count is out of range.
 uint64_t ChunkBodyBytes(uint64_t rows, uint64_t nlist, uint64_t dim) {
   if (rows > kMaxSegmentRows || nlist > rows || dim > kMaxDim) return 0;
   uint64_t n = 4 + 4 + rows * (8 + 8 + 8) + rows * dim * 4;
   if (nlist > 0) n += nlist * dim * 4 + (nlist + 1) * 4 + rows * 4;
   return n;
+}
+
+bool AllFinite(const float* v, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(v[i])) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -247,8 +256,11 @@ absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(std::string_view bytes,
     if (ChunkBodyBytes(rows, nlist, m.dim) != len) {
       return at(absl::StrCat(len, " bytes do not hold ", rows, " rows and ", nlist, " lists"));
     }
+    if (nlist > 0 && rows != m.chunk_rows) return at("an index on a partial chunk");
     auto chunk = std::make_shared<Chunk>(rows, m.dim, account);
     if (!SealedSegmentCodec::ReadColumns(c, *chunk, rows, m.dim)) return at("truncated");
+    // Inserts were checked finite; a search must never meet a NaN.
+    if (!AllFinite(chunk->vector(0), size_t{rows} * m.dim)) return at("a vector is not finite");
     for (size_t r = 0; r < rows; ++r) {
       if (chunk->inserted(r) < m.min_ts || chunk->inserted(r) > m.max_ts ||
           chunk->deleted(r) < chunk->inserted(r)) {
@@ -265,6 +277,7 @@ absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(std::string_view bytes,
           !c.Array(list_rows.size(), list_rows.data())) {
         return at("truncated index");
       }
+      if (!AllFinite(centroids.data(), centroids.size())) return at("a centroid is not finite");
       auto index = IvfIndex::FromParts(SealedSegmentCodec::Vectors(*chunk), rows, m.dim, m.metric,
                                        index_options, std::move(centroids), std::move(list_begin),
                                        std::move(list_rows));

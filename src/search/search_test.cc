@@ -1,10 +1,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "common/coding.h"
 #include "common/errors.h"
 #include "common/testing/seed_mutations.h"
 #include "gmock/gmock.h"
@@ -539,6 +541,21 @@ TEST(SealedSegmentTest, EveryDamagedByteAndEveryTruncationIsDataLossNamingTheObj
     if (HasFailure()) return;
   }
   expect_data_loss(*bytes + "x", "a trailing byte");
+}
+
+// A NaN that kept its checksum (written so) is refused too: a search must never meet one.
+TEST(SealedSegmentTest, ANonFiniteVectorIsDataLoss) {
+  auto seg = SealableSegment(Metric::kL2, 4, 10, 64);
+  auto bytes = EncodeSealedSegment(MetaOf(*seg), seg->Snapshot());
+  ASSERT_TRUE(bytes.ok());
+  // The first chunk's first vector: after its 8-byte length, rows and nlist, 3 columns of 10.
+  const size_t header = 16 + DecodeFixed32(bytes->data() + 12) + 4;
+  const size_t vector = header + 8 + 8 + 3 * 10 * 8;
+  const float nan = std::nanf("");
+  std::memcpy(bytes->data() + vector, &nan, sizeof nan);
+  auto d = DecodeSealedSegment(WithMatchingChecksums(*bytes), "o", nullptr);
+  EXPECT_EQ(GetStreamingCode(d.status()), StreamingCode::kDataLoss) << d.status();
+  EXPECT_THAT(std::string(d.status().message()), ::testing::HasSubstr("not finite"));
 }
 
 TEST(SealedSegmentTest, AnotherVersionIsRefusedByName) {

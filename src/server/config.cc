@@ -218,6 +218,11 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
       return Bad(src, absl::StrCat("must be an integer in [", n.min, ", ", n.max, "]"));
     }
   }
+  // A sealed segment keeps its chunks allocated whole: segments smaller than a chunk waste it.
+  if (c.segment_seal_rows != 0 && c.segment_seal_rows < c.search_chunk_rows) {
+    return Bad(Pick("segment_seal_rows", flags, env, file),
+               absl::StrCat("must be 0 or at least search_chunk_rows (", c.search_chunk_rows, ")"));
+  }
   const std::pair<const char*, double*> kSeconds[] = {{"balance_interval", &c.balance_interval},
                                                       {"lease_ttl", &c.lease_ttl},
                                                       {"drain_timeout", &c.drain_timeout}};

@@ -95,7 +95,8 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   n->wal = *std::move(wal);
   n->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
   n->strong_tso = std::make_unique<streaming::OracleTimestampSource>(n->tso_fetcher.get());
-  n->queries = MakeQueryRegistry(config, n->strong_tso.get(), n->tso.get());
+  n->queries = MakeQueryRegistry(config, n->strong_tso.get(),
+                                 [tso = n->tso.get()](TimeTick t) { tso->DropBatchBelow(t); });
   n->query_gauges = query::RegisterQueryGauges(metrics::DefaultRegistry(), n->queries.get());
   // This node's own view (what it serves right now), so an operator sees on each node's
   // /metrics when it stopped serving a pchannel it lost.

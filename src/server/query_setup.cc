@@ -20,14 +20,14 @@ size_t GrowingMemoryLimit(const ServerConfig& config) {
 
 std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& config,
                                                         TimestampSource* tso,
-                                                        TimestampSource* wal_tso) {
+                                                        std::function<void(TimeTick)> before_wait) {
   query::QueryRegistryOptions options;
   options.shard.chunk_rows = config.search_chunk_rows;
   options.shard.seal_rows = config.segment_seal_rows;
   options.shard.indexer = std::make_shared<search::IndexBuilder>(
       search::IndexOptions{.nprobe = static_cast<size_t>(config.search_nprobe)});
   options.tso = tso;
-  options.wal_tso = wal_tso;
+  options.before_wait = std::move(before_wait);
   options.growing_memory_limit = GrowingMemoryLimit(config);
   spdlog::info(
       "search: chunks of {} rows, nprobe {}, segments sealed at {} rows, growing memory limit {} "

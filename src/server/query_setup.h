@@ -3,10 +3,10 @@
 // the Search service answers from, with the node's growing-memory limit; and the WAL option
 // that refuses Inserts above that limit.
 //
-// Thread-safety: plain functions. Ownership: the registry borrows `tso` and `wal_tso`
-// (must outlive it).
+// Thread-safety: plain functions. Ownership: the registry borrows `tso` (must outlive it).
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "query/query_registry.h"
@@ -16,10 +16,10 @@
 
 namespace kf::server {
 
-// `tso` and `wal_tso` as QueryRegistryOptions says.
-std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& config,
-                                                        TimestampSource* tso,
-                                                        TimestampSource* wal_tso = nullptr);
+// `tso` and `before_wait` as QueryRegistryOptions says.
+std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(
+    const ServerConfig& config, TimestampSource* tso,
+    std::function<void(TimeTick)> before_wait = nullptr);
 
 // Sets `wal->admit_inserts` to `queries`' limit; `queries` must outlive every WAL opened so.
 void RefuseInsertsAboveGrowingLimit(const query::QueryRegistry* queries, wal::WalOptions* wal);

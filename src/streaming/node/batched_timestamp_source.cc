@@ -15,8 +15,8 @@ absl::StatusOr<TimeTick> OracleTimestampSource::Allocate(uint32_t count) {
       fetcher_->Fetch(count, TimeTick(0), absl::Now() + fetch_timeout_);
   if (!b.ok()) return b.status();
   if (b->count < count) {
-    return absl::InternalError(absl::StrCat("timestamp oracle returned ", b->count,
-                                            " timeticks, need ", count));
+    return absl::InternalError(
+        absl::StrCat("timestamp oracle returned ", b->count, " timeticks, need ", count));
   }
   return b->first;
 }
@@ -44,6 +44,11 @@ absl::StatusOr<TimeTick> BatchedTimestampSource::Allocate(uint32_t count) {
   remaining_ -= count;
   floor_ = next_ - 1;
   return TimeTick(first);
+}
+
+void BatchedTimestampSource::DropBatchBelow(TimeTick t) {
+  absl::MutexLock l(&mu_);
+  if (remaining_ > 0 && next_ + remaining_ - 1 <= t.value()) remaining_ = 0;
 }
 
 absl::Status BatchedTimestampSource::Observe(TimeTick t) {

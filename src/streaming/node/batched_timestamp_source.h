@@ -65,6 +65,10 @@ class BatchedTimestampSource final : public TimestampSource {
 
   absl::StatusOr<TimeTick> Allocate(uint32_t count = 1) override;
   absl::Status Observe(TimeTick t) override;
+  // Drops the batch if it does not reach above `t`, so the next Allocate fetches a fresh one:
+  // above `t` when `t` came from the oracle, without asking the oracle for more than it has
+  // handed out (a caller's `t` never moves the cluster's timestamps, unlike Observe).
+  void DropBatchBelow(TimeTick t);
 
  private:
   absl::Time Now() const { return options_.clock ? options_.clock() : absl::Now(); }

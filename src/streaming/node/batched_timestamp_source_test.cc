@@ -99,8 +99,13 @@ TEST_F(BatchedTimestampSourceTest, OracleSourceIsAboveEveryBatchHandedOut) {
   const uint64_t t = strong.Allocate()->value();
   EXPECT_GT(t, 1100u);
   EXPECT_LT(node_a.Allocate()->value(), t);  // node a's batch lies below: not a fresh T
-  ASSERT_TRUE(node_a.Observe(TimeTick(t)).ok());
+  node_a.DropBatchBelow(TimeTick(t));
   EXPECT_GT(node_a.Allocate()->value(), t);  // a search waiting for T gets TimeTicks above it
+  EXPECT_EQ(oracle_.asks.back().at_least, 1001u) << "the oracle is not asked beyond its own";
+  // A batch that reaches above t is kept.
+  const uint64_t kept = node_a.Allocate()->value();
+  node_a.DropBatchBelow(TimeTick(kept));
+  EXPECT_EQ(node_a.Allocate()->value(), kept + 1);
   oracle_.fail = absl::UnavailableError("no coordinator");
   EXPECT_TRUE(absl::IsUnavailable(strong.Allocate().status()));
   EXPECT_TRUE(absl::IsInvalidArgument(strong.Allocate(0).status()));
