@@ -37,6 +37,7 @@ struct ReadOptions {
   Consistency consistency = Consistency::kBounded;
   Duration staleness = std::chrono::seconds(1);  // kBounded
   // T itself when non-zero (every level): another client's write, or a T from an earlier answer.
+  // One more than an hour ahead of the server's clock is INVALID_ARGUMENT (a unit mistake).
   TimeTick timestamp;
   // Overall deadline; nullopt means now + ClientOptions::status_timeout.
   std::optional<Deadline> deadline;
