@@ -70,15 +70,18 @@ absl::Status ChannelApplier::ApplyOne(const ImmutableMessage& m, uint64_t ts) {
       return absl::OkStatus();
     }
     case MessageType::kCreatePartition:
-    case MessageType::kDropPartition: {
+    case MessageType::kDropPartition:
+    case MessageType::kCreateSegment: {
       std::shared_ptr<Shard> shard = MutableShard(m.vchannel());
       if (shard == nullptr) return absl::OkStatus();
       auto partition = DecodePartition(payload);
       if (!partition.ok()) return Corrupt(m, partition.status());
       if (m.type() == MessageType::kCreatePartition) {
         shard->CreatePartition(partition->partition());
-      } else {
+      } else if (m.type() == MessageType::kDropPartition) {
         shard->DropPartition(partition->partition());
+      } else {
+        shard->OpenSegment(partition->partition(), ts);
       }
       return absl::OkStatus();
     }
@@ -93,17 +96,9 @@ absl::Status ChannelApplier::ApplyOne(const ImmutableMessage& m, uint64_t ts) {
                            "dim ", batch->dim(), ", the collection's is ", shard->schema().dim)));
       }
       shard->Insert(*batch, ts);
-      const std::string partition =
-          batch->partition().empty() ? std::string(kDefaultPartition) : batch->partition();
-      if (request_seal_ != nullptr && shard->ClaimSeal(partition)) request_seal_(shard, partition);
-      return absl::OkStatus();
-    }
-    case MessageType::kCreateSegment: {
-      std::shared_ptr<Shard> shard = MutableShard(m.vchannel());
-      if (shard == nullptr) return absl::OkStatus();
-      auto partition = DecodePartition(payload);
-      if (!partition.ok()) return Corrupt(m, partition.status());
-      shard->OpenSegment(partition->partition(), ts);
+      if (request_seal_ != nullptr && shard->ClaimSeal(batch->partition())) {
+        request_seal_(shard, std::string(PartitionName(batch->partition())));
+      }
       return absl::OkStatus();
     }
     case MessageType::kDelete: {

@@ -9,14 +9,6 @@
 #include "search/segment_search.h"
 
 namespace kf::query {
-namespace {
-
-std::string_view PartitionName(std::string_view name) {
-  return name.empty() ? kDefaultPartition : name;
-}
-
-}  // namespace
-
 Shard::Shard(std::string vchannel, ShardSchema schema, ShardOptions options)
     : vchannel_(std::move(vchannel)), schema_(schema), options_(options) {
   CreatePartition(kDefaultPartition);

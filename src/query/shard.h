@@ -40,6 +40,10 @@ namespace kf::query {
 
 // The partition every collection has ("" in an Insert means it).
 inline constexpr std::string_view kDefaultPartition = "_default";
+// The partition `name` means ("" is the default one).
+inline std::string_view PartitionName(std::string_view name) {
+  return name.empty() ? kDefaultPartition : name;
+}
 
 struct ShardOptions {
   size_t chunk_rows = 8192;

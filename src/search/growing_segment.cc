@@ -64,12 +64,7 @@ absl::StatusOr<std::unique_ptr<GrowingSegment>> GrowingSegment::FromChunks(
   segment->chunks_ = std::move(chunks);
   segment->newest_row_of_pk_.reserve(rows);
   for (size_t row = 0; row < rows; ++row) {
-    Chunk& chunk = segment->ChunkOf(static_cast<uint32_t>(row));
-    const size_t at = row % chunk_rows;
-    auto [it, fresh] =
-        segment->newest_row_of_pk_.try_emplace(chunk.pks_[at], static_cast<uint32_t>(row));
-    chunk.previous_of_pk_[at] = fresh ? kNoRow : it->second;
-    it->second = static_cast<uint32_t>(row);
+    segment->IndexPkLocked(segment->ChunkOf(static_cast<uint32_t>(row)), row % chunk_rows, row);
   }
   segment->UpdateMemoryLocked();
   segment->rows_.store(rows, std::memory_order_release);
@@ -96,14 +91,18 @@ void GrowingSegment::Insert(std::span<const int64_t> pks, std::span<const float>
     chunk.pks_[at] = pks[i];
     chunk.inserted_[at] = ts;
     chunk.deleted_[at].store(kNotDeleted, std::memory_order_relaxed);
-    auto [it, fresh] = newest_row_of_pk_.try_emplace(pks[i], static_cast<uint32_t>(row));
-    chunk.previous_of_pk_[at] = fresh ? kNoRow : it->second;
-    it->second = static_cast<uint32_t>(row);
+    IndexPkLocked(chunk, at, row);
     if (at + 1 == chunk_rows && options_.indexer != nullptr) filled.push_back(chunks_.back());
   }
   UpdateMemoryLocked();
   rows_.store(row, std::memory_order_release);
   for (auto& chunk : filled) options_.indexer->Enqueue(std::move(chunk), options_.metric);
+}
+
+void GrowingSegment::IndexPkLocked(Chunk& chunk, size_t at, size_t row) {
+  auto [it, fresh] = newest_row_of_pk_.try_emplace(chunk.pks_[at], static_cast<uint32_t>(row));
+  chunk.previous_of_pk_[at] = fresh ? kNoRow : it->second;
+  it->second = static_cast<uint32_t>(row);
 }
 
 size_t GrowingSegment::Delete(int64_t pk, uint64_t ts) {

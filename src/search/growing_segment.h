@@ -159,6 +159,8 @@ class GrowingSegment {
   Chunk& ChunkOf(uint32_t row) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return *chunks_[row / options_.chunk_rows];
   }
+  // Makes row `row` (at `at` in `chunk`, its pk written) the newest of its pk.
+  void IndexPkLocked(Chunk& chunk, size_t at, size_t row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateMemoryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SegmentOptions options_;

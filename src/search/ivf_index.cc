@@ -35,8 +35,8 @@ size_t NearestList(const std::vector<float>& centroids, size_t nlist, Metric met
 absl::StatusOr<std::unique_ptr<IvfIndex>> IvfIndex::Build(const float* vectors, size_t rows,
                                                           uint32_t dim, Metric metric,
                                                           const IndexOptions& options) {
-  std::unique_ptr<IvfIndex> index(new IvfIndex(dim, metric, options));
   const size_t nlist = std::max<size_t>(1, rows / std::max<size_t>(1, options.rows_per_list));
+  std::vector<float> centroids;
   try {
     faiss::ClusteringParameters cp;
     cp.niter = options.train_iterations;
@@ -46,29 +46,25 @@ absl::StatusOr<std::unique_ptr<IvfIndex>> IvfIndex::Build(const float* vectors, 
     faiss::Clustering kmeans(static_cast<int>(dim), static_cast<int>(nlist), cp);
     faiss::IndexFlatL2 assign(static_cast<faiss::Index::idx_t>(dim));
     kmeans.train(static_cast<faiss::Index::idx_t>(rows), vectors, assign);
-    index->centroids_ = std::move(kmeans.centroids);
+    centroids = std::move(kmeans.centroids);
   } catch (const std::exception& e) {
     return absl::InternalError(
         absl::StrCat("training the IVF centroids of ", rows, " rows: ", e.what()));
   }
-  // Counting sort of the rows by list.
+  // Counting sort of the rows by list; FromParts gathers the lists' vector copies.
   std::vector<uint32_t> list_of(rows);
-  index->list_begin_.assign(nlist + 1, 0);
+  std::vector<uint32_t> list_begin(nlist + 1, 0);
   for (size_t r = 0; r < rows; ++r) {
-    list_of[r] = static_cast<uint32_t>(
-        NearestList(index->centroids_, nlist, metric, vectors + r * dim, dim));
-    ++index->list_begin_[list_of[r] + 1];
+    list_of[r] =
+        static_cast<uint32_t>(NearestList(centroids, nlist, metric, vectors + r * dim, dim));
+    ++list_begin[list_of[r] + 1];
   }
-  for (size_t i = 0; i < nlist; ++i) index->list_begin_[i + 1] += index->list_begin_[i];
-  index->rows_.resize(rows);
-  index->vectors_.resize(rows * dim);
-  std::vector<uint32_t> next(index->list_begin_.begin(), index->list_begin_.end() - 1);
-  for (size_t r = 0; r < rows; ++r) {
-    const uint32_t at = next[list_of[r]]++;
-    index->rows_[at] = static_cast<uint32_t>(r);
-    std::copy_n(vectors + r * dim, dim, index->vectors_.data() + size_t{at} * dim);
-  }
-  return index;
+  for (size_t i = 0; i < nlist; ++i) list_begin[i + 1] += list_begin[i];
+  std::vector<uint32_t> list_rows(rows);
+  std::vector<uint32_t> next(list_begin.begin(), list_begin.end() - 1);
+  for (size_t r = 0; r < rows; ++r) list_rows[next[list_of[r]]++] = static_cast<uint32_t>(r);
+  return FromParts(vectors, rows, dim, metric, options, std::move(centroids), std::move(list_begin),
+                   std::move(list_rows));
 }
 
 absl::StatusOr<std::unique_ptr<IvfIndex>> IvfIndex::FromParts(const float* vectors, size_t rows,

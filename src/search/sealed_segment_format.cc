@@ -262,11 +262,12 @@ absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(std::string_view bytes,
     // Inserts were checked finite; a search must never meet a NaN.
     if (!AllFinite(chunk->vector(0), size_t{rows} * m.dim)) return at("a vector is not finite");
     for (size_t r = 0; r < rows; ++r) {
-      if (chunk->inserted(r) < m.min_ts || chunk->inserted(r) > m.max_ts ||
-          chunk->deleted(r) < chunk->inserted(r)) {
-        return at(absl::StrCat("row ", r, " inserted at ", chunk->inserted(r), ", deleted at ",
-                               chunk->deleted(r), ", outside ", m.min_ts, "..", m.max_ts));
+      if (chunk->deleted(r) < chunk->inserted(r)) {
+        return at(absl::StrCat("row ", r, " inserted at ", chunk->inserted(r),
+                               ", deleted before, at ", chunk->deleted(r)));
       }
+      min_ts = std::min(min_ts, chunk->inserted(r));
+      max_ts = std::max(max_ts, chunk->inserted(r));
     }
     if (nlist > 0) {
       std::vector<float> centroids(size_t{nlist} * m.dim);
@@ -283,10 +284,6 @@ absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(std::string_view bytes,
                                        std::move(list_rows));
       if (!index.ok()) return at(std::string(index.status().message()));
       SealedSegmentCodec::Publish(*chunk, *std::move(index));
-    }
-    for (size_t r = 0; r < rows; ++r) {
-      min_ts = std::min(min_ts, chunk->inserted(r));
-      max_ts = std::max(max_ts, chunk->inserted(r));
     }
     out.chunks.push_back(std::move(chunk));
   }

@@ -265,10 +265,8 @@ TEST(SearchCrashStandaloneTest, KillingTheServerLosesNoRowAndNoDelete) {
   kf::testing::TempDir dir;
   kf::testing::ServerProcess server({.data_dir = dir.path() + "/data"});
   ASSERT_TRUE(server.Start()) << server.Output();
-  kingfisher::ClientOptions options;
-  options.endpoint = server.address();
-  options.append_timeout = std::chrono::seconds(60);
-  auto client = kingfisher::Client::Connect(options);
+  auto client = kingfisher::Client::Connect(
+      {.endpoint = server.address(), .append_timeout = std::chrono::seconds(60)});
   ASSERT_TRUE(client.ok()) << client.status();
   auto collection = (*client)->CreateCollection({.name = "vecs", .dim = kDim, .shards = 2});
   ASSERT_TRUE(collection.ok()) << collection.status();
