@@ -11,17 +11,6 @@
 namespace kf::query {
 namespace {
 
-search::Metric MetricOf(kingfisher::v1::MetricType metric) {
-  switch (metric) {
-    case kingfisher::v1::IP:
-      return search::Metric::kIP;
-    case kingfisher::v1::COSINE:
-      return search::Metric::kCosine;
-    default:
-      return search::Metric::kL2;  // the schema check admits L2, IP and COSINE only
-  }
-}
-
 absl::Status Corrupt(const ImmutableMessage& m, const absl::Status& cause) {
   return StreamingError(
       StreamingCode::kDataLoss,
@@ -36,35 +25,69 @@ ChannelApplier::ChannelApplier(std::string pchannel, ShardOptions options, Reque
     : pchannel_(std::move(pchannel)), options_(options), request_seal_(std::move(request_seal)) {}
 
 absl::Status ChannelApplier::Apply(const ImmutableMessage& m) {
-  const uint64_t ts = m.timetick().value();
+  SegmentStart at{.ts = m.timetick().value(), .from = m.last_confirmed()};
   if (m.type() == MessageType::kTxn) {
     const wal::TxnMessage* txn = wal::AsTxnMessage(m);
-    for (const ImmutableMessagePtr& body : txn->inner()) {
-      if (absl::Status s = ApplyOne(*body, ts); !s.ok()) return s;
+    // Reading from the Begin delivers the whole transaction, whatever its commit's LCMID says.
+    if (!txn->inner().empty() && txn->inner().front()->id() < at.from) {
+      at.from = txn->inner().front()->id();
     }
-  } else if (absl::Status s = ApplyOne(m, ts); !s.ok()) {
+    for (const ImmutableMessagePtr& body : txn->inner()) {
+      if (absl::Status s = ApplyOne(*body, at); !s.ok()) return s;
+    }
+  } else if (absl::Status s = ApplyOne(m, at); !s.ok()) {
     return s;
   }
-  AdvanceTSafe(ts);
+  if (at.from.valid()) applied_from_ = at.from;
+  AdvanceTSafe(at.ts);
   return absl::OkStatus();
 }
 
-absl::Status ChannelApplier::ApplyOne(const ImmutableMessage& m, uint64_t ts) {
+void ChannelApplier::Restore(std::vector<std::shared_ptr<Shard>> shards, uint64_t checkpoint_ts) {
+  absl::MutexLock lock(&mu_);
+  shards_.clear();
+  for (auto& shard : shards) shards_[shard->vchannel()] = std::move(shard);
+  replayed_below_ = checkpoint_ts;
+}
+
+CheckpointPlan ChannelApplier::PlanCheckpoint() const {
+  CheckpointPlan plan;
+  plan.checkpoint_ts = tsafe();
+  plan.replay_from = applied_from_;
+  std::vector<std::shared_ptr<Shard>> shards;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    for (const auto& [vchannel, shard] : shards_) shards.push_back(shard);
+  }
+  for (auto& shard : shards) {
+    ShardCheckpointPlan s = shard->PlanCheckpoint();
+    if (s.replay_from.has_value() && *s.replay_from < plan.replay_from) {
+      plan.replay_from = *s.replay_from;
+    }
+    plan.shards.emplace_back(std::move(shard), std::move(s));
+  }
+  return plan;
+}
+
+absl::Status ChannelApplier::ApplyOne(const ImmutableMessage& m, const SegmentStart& at) {
   const std::string_view payload = m.message().payload();
+  const bool replaying = replayed_below_ > 0 && at.ts <= replayed_below_;
   switch (m.type()) {
     case MessageType::kCreateCollection: {
+      if (replaying) return absl::OkStatus();  // the checkpoint has the shard, or it was dropped
       auto schema = DecodeCollectionSchema(payload);
       if (!schema.ok()) return Corrupt(m, schema.status());
       auto shard = std::make_shared<Shard>(std::string(m.vchannel()),
                                            ShardSchema{.collection_id = schema->collection_id(),
                                                        .dim = schema->dim(),
-                                                       .metric = MetricOf(schema->metric())},
-                                           options_);
+                                                       .metric = MetricFromProto(schema->metric())},
+                                           options_, at);
       absl::MutexLock lock(&mu_);
       shards_.try_emplace(std::string(m.vchannel()), std::move(shard));
       return absl::OkStatus();
     }
     case MessageType::kDropCollection: {
+      if (replaying) return absl::OkStatus();
       absl::MutexLock lock(&mu_);
       shards_.erase(ToAbsl(m.vchannel()));
       return absl::OkStatus();
@@ -72,16 +95,18 @@ absl::Status ChannelApplier::ApplyOne(const ImmutableMessage& m, uint64_t ts) {
     case MessageType::kCreatePartition:
     case MessageType::kDropPartition:
     case MessageType::kCreateSegment: {
+      if (replaying) return absl::OkStatus();  // the checkpoint's partitions are as they left them
       std::shared_ptr<Shard> shard = MutableShard(m.vchannel());
       if (shard == nullptr) return absl::OkStatus();
       auto partition = DecodePartition(payload);
       if (!partition.ok()) return Corrupt(m, partition.status());
       if (m.type() == MessageType::kCreatePartition) {
-        shard->CreatePartition(partition->partition());
+        shard->CreatePartition(partition->partition(), at);
       } else if (m.type() == MessageType::kDropPartition) {
         shard->DropPartition(partition->partition());
       } else {
-        shard->OpenSegment(partition->partition(), ts);
+        shard->OpenSegment(partition->partition(), at);
+        ++segments_opened_;
       }
       return absl::OkStatus();
     }
@@ -95,7 +120,7 @@ absl::Status ChannelApplier::ApplyOne(const ImmutableMessage& m, uint64_t ts) {
                        absl::InvalidArgumentError(absl::StrCat(
                            "dim ", batch->dim(), ", the collection's is ", shard->schema().dim)));
       }
-      shard->Insert(*batch, ts);
+      shard->Insert(*batch, at, replaying);
       if (request_seal_ != nullptr && shard->ClaimSeal(batch->partition())) {
         request_seal_(shard, std::string(PartitionName(batch->partition())));
       }
@@ -106,7 +131,7 @@ absl::Status ChannelApplier::ApplyOne(const ImmutableMessage& m, uint64_t ts) {
       if (shard == nullptr) return absl::OkStatus();
       auto pks = DecodeDeletePks(payload);
       if (!pks.ok()) return Corrupt(m, pks.status());
-      shard->Delete(*pks, ts);
+      shard->Delete(*pks, at.ts, replaying);
       return absl::OkStatus();
     }
     default:

@@ -13,6 +13,12 @@
 // a timetick <= tSafe has been applied, so a search at T <= tSafe sees exactly the rows of T.
 // Messages on raw vchannels pass without effect (they have no schema).
 //
+// Recovery (docs/recovery-storage.md): an applier restored from a checkpoint (Restore) is fed
+// the log from the checkpoint's replay_from, which lies at or before its timetick; what the
+// checkpoint already reflects is skipped: DDL and CreateSegments at or below its timetick, and
+// the rows and deletes its flushed segments hold (Shard::Insert, Shard::Delete `replaying`).
+// PlanCheckpoint says what a checkpoint of everything applied so far must write.
+//
 // Thread-safety: Apply from one thread (the follower); everything else from any thread.
 // Errors: Apply returns DATA_LOSS for a collection message whose payload does not decode (the
 // WAL checked it when it was appended, so the log is corrupt) and applies nothing of it.
@@ -36,6 +42,15 @@
 
 namespace kf::query {
 
+// A checkpoint of everything applied up to `checkpoint_ts` (ChannelApplier::PlanCheckpoint).
+struct CheckpointPlan {
+  uint64_t checkpoint_ts = 0;
+  // Where a replay must start: the oldest LCMID of a growing segment holding rows, or the
+  // LCMID of the last message applied.
+  MessageId replay_from;
+  std::vector<std::pair<std::shared_ptr<Shard>, ShardCheckpointPlan>> shards;
+};
+
 class ChannelApplier {
  public:
   // Asks for a CreateSegment of (shard, partition) to be appended; on failure the hook gives
@@ -47,6 +62,13 @@ class ChannelApplier {
   const std::string& pchannel() const { return pchannel_; }
 
   absl::Status Apply(const ImmutableMessage& message);
+  // Before the first Apply: the shards of a checkpoint at `checkpoint_ts`, whose log is then
+  // applied from its replay_from on.
+  void Restore(std::vector<std::shared_ptr<Shard>> shards, uint64_t checkpoint_ts);
+  // Apply's thread. Invalid replay_from before the first message.
+  CheckpointPlan PlanCheckpoint() const;
+  // CreateSegments applied so far (Apply's thread): a new one means a segment to flush.
+  uint64_t segments_opened() const { return segments_opened_; }
 
   // Every message with a timetick <= tsafe() is applied (0 before the first).
   uint64_t tsafe() const;
@@ -62,8 +84,8 @@ class ChannelApplier {
   size_t rows() const;  // every shard's, deleted ones included
 
  private:
-  // One message (a Txn's body too) at timestamp `ts`.
-  absl::Status ApplyOne(const ImmutableMessage& message, uint64_t ts);
+  // One message (a Txn's body too) at `at`: the timestamp and LCMID of the message applied.
+  absl::Status ApplyOne(const ImmutableMessage& message, const SegmentStart& at);
   std::shared_ptr<Shard> MutableShard(std::string_view vchannel) const;
   void AdvanceTSafe(uint64_t ts);
 
@@ -73,6 +95,10 @@ class ChannelApplier {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Shard>> shards_ ABSL_GUARDED_BY(mu_);
   uint64_t tsafe_ ABSL_GUARDED_BY(mu_) = 0;
+  // Apply's thread only.
+  uint64_t replayed_below_ = 0;  // the restored checkpoint's timetick (0: none)
+  MessageId applied_from_;       // the LCMID of the last message applied
+  uint64_t segments_opened_ = 0;
 };
 
 }  // namespace kf::query

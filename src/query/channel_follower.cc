@@ -10,24 +10,59 @@
 namespace kf::query {
 
 absl::StatusOr<std::unique_ptr<ChannelFollower>> ChannelFollower::Start(
-    std::shared_ptr<wal::Wal> wal, ShardOptions options, absl::Duration drain_interval) {
-  absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner =
-      wal->Read(wal::ScanOptions{.internal = true});
+    std::shared_ptr<wal::Wal> wal, ShardOptions options, absl::Duration drain_interval,
+    const RecoveryStorageOptions* recovery) {
+  std::optional<RecoveredChannel> recovered;
+  wal::ScanOptions scan{.internal = true};
+  if (recovery != nullptr) {
+    auto loaded = LoadCheckpoint(*recovery, wal->pchannel(), options);
+    if (!loaded.ok()) return loaded.status();
+    recovered = *std::move(loaded);
+    if (recovered.has_value() && recovered->replay_from.valid()) {
+      scan.policy = wal::DeliverPolicy{.kind = wal::DeliverPolicy::Kind::kStartFrom,
+                                       .id = recovered->replay_from};
+    }
+  }
+  absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner = wal->Read(scan);
   if (!scanner.ok()) return scanner.status();
-  return std::unique_ptr<ChannelFollower>(
-      new ChannelFollower(std::move(wal), options, drain_interval, std::move(*scanner)));
+  return std::unique_ptr<ChannelFollower>(new ChannelFollower(std::move(wal), options,
+                                                              drain_interval, std::move(*scanner),
+                                                              std::move(recovered), recovery));
 }
 
 ChannelFollower::ChannelFollower(std::shared_ptr<wal::Wal> wal, ShardOptions options,
                                  absl::Duration drain_interval,
-                                 std::unique_ptr<wal::Scanner> scanner)
+                                 std::unique_ptr<wal::Scanner> scanner,
+                                 std::optional<RecoveredChannel> recovered,
+                                 const RecoveryStorageOptions* recovery)
     : wal_(std::move(wal)),
       applier_(wal_->pchannel(), options,
                [this](const std::shared_ptr<Shard>& shard, const std::string& partition) {
                  RequestSeal(shard, partition);
                }),
       drain_interval_(drain_interval),
-      scanner_(std::move(scanner)) {
+      scanner_(std::move(scanner)),
+      checkpoint_interval_(recovery != nullptr ? recovery->checkpoint_interval
+                                               : absl::InfiniteDuration()) {
+  if (recovery != nullptr) {
+    int64_t mod_revision = 0;
+    if (recovered.has_value()) {
+      mod_revision = recovered->mod_revision;
+      checkpoint_stats_.loaded_ts = recovered->checkpoint_ts;
+      checkpoint_stats_.loaded_segments = recovered->segments;
+      checkpoint_stats_.loaded_replay_from = recovered->replay_from;
+      planned_ts_ = recovered->checkpoint_ts;
+      spdlog::info(
+          "{}: recovered {} shards and {} sealed segments from its checkpoint at "
+          "timetick {}; replaying the WAL from {}",
+          wal_->pchannel(), recovered->shards.size(), recovered->segments, recovered->checkpoint_ts,
+          recovered->replay_from.ToText());
+      applier_.Restore(std::move(recovered->shards), recovered->checkpoint_ts);
+    }
+    writer_ =
+        std::make_unique<CheckpointWriter>(*recovery, wal_->pchannel(), wal_->term(), mod_revision);
+    next_checkpoint_ = absl::Now() + checkpoint_interval_;
+  }
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -37,6 +72,7 @@ ChannelFollower::~ChannelFollower() {
     stopping_ = true;
   }
   thread_.join();
+  writer_.reset();  // its last write's callback touches the applier
 }
 
 absl::Status ChannelFollower::status() const {
@@ -70,9 +106,50 @@ void ChannelFollower::Run() {
     }
     stopped = Drain(chase);
     if (!stopped.ok()) break;
+    MaybeCheckpoint();
   }
   absl::MutexLock lock(&mu_);
   status_ = std::move(stopped);
+}
+
+ChannelFollower::CheckpointStats ChannelFollower::checkpoint_stats() const {
+  absl::MutexLock lock(&mu_);
+  return checkpoint_stats_;
+}
+
+void ChannelFollower::MaybeCheckpoint() {
+  if (writer_ == nullptr) return;
+  const bool sealed = applier_.segments_opened() != planned_seals_;
+  const bool due = absl::Now() >= next_checkpoint_ && applier_.tsafe() != planned_ts_;
+  if (!sealed && !due) return;
+  CheckpointPlan plan = applier_.PlanCheckpoint();
+  const uint64_t seals = applier_.segments_opened();
+  const uint64_t ts = plan.checkpoint_ts;
+  if (!writer_->Submit(std::move(plan),
+                       [this](const CheckpointPlan& p, absl::Status s) { CheckpointDone(p, s); })) {
+    return;  // a write is in progress: asked again after the next drain
+  }
+  planned_seals_ = seals;
+  planned_ts_ = ts;
+  next_checkpoint_ = absl::Now() + checkpoint_interval_;
+}
+
+void ChannelFollower::CheckpointDone(const CheckpointPlan& plan, const absl::Status& status) {
+  if (status.ok()) {
+    for (const auto& [shard, sp] : plan.shards) shard->CheckpointCommitted(sp);
+  } else {
+    spdlog::warn("checkpoint of {} at timetick {}: {} (tried again in {})", wal_->pchannel(),
+                 plan.checkpoint_ts, status.ToString(), absl::FormatDuration(checkpoint_interval_));
+  }
+  absl::MutexLock lock(&mu_);
+  if (status.ok()) {
+    checkpoint_stats_.committed_ts = plan.checkpoint_ts;
+    checkpoint_stats_.committed_replay_from = plan.replay_from;
+    checkpoint_stats_.committed_at = absl::Now();
+    ++checkpoint_stats_.commits;
+  } else {
+    checkpoint_stats_.last_error = status;
+  }
 }
 
 void ChannelFollower::RequestSeal(const std::shared_ptr<Shard>& shard,

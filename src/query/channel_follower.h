@@ -2,8 +2,13 @@
 // owns it. One thread reads the WAL from its start — catch-up from the backend, then tailing
 // the write-ahead buffer — and applies every message (docs/search.md). When a growing segment
 // is full it appends the CreateSegment that seals it (once tailing: during catch-up the log may
-// already hold the one an earlier owner appended). Recovery storage will
-// let it start from a checkpoint; today it replays the whole log when the pchannel opens.
+// already hold the one an earlier owner appended).
+//
+// With recovery storage (recovery_storage.h) it starts from the pchannel's checkpoint — its
+// flushed segments loaded, the log read from the checkpoint's replay_from — and writes a new
+// checkpoint when a segment was sealed and every checkpoint_interval while anything changed, on
+// the checkpoint writer's thread (the applying goes on meanwhile). Without, it replays the whole
+// log.
 //
 // Lazily: the thread does not wake for every append. It drains what is ready every
 // `drain_interval` (so the shards stay close and the buffer does not fill), and follows the
@@ -18,6 +23,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -25,15 +31,18 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "query/channel_applier.h"
+#include "query/recovery_storage.h"
 #include "wal/wal.h"
 
 namespace kf::query {
 
 class ChannelFollower {
  public:
+  // `recovery` null: no checkpoints (the whole log is replayed).
   static absl::StatusOr<std::unique_ptr<ChannelFollower>> Start(
       std::shared_ptr<wal::Wal> wal, ShardOptions options,
-      absl::Duration drain_interval = absl::Milliseconds(50));
+      absl::Duration drain_interval = absl::Milliseconds(50),
+      const RecoveryStorageOptions* recovery = nullptr);
   ~ChannelFollower();
   ChannelFollower(const ChannelFollower&) = delete;
   ChannelFollower& operator=(const ChannelFollower&) = delete;
@@ -45,15 +54,33 @@ class ChannelFollower {
   // Follows closely until `ts` is applied (applier().AwaitTSafe(ts) to wait for it).
   void Want(uint64_t ts) const;
 
+  // Recovery storage, for /metrics and tests.
+  struct CheckpointStats {
+    uint64_t loaded_ts = 0;        // the checkpoint it started from (0: none)
+    size_t loaded_segments = 0;    // flushed segments it loaded
+    MessageId loaded_replay_from;  // where it started reading the WAL
+    uint64_t committed_ts = 0;     // its last committed checkpoint (0: none yet)
+    MessageId committed_replay_from;
+    absl::Time committed_at = absl::InfinitePast();
+    uint64_t commits = 0;
+    absl::Status last_error;  // of the last write that failed
+  };
+  CheckpointStats checkpoint_stats() const;
+
  private:
   ChannelFollower(std::shared_ptr<wal::Wal> wal, ShardOptions options,
-                  absl::Duration drain_interval, std::unique_ptr<wal::Scanner> scanner);
+                  absl::Duration drain_interval, std::unique_ptr<wal::Scanner> scanner,
+                  std::optional<RecoveredChannel> recovered,
+                  const RecoveryStorageOptions* recovery);
   void Run();
   // The applier's hook (follower thread): appends a CreateSegment of (shard, partition).
   void RequestSeal(const std::shared_ptr<Shard>& shard, const std::string& partition);
   // Applies what the scanner has; while `chase`, waits for more until wanted_ is applied.
   absl::Status Drain(bool chase);
   bool Chasing() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The follower thread: hands a checkpoint to the writer when one is due and it is idle.
+  void MaybeCheckpoint();
+  void CheckpointDone(const CheckpointPlan& plan, const absl::Status& status);
 
   const std::shared_ptr<wal::Wal> wal_;
   ChannelApplier applier_;
@@ -63,6 +90,14 @@ class ChannelFollower {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   mutable uint64_t wanted_ ABSL_GUARDED_BY(mu_) = 0;  // a request, not the follower's state
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  CheckpointStats checkpoint_stats_ ABSL_GUARDED_BY(mu_);
+  // The follower thread's: when the next periodic checkpoint is due; the sealed segments the
+  // last plan saw.
+  absl::Time next_checkpoint_ = absl::InfinitePast();
+  uint64_t planned_seals_ = 0;
+  uint64_t planned_ts_ = 0;
+  const absl::Duration checkpoint_interval_;
+  std::unique_ptr<CheckpointWriter> writer_;  // null without recovery storage
   std::thread thread_;
 };
 

@@ -1,6 +1,9 @@
 #include "query/query_metrics.h"
 
+#include <algorithm>
 #include <string>
+
+#include "common/hybrid_time.h"
 
 namespace kf::query {
 
@@ -38,11 +41,49 @@ std::vector<metrics::CallbackHandle> RegisterQueryGauges(metrics::Registry& regi
       }));
   handles.push_back(registry.AddGaugeCallback(
       "kf_sealed_segments",
-      "Sealed segments of a collection on this node (in memory until recovery storage flushes "
-      "them)",
-      {"collection_id"}, [queries](metrics::GaugeEmitter& e) {
+      "Sealed segments of a collection on this node, by state: flushed to the object store or "
+      "not yet",
+      {"collection_id", "state"}, [queries](metrics::GaugeEmitter& e) {
         for (const auto& c : queries->CollectionsStats()) {
-          e.Emit({std::to_string(c.collection_id)}, static_cast<double>(c.sealed_segments));
+          const std::string id = std::to_string(c.collection_id);
+          e.Emit({id, "flushed"}, static_cast<double>(c.flushed_segments));
+          e.Emit({id, "unflushed"}, static_cast<double>(c.sealed_segments - c.flushed_segments));
+        }
+      }));
+  // Recovery storage (docs/recovery-storage.md), per followed pchannel.
+  handles.push_back(registry.AddGaugeCallback(
+      "kf_checkpoint_timetick",
+      "Timetick of a pchannel's last committed checkpoint (0: none since it was opened here)",
+      {"pchannel"}, [queries](metrics::GaugeEmitter& e) {
+        for (const auto& p : queries->Stats()) {
+          e.Emit({p.pchannel}, static_cast<double>(p.checkpoint.committed_ts));
+        }
+      }));
+  handles.push_back(registry.AddGaugeCallback(
+      "kf_checkpoint_lag_seconds",
+      "How far a pchannel's last checkpoint is behind what is applied (a restart replays this)",
+      {"pchannel"}, [queries](metrics::GaugeEmitter& e) {
+        for (const auto& p : queries->Stats()) {
+          const uint64_t from = std::max(p.checkpoint.committed_ts, p.checkpoint.loaded_ts);
+          if (p.tsafe == 0 || from == 0) continue;
+          const double lag_ms = static_cast<double>(PhysicalMs(TimeTick(p.tsafe))) -
+                                static_cast<double>(PhysicalMs(TimeTick(from)));
+          e.Emit({p.pchannel}, std::max(0.0, lag_ms / 1000));
+        }
+      }));
+  handles.push_back(registry.AddGaugeCallback(
+      "kf_checkpoints", "Checkpoints a pchannel committed since it was opened here", {"pchannel"},
+      [queries](metrics::GaugeEmitter& e) {
+        for (const auto& p : queries->Stats()) {
+          e.Emit({p.pchannel}, static_cast<double>(p.checkpoint.commits));
+        }
+      }));
+  handles.push_back(registry.AddGaugeCallback(
+      "kf_recovered_segments",
+      "Sealed segments a pchannel loaded from its checkpoint when it was opened here", {"pchannel"},
+      [queries](metrics::GaugeEmitter& e) {
+        for (const auto& p : queries->Stats()) {
+          e.Emit({p.pchannel}, static_cast<double>(p.checkpoint.loaded_segments));
         }
       }));
   handles.push_back(registry.AddGaugeCallback(

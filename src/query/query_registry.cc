@@ -96,18 +96,24 @@ void QueryRegistry::Unfollow(std::string_view pchannel) {
   }
 }
 
-std::shared_ptr<const ChannelFollower> QueryRegistry::FollowerOf(std::string_view pchannel) const {
+absl::StatusOr<std::shared_ptr<const ChannelFollower>> QueryRegistry::FollowerOf(
+    std::string_view pchannel) const {
   absl::MutexLock lock(&mu_);
   auto it = followers_.find(pchannel);
-  if (it == followers_.end()) return nullptr;
+  if (it == followers_.end()) {
+    return StreamingError(StreamingCode::kChannelNotExist,
+                          absl::StrCat(ToAbsl(pchannel), " is not served by this node"));
+  }
   Followed& f = it->second;
   if (f.follower == nullptr) {
     absl::StatusOr<std::unique_ptr<ChannelFollower>> started =
-        ChannelFollower::Start(f.wal, options_.shard);
+        ChannelFollower::Start(f.wal, options_.shard, absl::Milliseconds(50),
+                               options_.recovery ? &*options_.recovery : nullptr);
     if (!started.ok()) {
-      // Searches of this pchannel answer CHANNEL_NOT_EXIST until it is opened again.
+      // E.g. a corrupt segment object (DATA_LOSS): every search of the pchannel fails with it
+      // (and tries again) until an operator repairs the store; nothing is served half-loaded.
       spdlog::error("query: cannot follow {}: {}", it->first, started.status().ToString());
-      return nullptr;
+      return WithContext(started.status(), absl::StrCat("recovering ", it->first));
     }
     f.follower = *std::move(started);
   }
@@ -123,11 +129,15 @@ std::vector<QueryRegistry::PChannelStats> QueryRegistry::Stats() const {
   std::vector<PChannelStats> out;
   for (const auto& [name, f] : followed) {
     if (f == nullptr) {
-      out.push_back({name, 0, 0, 0});
+      out.push_back({.pchannel = name});
       continue;
     }
     const ChannelApplier& a = f->applier();
-    out.push_back({name, a.memory_bytes(), a.rows(), a.tsafe()});
+    out.push_back({.pchannel = name,
+                   .growing_bytes = a.memory_bytes(),
+                   .growing_rows = a.rows(),
+                   .tsafe = a.tsafe(),
+                   .checkpoint = f->checkpoint_stats()});
   }
   return out;
 }
@@ -148,6 +158,7 @@ std::vector<QueryRegistry::CollectionStats> QueryRegistry::CollectionsStats() co
       c.growing_bytes += shard->memory_bytes();
       c.index_bytes += shard->index_bytes();
       c.sealed_segments += shard->sealed_segments();
+      c.flushed_segments += shard->flushed_segments();
     }
   }
   std::vector<CollectionStats> out;
@@ -166,11 +177,9 @@ absl::StatusOr<QueryRegistry::Resolved> QueryRegistry::Resolve(
   absl::StatusOr<std::string> pchannel = PChannelOfVChannel(vchannel);
   if (!pchannel.ok()) return pchannel.status();
   Resolved out;
-  out.follower = FollowerOf(*pchannel);
-  if (out.follower == nullptr) {
-    return StreamingError(StreamingCode::kChannelNotExist,
-                          absl::StrCat(*pchannel, " is not served by this node"));
-  }
+  absl::StatusOr<std::shared_ptr<const ChannelFollower>> follower = FollowerOf(*pchannel);
+  if (!follower.ok()) return follower.status();
+  out.follower = *std::move(follower);
   const ChannelApplier& applier = out.follower->applier();
   if (timestamp != 0) {
     // A T far in the future (a unit mistake, say nanoseconds) would only wait for its

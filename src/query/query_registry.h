@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "absl/time/time.h"
 #include "kingfisher/v1/search.pb.h"
 #include "query/channel_follower.h"
+#include "query/recovery_storage.h"
 #include "storage/tso/timestamp_source.h"
 #include "trace/span.h"
 #include "wal/wal.h"
@@ -49,6 +51,9 @@ struct QueryRegistryOptions {
   // Growing bytes (rows and indexes, every followed pchannel) above which AdmitInsert refuses;
   // 0: no limit.
   size_t growing_memory_limit = 0;
+  // Sealed segments and checkpoints (recovery_storage.h); nullopt: every follower replays its
+  // whole WAL.
+  std::optional<RecoveryStorageOptions> recovery;
 };
 
 class QueryRegistry {
@@ -83,6 +88,7 @@ class QueryRegistry {
     size_t growing_bytes = 0;
     size_t growing_rows = 0;
     uint64_t tsafe = 0;
+    ChannelFollower::CheckpointStats checkpoint;
   };
   std::vector<PChannelStats> Stats() const;
   // Of each collection with a shard here: the bytes of its rows and of its indexes.
@@ -90,7 +96,8 @@ class QueryRegistry {
     int64_t collection_id = 0;
     size_t growing_bytes = 0;
     size_t index_bytes = 0;
-    size_t sealed_segments = 0;  // sealed, still in memory (docs/recovery-storage.md)
+    size_t sealed_segments = 0;   // sealed (docs/recovery-storage.md), flushed or not
+    size_t flushed_segments = 0;  // of those, in the object store
   };
   std::vector<CollectionStats> CollectionsStats() const;
 
@@ -112,8 +119,10 @@ class QueryRegistry {
   absl::StatusOr<kingfisher::v1::GetResponse> GetShard(const kingfisher::v1::GetRequest& r,
                                                        absl::Time deadline,
                                                        trace::Span& span) const;
-  // The follower of `pchannel`, started now if it was not yet; null if not followed here.
-  std::shared_ptr<const ChannelFollower> FollowerOf(std::string_view pchannel) const;
+  // The follower of `pchannel`, started now if it was not yet: CHANNEL_NOT_EXIST if not
+  // followed here, the error of its recovery if it cannot start.
+  absl::StatusOr<std::shared_ptr<const ChannelFollower>> FollowerOf(
+      std::string_view pchannel) const;
 
   const QueryRegistryOptions options_;
   mutable absl::Mutex mu_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "common/testing/wait_until.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "message/builders.h"
@@ -18,6 +19,9 @@
 #include "query/query_registry.h"
 #include "query/shard.h"
 #include "search/metric.h"
+#include "storage/fs/file_system.h"
+#include "storage/meta/embedded_meta_store.h"
+#include "storage/object/local_object_store.h"
 #include "storage/tso/timestamp_allocator.h"
 #include "trace/testing/scoped_in_memory_tracing.h"
 #include "trace/traceparent.h"
@@ -58,11 +62,11 @@ std::vector<int64_t> PksOf(const std::vector<search::Hit>& hits) {
 }
 
 TEST(ShardTest, SearchesEveryPartitionOrTheOneNamed) {
-  Shard shard("kf-dml_0_1v0", {.collection_id = 1, .dim = 2}, {.chunk_rows = 2});
-  shard.CreatePartition("p1");
-  shard.Insert(Batch({1, 2}, 2, 0), 10);           // (0,0) (1,1) in _default
-  shard.Insert(Batch({3}, 2, 0.5f, "p1"), 11);     // (0.5,0.5) in p1
-  shard.Insert(Batch({4}, 2, 5, "_default"), 12);  // "" and "_default" are one partition
+  Shard shard("kf-dml_0_1v0", {.collection_id = 1, .dim = 2}, {.chunk_rows = 2}, {.ts = 1});
+  shard.CreatePartition("p1", {.ts = 2});
+  shard.Insert(Batch({1, 2}, 2, 0), {.ts = 10}, false);           // (0,0) (1,1) in _default
+  shard.Insert(Batch({3}, 2, 0.5f, "p1"), {.ts = 11}, false);     // (0.5,0.5) in p1
+  shard.Insert(Batch({4}, 2, 5, "_default"), {.ts = 12}, false);  // "" and "_default": one
   const float q[] = {0.4f, 0.4f};
   EXPECT_THAT(PksOf(*shard.Search(q, 10, 0, {.ts = 12}, std::nullopt)), ElementsAre(3, 1, 2, 4));
   EXPECT_THAT(PksOf(*shard.Search(q, 10, 0, {.ts = 12}, "p1")), ElementsAre(3));
@@ -72,7 +76,7 @@ TEST(ShardTest, SearchesEveryPartitionOrTheOneNamed) {
   EXPECT_EQ(GetStreamingCode(unknown.status()), StreamingCode::kCollectionNotFound);
   EXPECT_THAT(std::string(unknown.status().message()), ::testing::HasSubstr("partition p2"));
 
-  shard.Delete(Pks({3, 1}), 13);  // a delete reaches every partition
+  shard.Delete(Pks({3, 1}), 13, false);  // a delete reaches every partition
   EXPECT_THAT(PksOf(*shard.Search(q, 10, 0, {.ts = 13}, std::nullopt)), ElementsAre(2, 4));
   EXPECT_THAT(shard.Get(3, 12), ElementsAre(ElementsAre(0.5f, 0.5f)));
   EXPECT_THAT(shard.Get(3, 13), IsEmpty());
@@ -210,6 +214,13 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
     std::filesystem::create_directories(dir_);
     tso_ = *TimestampAllocator::Open((dir_ / "tso").string(), {});
     log_ = std::make_unique<wal::testing::BackendUnderTest>(GetParam(), dir_, kPchannel);
+    objects_ =
+        *object::LocalObjectStore::Open(fs::DefaultFileSystem(), (dir_ / "objects").string());
+    meta_ = *meta::EmbeddedMetaStore::Open((dir_ / "meta").string(), {});
+    recovery_ = RecoveryStorageOptions{.objects = objects_.get(),
+                                       .meta = meta_.get(),
+                                       .meta_prefix = "checkpoints/",
+                                       .checkpoint_interval = absl::Milliseconds(1)};
     Reopen();
   }
   void TearDown() override {
@@ -233,10 +244,19 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
         *std::move(backend));
     ASSERT_TRUE(wal_->Recover().ok());
     // Small segments: the follower appends CreateSegments as they fill (every check below
-    // searches sealed and growing segments together).
-    auto follower = ChannelFollower::Start(wal_, {.chunk_rows = 16, .seal_rows = 40});
+    // searches sealed and growing segments together), and checkpoints after every drain.
+    auto follower = ChannelFollower::Start(wal_, {.chunk_rows = 16, .seal_rows = 40},
+                                           absl::Milliseconds(50), &recovery_);
     ASSERT_TRUE(follower.ok()) << follower.status();
     follower_ = *std::move(follower);
+  }
+
+  // Waits until a checkpoint covers everything applied now.
+  void AwaitCheckpoint() {
+    const uint64_t ts = follower_->applier().tsafe();
+    ASSERT_TRUE(kf::testing::WaitUntil(
+        [&] { return follower_->checkpoint_stats().committed_ts >= ts; }, absl::Seconds(30)))
+        << follower_->checkpoint_stats().last_error;
   }
 
   // The WAL's Insert gate from the next Reopen on (WalOptions::admit_inserts).
@@ -246,6 +266,7 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
     auto r = wal_->AppendSync({}, std::move(m));
     EXPECT_TRUE(r.ok()) << r.status();
     if (!r.ok()) return 0;
+    if (!first_id_.valid()) first_id_ = r->id;
     if (txn != nullptr) *txn = r->txn;
     acked_.push_back(r->timetick.value());
     return r->timetick.value();
@@ -419,11 +440,15 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
   std::filesystem::path dir_;
   std::unique_ptr<TimestampAllocator> tso_;
   std::unique_ptr<wal::testing::BackendUnderTest> log_;
+  std::unique_ptr<object::LocalObjectStore> objects_;
+  std::unique_ptr<meta::EmbeddedMetaStore> meta_;
+  RecoveryStorageOptions recovery_;
   Term term_{0};
   std::shared_ptr<wal::WalImpl> wal_;
   std::unique_ptr<ChannelFollower> follower_;
   std::map<std::string, ModelShard> model_;
   std::vector<uint64_t> acked_;
+  MessageId first_id_;
   uint64_t next_broadcast_ = 1;
   int checks_ = 0;
 };
@@ -434,9 +459,21 @@ TEST_P(QueryModelTest, EverySearchEqualsTheExactAnswerOverTheModelAtItsTimestamp
   CreateCollection(kVcCos, 43, search::Metric::kCosine);
   Append(
       wal::testing::PartitionDdl(MessageType::kCreatePartition, kVc0, 42, "p1", next_broadcast_++));
+  // Restarts mid-history: from a checkpoint covering everything applied (its flushed segments
+  // loaded, the log replayed from its replay_from), and from whatever checkpoint was last
+  // committed while the appends went on.
   for (int step = 0; step < 250 && !HasFatalFailure(); ++step) {
     Step();
     if (step % 10 == 9) Check(Chance(0.5) ? acked_.back() : RandomAcked());
+    if (step == 119 || step == 199) {
+      if (step == 119) AwaitCheckpoint();
+      Reopen();
+      const ChannelFollower::CheckpointStats loaded = follower_->checkpoint_stats();
+      EXPECT_GT(loaded.loaded_ts, 0u) << "step " << step;
+      EXPECT_GT(loaded.loaded_segments, 0u) << "step " << step;
+      EXPECT_GT(loaded.loaded_replay_from, first_id_) << "replayed from the start";
+      Check(acked_.back());
+    }
   }
   // A dropped collection's shard is released.
   Append(wal::testing::DropCollection(kVcCos, 43, next_broadcast_++));
@@ -451,7 +488,8 @@ TEST_P(QueryModelTest, EverySearchEqualsTheExactAnswerOverTheModelAtItsTimestamp
   };
   EXPECT_GT(sealed(), 0u) << "no growing segment was sealed";
 
-  // A restart rebuilds every shard from the log: the same answers at every timestamp.
+  // A restart rebuilds every shard from its checkpoint and the log: the same answers at every
+  // timestamp the log holds.
   Reopen();
   for (int i = 0; i < 10 && !HasFatalFailure(); ++i) Check(i == 0 ? last : RandomAcked());
   EXPECT_GT(sealed(), 0u) << "the replay drew no segment boundary";

@@ -9,14 +9,55 @@
 #include "search/segment_search.h"
 
 namespace kf::query {
-Shard::Shard(std::string vchannel, ShardSchema schema, ShardOptions options)
-    : vchannel_(std::move(vchannel)), schema_(schema), options_(options) {
-  CreatePartition(kDefaultPartition);
+
+search::Metric MetricFromProto(kingfisher::v1::MetricType metric) {
+  switch (metric) {
+    case kingfisher::v1::IP:
+      return search::Metric::kIP;
+    case kingfisher::v1::COSINE:
+      return search::Metric::kCosine;
+    default:
+      return search::Metric::kL2;  // the schema check admits L2, IP and COSINE only
+  }
 }
 
-void Shard::CreatePartition(std::string_view name) {
+kingfisher::v1::MetricType MetricToProto(search::Metric metric) {
+  switch (metric) {
+    case search::Metric::kIP:
+      return kingfisher::v1::IP;
+    case search::Metric::kCosine:
+      return kingfisher::v1::COSINE;
+    case search::Metric::kL2:
+      break;
+  }
+  return kingfisher::v1::L2;
+}
+
+Shard::Shard(std::string vchannel, ShardSchema schema, ShardOptions options, SegmentStart created)
+    : vchannel_(std::move(vchannel)), schema_(schema), options_(options) {
   absl::MutexLock lock(&mu_);
-  PartitionLocked(PartitionName(name));
+  PartitionLocked(kDefaultPartition, created);
+}
+
+void Shard::Restore(std::vector<RestoredPartition> partitions, const MessageId& replay_from) {
+  absl::MutexLock lock(&mu_);
+  partitions_.clear();
+  for (RestoredPartition& r : partitions) {
+    Partition& p = PartitionLocked(r.name, SegmentStart{.ts = r.growing_id, .from = replay_from});
+    for (LoadedSegment& l : r.flushed) {
+      l.segment->Seal();
+      p.sealed.push_back(Sealed{.id = l.id,
+                                .segment = std::move(l.segment),
+                                .loaded = true,
+                                .object = std::move(l.object),
+                                .delete_logs = std::move(l.delete_logs)});
+    }
+  }
+}
+
+void Shard::CreatePartition(std::string_view name, const SegmentStart& created) {
+  absl::MutexLock lock(&mu_);
+  PartitionLocked(PartitionName(name), created);
 }
 
 void Shard::DropPartition(std::string_view name) {
@@ -33,24 +74,36 @@ std::shared_ptr<search::GrowingSegment> Shard::NewSegment() const {
                              .account = options_.account});
 }
 
-Shard::Partition& Shard::PartitionLocked(std::string_view name) {
+Shard::Partition& Shard::PartitionLocked(std::string_view name, const SegmentStart& created) {
   Partition& p = partitions_[ToAbsl(name)];
-  if (p.growing == nullptr) p.growing = NewSegment();
+  if (p.growing == nullptr) {
+    p.growing = NewSegment();
+    p.growing_start = created;
+  }
   return p;
 }
 
-void Shard::Insert(const kingfisher::v1::InsertBatch& batch, uint64_t ts) {
+void Shard::Insert(const kingfisher::v1::InsertBatch& batch, const SegmentStart& start,
+                   bool replaying) {
   std::shared_ptr<search::GrowingSegment> segment;
   {
     absl::MutexLock lock(&mu_);
-    segment = PartitionLocked(PartitionName(batch.partition())).growing;
+    const std::string_view name = PartitionName(batch.partition());
+    if (replaying) {
+      // Rows below the growing segment are in a flushed one, or in a partition of this name
+      // that was dropped before the checkpoint.
+      auto it = partitions_.find(ToAbsl(name));
+      if (it == partitions_.end() || start.ts < it->second.growing_start.ts) return;
+    }
+    segment = PartitionLocked(name, start).growing;
   }
   // Outside the lock: readers take it to list segments. Only this writer changes `growing`.
   segment->Insert(std::span(batch.pks().data(), static_cast<size_t>(batch.pks_size())),
-                  std::span(batch.vectors().data(), static_cast<size_t>(batch.vectors_size())), ts);
+                  std::span(batch.vectors().data(), static_cast<size_t>(batch.vectors_size())),
+                  start.ts);
 }
 
-void Shard::OpenSegment(std::string_view partition, uint64_t id) {
+void Shard::OpenSegment(std::string_view partition, const SegmentStart& start) {
   absl::MutexLock lock(&mu_);
   // The partition may have been dropped after the CreateSegment was asked for: nothing to seal.
   auto it = partitions_.find(ToAbsl(PartitionName(partition)));
@@ -58,10 +111,10 @@ void Shard::OpenSegment(std::string_view partition, uint64_t id) {
   Partition& p = it->second;
   if (p.growing->rows() > 0) {
     p.growing->Seal();
-    p.sealed.push_back(std::move(p.growing));
+    p.sealed.push_back(Sealed{.id = p.growing_start.ts, .segment = std::move(p.growing)});
     p.growing = NewSegment();
   }
-  p.growing_id = id;
+  p.growing_start = start;
   p.seal_claimed = false;
 }
 
@@ -82,9 +135,86 @@ void Shard::ReleaseSealClaim(std::string_view partition) {
   if (it != partitions_.end()) it->second.seal_claimed = false;
 }
 
-void Shard::Delete(const kingfisher::v1::DeletePks& pks, uint64_t ts) {
-  for (const auto& segment : AllSegments()) {
-    for (int64_t pk : pks.pks()) segment->Delete(pk, ts);
+void Shard::Delete(const kingfisher::v1::DeletePks& pks, uint64_t ts, bool replaying) {
+  // Under the lock (the only writer is this thread; readers list segments under it only
+  // briefly): a sealed segment records what it hid, for its delete log.
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, p] : partitions_) {
+    for (Sealed& sealed : p.sealed) {
+      if (replaying && sealed.loaded) continue;
+      for (int64_t pk : pks.pks()) {
+        if (sealed.segment->Delete(pk, ts) > 0) sealed.unlogged.push_back({.pk = pk, .ts = ts});
+      }
+    }
+    for (int64_t pk : pks.pks()) p.growing->Delete(pk, ts);
+  }
+}
+
+ShardCheckpointPlan Shard::PlanCheckpoint() const {
+  ShardCheckpointPlan plan;
+  kingfisher::v1::ShardCheckpoint& c = plan.checkpoint;
+  c.set_vchannel(vchannel_);
+  c.set_collection_id(schema_.collection_id);
+  c.set_dim(schema_.dim);
+  c.set_metric(MetricToProto(schema_.metric));
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [name, p] : partitions_) {
+    const int pi = c.partitions_size();
+    kingfisher::v1::PartitionCheckpoint* pc = c.add_partitions();
+    pc->set_name(name);
+    pc->set_growing_id(p.growing_start.ts);
+    for (const Sealed& sealed : p.sealed) {
+      const int fi = pc->flushed_size();
+      kingfisher::v1::FlushedSegment* f = pc->add_flushed();
+      f->set_id(sealed.id);
+      f->set_rows(sealed.segment->rows());
+      f->mutable_delete_logs()->Add(sealed.delete_logs.begin(), sealed.delete_logs.end());
+      if (sealed.object.empty()) {
+        plan.segments.push_back({.partition = pi,
+                                 .flushed = fi,
+                                 .segment = sealed.segment,
+                                 .deletes_taken = sealed.unlogged.size()});
+      } else {
+        f->set_object(sealed.object);
+        if (!sealed.unlogged.empty()) {
+          plan.delete_logs.push_back({.partition = pi, .flushed = fi, .records = sealed.unlogged});
+        }
+      }
+    }
+    if (p.growing->rows() > 0 &&
+        (!plan.replay_from.has_value() || p.growing_start.from < *plan.replay_from)) {
+      plan.replay_from = p.growing_start.from;
+    }
+  }
+  return plan;
+}
+
+void Shard::CheckpointCommitted(const ShardCheckpointPlan& plan) {
+  absl::MutexLock lock(&mu_);
+  // The sealed segment the plan's (partition, flushed) names, if its partition still exists.
+  auto sealed_of = [&](int pi, int fi) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> Sealed* {
+    const kingfisher::v1::PartitionCheckpoint& pc = plan.checkpoint.partitions(pi);
+    auto it = partitions_.find(pc.name());
+    if (it == partitions_.end()) return nullptr;
+    for (Sealed& s : it->second.sealed) {
+      if (s.id == pc.flushed(fi).id()) return &s;
+    }
+    return nullptr;
+  };
+  // Only this thread and the applier touch `unlogged`, and the applier only appends to it: the
+  // records a plan took are still its first ones.
+  for (const ShardCheckpointPlan::Segment& seg : plan.segments) {
+    Sealed* s = sealed_of(seg.partition, seg.flushed);
+    if (s == nullptr) continue;
+    s->object = plan.checkpoint.partitions(seg.partition).flushed(seg.flushed).object();
+    s->unlogged.erase(s->unlogged.begin(), s->unlogged.begin() + seg.deletes_taken);
+  }
+  for (const ShardCheckpointPlan::DeleteLog& log : plan.delete_logs) {
+    Sealed* s = sealed_of(log.partition, log.flushed);
+    if (s == nullptr) continue;
+    const auto& logs = plan.checkpoint.partitions(log.partition).flushed(log.flushed).delete_logs();
+    s->delete_logs.assign(logs.begin(), logs.end());
+    s->unlogged.erase(s->unlogged.begin(), s->unlogged.begin() + log.records.size());
   }
 }
 
@@ -92,7 +222,7 @@ Shard::Segments Shard::AllSegments() const {
   Segments segments;
   absl::ReaderMutexLock lock(&mu_);
   for (const auto& [name, p] : partitions_) {
-    segments.insert(segments.end(), p.sealed.begin(), p.sealed.end());
+    for (const Sealed& sealed : p.sealed) segments.push_back(sealed.segment);
     segments.push_back(p.growing);
   }
   return segments;
@@ -108,7 +238,8 @@ absl::StatusOr<Shard::Segments> Shard::SegmentsFor(
                           absl::StrCat("partition ", *partition, " of collection ",
                                        schema_.collection_id, " does not exist"));
   }
-  Segments segments = it->second.sealed;
+  Segments segments;
+  for (const Sealed& sealed : it->second.sealed) segments.push_back(sealed.segment);
   segments.push_back(it->second.growing);
   return segments;
 }
@@ -153,11 +284,20 @@ size_t Shard::sealed_segments() const {
   return n;
 }
 
+size_t Shard::flushed_segments() const {
+  size_t n = 0;
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [name, p] : partitions_) {
+    for (const Sealed& s : p.sealed) n += s.object.empty() ? 0 : 1;
+  }
+  return n;
+}
+
 std::optional<uint64_t> Shard::growing_segment_id(std::string_view partition) const {
   absl::ReaderMutexLock lock(&mu_);
   auto it = partitions_.find(ToAbsl(PartitionName(partition)));
   if (it == partitions_.end()) return std::nullopt;
-  return it->second.growing_id;
+  return it->second.growing_start.ts;
 }
 
 size_t Shard::index_bytes() const {

@@ -5,10 +5,19 @@
 //
 // Segments (docs/recovery-storage.md): a partition's rows go to its growing segment until a
 // CreateSegment message of the partition is applied; that seals it (it keeps answering searches
-// and taking deletes) and opens the next one, whose id is the message's timetick (the first
-// one's is 0). The boundaries are WAL messages, so every replay of the log draws them in the
-// same place. Once a growing segment holds `seal_rows` rows, ClaimSeal says so once: the
-// applier then asks for a CreateSegment to be appended.
+// and taking deletes) and opens the next one. A segment's id is the timetick of the message that
+// opened it (the CreateSegment, or for a partition's first one the message that created the
+// partition), unique on the pchannel. The boundaries are WAL messages, so every replay of the
+// log draws them in the same place. Once a growing segment holds `seal_rows` rows, ClaimSeal
+// says so once: the applier then asks for a CreateSegment to be appended.
+//
+// Checkpoints (recovery_storage.h): PlanCheckpoint lists the sealed segments still to flush and
+// the deletes that hit flushed ones since; CheckpointCommitted records what was written. A
+// shard restored from a checkpoint (Restore) holds the flushed segments loaded from their
+// objects and replays the log from there: while `replaying` (a message at or below the
+// checkpoint's timetick), an Insert below its partition's growing segment is skipped (its
+// rows are in a flushed segment, or in a partition dropped since) and a Delete leaves the
+// loaded segments alone (their objects and delete logs already hold it).
 //
 // A search names a timestamp T and sees exactly the rows inserted at <= T and not deleted at
 // <= T (growing_segment.h); the caller waits until the pchannel's tSafe reached T first.
@@ -30,7 +39,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "kingfisher/v1/checkpoint.pb.h"
 #include "kingfisher/v1/message.pb.h"
+#include "message/message_id.h"
+#include "search/delete_log_format.h"
 #include "search/flat_search.h"
 #include "search/growing_segment.h"
 #include "search/index_builder.h"
@@ -61,27 +73,82 @@ struct ShardSchema {
   search::Metric metric = search::Metric::kL2;
 };
 
+search::Metric MetricFromProto(kingfisher::v1::MetricType metric);
+kingfisher::v1::MetricType MetricToProto(search::Metric metric);
+
+// The message that opened a segment: its timetick (the segment's id) and its LCMID (reading
+// the WAL from there sees every message after it, transactions whole).
+struct SegmentStart {
+  uint64_t ts = 0;
+  MessageId from;
+};
+
+// A flushed segment loaded back from its object (recovery_storage.h).
+struct LoadedSegment {
+  uint64_t id = 0;
+  std::shared_ptr<search::GrowingSegment> segment;
+  std::string object;
+  std::vector<std::string> delete_logs;
+};
+struct RestoredPartition {
+  std::string name;
+  std::vector<LoadedSegment> flushed;  // in id order
+  uint64_t growing_id = 0;
+};
+
+// What a checkpoint of one shard has to write (PlanCheckpoint) before it can be committed.
+struct ShardCheckpointPlan {
+  // The checkpoint as it will be committed; the writer fills in the object keys of `segments`
+  // and appends the keys of `delete_logs`.
+  kingfisher::v1::ShardCheckpoint checkpoint;
+  struct Segment {      // a sealed segment not flushed yet
+    int partition = 0;  // indexes into checkpoint.partitions and their flushed
+    int flushed = 0;
+    std::shared_ptr<const search::GrowingSegment> segment;
+    size_t deletes_taken = 0;  // its object holds them: dropped once committed
+  };
+  struct DeleteLog {  // deletes that hit a flushed segment since its last checkpoint
+    int partition = 0;
+    int flushed = 0;
+    std::vector<search::DeleteRecord> records;
+  };
+  std::vector<Segment> segments;
+  std::vector<DeleteLog> delete_logs;
+  // The oldest LCMID from which a growing segment holding rows must be replayed; nullopt when
+  // every growing segment is empty.
+  std::optional<MessageId> replay_from;
+};
+
 class Shard {
  public:
-  Shard(std::string vchannel, ShardSchema schema, ShardOptions options);
+  // A shard created by the message `created` (its _default partition's first segment).
+  Shard(std::string vchannel, ShardSchema schema, ShardOptions options, SegmentStart created);
 
   const std::string& vchannel() const { return vchannel_; }
   const ShardSchema& schema() const { return schema_; }
 
   // --- The applier.
-  void CreatePartition(std::string_view name);
+  // Replaces the partitions by those of a checkpoint, before anything is applied; their growing
+  // segments are empty and replayed from `replay_from`.
+  void Restore(std::vector<RestoredPartition> partitions, const MessageId& replay_from);
+  void CreatePartition(std::string_view name, const SegmentStart& created);
   void DropPartition(std::string_view name);
-  // The batch's rows, visible from `ts`. An Insert into an unknown partition creates it (the
-  // WAL admitted the Insert, so the partition existed when it was appended).
-  void Insert(const kingfisher::v1::InsertBatch& batch, uint64_t ts);
-  void Delete(const kingfisher::v1::DeletePks& pks, uint64_t ts);
-  // A CreateSegment of `partition` at timetick `id`: seals its growing segment (unless empty)
-  // and opens segment `id`. A partition that does not exist (dropped since) is left alone.
-  void OpenSegment(std::string_view partition, uint64_t id);
+  // The batch's rows, visible from `start.ts`. An Insert into an unknown partition creates it
+  // (the WAL admitted the Insert, so the partition existed when it was appended) unless
+  // `replaying`.
+  void Insert(const kingfisher::v1::InsertBatch& batch, const SegmentStart& start, bool replaying);
+  void Delete(const kingfisher::v1::DeletePks& pks, uint64_t ts, bool replaying);
+  // A CreateSegment of `partition`: seals its growing segment (unless empty) and opens segment
+  // `start.ts`. A partition that does not exist (dropped since) is left alone.
+  void OpenSegment(std::string_view partition, const SegmentStart& start);
   // True, once per growing segment, when `partition`'s has reached seal_rows: the caller
   // appends a CreateSegment, or gives the claim back (ReleaseSealClaim) if it cannot.
   bool ClaimSeal(std::string_view partition);
   void ReleaseSealClaim(std::string_view partition);
+  // What a checkpoint of this shard as applied so far must write (the applier's thread).
+  ShardCheckpointPlan PlanCheckpoint() const;
+  // `plan`, its keys filled in, was committed: its segments are flushed, its deletes logged.
+  void CheckpointCommitted(const ShardCheckpointPlan& plan);
 
   // --- Readers.
   // The best `k` rows for `query` (dim floats, as the user gave it) under `filter`, in
@@ -97,20 +164,31 @@ class Shard {
   size_t memory_bytes() const;
   size_t index_bytes() const;
   size_t sealed_segments() const;
-  // The id of `partition`'s growing segment (0 before its first CreateSegment); nullopt for a
-  // partition that does not exist.
+  size_t flushed_segments() const;  // sealed ones in the object store
+  // The id of `partition`'s growing segment; nullopt for a partition that does not exist.
   std::optional<uint64_t> growing_segment_id(std::string_view partition) const;
 
  private:
   using Segments = std::vector<std::shared_ptr<search::GrowingSegment>>;
+  struct Sealed {
+    uint64_t id = 0;
+    std::shared_ptr<search::GrowingSegment> segment;
+    bool loaded = false;  // from its object at Restore
+    std::string object;   // empty until flushed
+    std::vector<std::string> delete_logs;
+    // Deletes that hid rows of it since its last checkpoint (since sealing, until flushed).
+    std::vector<search::DeleteRecord> unlogged;
+  };
   struct Partition {
-    Segments sealed;
+    std::vector<Sealed> sealed;  // in id order
     std::shared_ptr<search::GrowingSegment> growing;
-    uint64_t growing_id = 0;
+    SegmentStart growing_start;
     bool seal_claimed = false;
   };
   std::shared_ptr<search::GrowingSegment> NewSegment() const;
-  Partition& PartitionLocked(std::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The partition `name`, created (opened by `created`) if missing.
+  Partition& PartitionLocked(std::string_view name, const SegmentStart& created)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Segments AllSegments() const;
   // The segments a reader looks at: every partition's, or the one named.
   absl::StatusOr<Segments> SegmentsFor(const std::optional<std::string>& partition) const;

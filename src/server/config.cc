@@ -71,7 +71,9 @@ const std::vector<SettingInfo>& AllSettings() {
       {"max_payload_bytes", "largest accepted message payload in bytes"},
       {"log_level", "trace, debug, info, warn, error, critical or off"},
       {"etcd", "etcd endpoints URL[,URL...] (distributed roles: required by coord)"},
-      {"object_store", "file:///DIR or s3://[ACCESS:SECRET@]HOST:PORT/BUCKET (objectstore WAL)"},
+      {"object_store",
+       "file:///DIR or s3://[ACCESS:SECRET@]HOST:PORT/BUCKET: the objectstore WAL's blocks and "
+       "sealed segments (standalone default for segments: file://DATA_DIR/objects)"},
       {"logstores", "HOST:PORT,... of the quorum backend (default: those registered in etcd)"},
       {"shutdown_grace_seconds", "how long a graceful shutdown waits for in-flight appends"},
       {"balance_interval", "coord: seconds between balancing rounds and rebalancing moves"},
@@ -83,6 +85,8 @@ const std::vector<SettingInfo>& AllSettings() {
       {"search_chunk_rows", "rows per growing chunk; a full chunk gets an IVF index"},
       {"search_nprobe", "IVF lists a search probes per indexed chunk unless it says"},
       {"segment_seal_rows", "rows at which a growing segment is sealed (0: never)"},
+      {"checkpoint_interval",
+       "seconds between a pchannel's recovery checkpoints while it changes (a seal: at once)"},
       {"growing_memory_limit",
        "bytes of growing rows and indexes before Inserts are refused (0: half the RAM)"},
   };
@@ -223,9 +227,11 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
     return Bad(Pick("segment_seal_rows", flags, env, file),
                absl::StrCat("must be 0 or at least search_chunk_rows (", c.search_chunk_rows, ")"));
   }
-  const std::pair<const char*, double*> kSeconds[] = {{"balance_interval", &c.balance_interval},
-                                                      {"lease_ttl", &c.lease_ttl},
-                                                      {"drain_timeout", &c.drain_timeout}};
+  const std::pair<const char*, double*> kSeconds[] = {
+      {"balance_interval", &c.balance_interval},
+      {"lease_ttl", &c.lease_ttl},
+      {"drain_timeout", &c.drain_timeout},
+      {"checkpoint_interval", &c.checkpoint_interval}};
   for (const auto& [key, field] : kSeconds) {
     Source src = Pick(key, flags, env, file);
     if (src.value == nullptr) continue;

@@ -54,6 +54,9 @@ struct ServerConfig {
   // Search: rows at which a partition's growing segment is sealed (a CreateSegment appended,
   // docs/recovery-storage.md); 0: never.
   uint64_t segment_seal_rows = 1 << 20;
+  // Seconds between a pchannel's checkpoints while anything changed (docs/recovery-storage.md);
+  // a sealed segment is flushed and checkpointed at once.
+  double checkpoint_interval = 10;
   // Search: bytes of growing data (rows and indexes) the node holds before it refuses Inserts
   // RESOURCE_EXHAUSTED. 0: half of the machine's physical memory.
   uint64_t growing_memory_limit = 0;

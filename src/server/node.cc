@@ -39,6 +39,7 @@ struct Node {
   std::unique_ptr<streaming::OracleTimestampSource> strong_tso;  // strong searches' timestamps
   WalStorage wal;
   std::unique_ptr<streaming::node::DynamicWalRegistry> registry;
+  std::unique_ptr<object::ObjectStore> segments;  // sealed segments (recovery storage)
   std::unique_ptr<query::QueryRegistry> queries;  // the shards of the WALs it opens
   std::vector<metrics::CallbackHandle> gauges;    // over `registry`: unregistered before it goes
   std::vector<metrics::CallbackHandle> query_gauges;  // over `queries`: unregistered before it
@@ -95,7 +96,12 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   n->wal = *std::move(wal);
   n->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
   n->strong_tso = std::make_unique<streaming::OracleTimestampSource>(n->tso_fetcher.get());
-  n->queries = MakeQueryRegistry(config, n->strong_tso.get(),
+  // A node's sealed segments must be readable by whichever node opens the pchannel next: only
+  // a shared object store will do.
+  auto segments = OpenSegmentStore(config, "");
+  if (!segments.ok()) return segments.status();
+  n->segments = *std::move(segments);
+  n->queries = MakeQueryRegistry(config, n->strong_tso.get(), n->segments.get(), n->store.get(),
                                  [tso = n->tso.get()](TimeTick t) { tso->DropBatchBelow(t); });
   n->query_gauges = query::RegisterQueryGauges(metrics::DefaultRegistry(), n->queries.get());
   // This node's own view (what it serves right now), so an operator sees on each node's

@@ -2,8 +2,13 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+
+#include "common/errors.h"
 #include "search/index_builder.h"
 #include "spdlog/spdlog.h"
+#include "storage/object/object_store_url.h"
+#include "streaming/cluster_meta.h"
 
 namespace kf::server {
 namespace {
@@ -18,8 +23,22 @@ size_t GrowingMemoryLimit(const ServerConfig& config) {
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<object::ObjectStore>> OpenSegmentStore(
+    const ServerConfig& config, const std::string& default_dir) {
+  std::string url = config.object_store;
+  if (url.empty()) {
+    if (default_dir.empty()) return nullptr;
+    url = "file://" + std::filesystem::absolute(default_dir).lexically_normal().string();
+  }
+  auto store = object::OpenObjectStoreUrl(url, absl::Now() + absl::Seconds(30));
+  if (!store.ok()) return WithContext(store.status(), "object store for sealed segments");
+  return store;
+}
+
 std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& config,
                                                         TimestampSource* tso,
+                                                        object::ObjectStore* segments,
+                                                        meta::MetaStore* meta,
                                                         std::function<void(TimeTick)> before_wait) {
   query::QueryRegistryOptions options;
   options.shard.chunk_rows = config.search_chunk_rows;
@@ -29,6 +48,21 @@ std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& conf
   options.tso = tso;
   options.before_wait = std::move(before_wait);
   options.growing_memory_limit = GrowingMemoryLimit(config);
+  if (segments != nullptr) {
+    options.recovery = query::RecoveryStorageOptions{
+        .objects = segments,
+        .meta = meta,
+        .meta_prefix = streaming::ClusterKeys(config.cluster).root() + "checkpoints/",
+        .object_prefix = config.cluster + "/",
+        .checkpoint_interval = absl::Seconds(config.checkpoint_interval)};
+    spdlog::info("recovery storage: sealed segments in {}, a checkpoint every {} s",
+                 config.object_store.empty() ? "<data-dir>/objects" : config.object_store,
+                 config.checkpoint_interval);
+  } else {
+    spdlog::warn(
+        "recovery storage off: no object_store configured, so a pchannel that opens here "
+        "replays its whole WAL");
+  }
   spdlog::info(
       "search: chunks of {} rows, nprobe {}, segments sealed at {} rows, growing memory limit {} "
       "MiB",

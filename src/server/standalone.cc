@@ -46,6 +46,7 @@ struct Standalone {
   std::unique_ptr<streaming::Coordinator> coordinator;
   WalStorage wal;
   std::unique_ptr<streaming::node::DynamicWalRegistry> registry;
+  std::unique_ptr<object::ObjectStore> segments;  // sealed segments (recovery storage)
   std::unique_ptr<query::QueryRegistry> queries;  // the shards of the WALs the node opens
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<streaming::StreamingNode> node;
@@ -153,7 +154,11 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   s->wal = *std::move(wal);
   s->wal.opener = WithOpenHook(std::move(s->wal.opener), hooks.before_wal_open);
   s->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
-  s->queries = MakeQueryRegistry(config, s->coordinator->oracle());
+  auto segments = OpenSegmentStore(config, s->data_dir->root() + "/objects");
+  if (!segments.ok()) return segments.status();
+  s->segments = *std::move(segments);
+  s->queries =
+      MakeQueryRegistry(config, s->coordinator->oracle(), s->segments.get(), s->store.get());
   s->query_gauges = query::RegisterQueryGauges(metrics::DefaultRegistry(), s->queries.get());
 
   rpc::RpcServerOptions rpc_options;

@@ -1,4 +1,5 @@
-// Crash acceptance of real-time search (issue 28, docs/search.md): inserts and deletes run
+// Crash acceptance of real-time search (docs/search.md) and of recovery storage
+// (docs/recovery-storage.md, the last test): inserts and deletes run
 // against a collection while the process owning one of its shards is killed with SIGKILL — a
 // node of the cluster (its pchannel migrates to a live node, which rebuilds the shard from the
 // WAL) or the standalone server (restarted on the same address). Afterwards every acknowledged
@@ -14,7 +15,12 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "cluster_fixture.h"
+#include "common/testing/loopback.h"
+#include "common/testing/temp_dir.h"
 #include "common/testing/wait_until.h"
 #include "kingfisher/collections.h"
 #include "kingfisher/search.h"
@@ -47,10 +53,29 @@ kingfisher::ReadOptions Strong() {
 // Insert message each, AppendSync) and deleting the first row of every kDeleteEvery-th batch
 // once it is acknowledged; plus a searcher looking up, with strong searches, rows that are never
 // deleted (the second of each acknowledged batch) until Stop. Every outcome is recorded.
-class SearchLoad {
+// What a load acknowledged, and what went wrong during it.
+struct RowSets {
+  std::set<int64_t> live;       // acknowledged, not deleted
+  std::set<int64_t> deleted;    // acknowledged insert, acknowledged delete
+  std::set<int64_t> uncertain;  // an insert or a delete that failed: either outcome is allowed
+  std::vector<std::string> errors;
+  int searches = 0;
+
+  void Merge(const RowSets& o) {
+    live.insert(o.live.begin(), o.live.end());
+    deleted.insert(o.deleted.begin(), o.deleted.end());
+    uncertain.insert(o.uncertain.begin(), o.uncertain.end());
+    errors.insert(errors.end(), o.errors.begin(), o.errors.end());
+    searches += o.searches;
+  }
+};
+
+class SearchLoad : public RowSets {
  public:
-  SearchLoad(kingfisher::Client* client, kingfisher::CollectionInfo collection, int inserts)
-      : client_(client), collection_(std::move(collection)) {
+  // Pks start at `pk_base` (loads of one collection need disjoint bases).
+  SearchLoad(kingfisher::Client* client, kingfisher::CollectionInfo collection, int inserts,
+             int64_t pk_base = 0)
+      : client_(client), collection_(std::move(collection)), pk_base_(pk_base) {
     for (uint32_t s = 0; s < collection_.shards; ++s) {
       writers_.emplace_back([this, s, inserts] { Write(s, inserts); });
     }
@@ -83,19 +108,14 @@ class SearchLoad {
   // From now on, count the searches that start and succeed (killed_searches_ok).
   void MarkKill() { killed_ = true; }
 
-  // Filled by the threads; read after Join.
-  std::set<int64_t> live;       // acknowledged, not deleted
-  std::set<int64_t> deleted;    // acknowledged insert, acknowledged delete
-  std::set<int64_t> uncertain;  // an insert or a delete that failed: either outcome is allowed
-  std::vector<std::string> errors;
-  int searches = 0;
+  // The RowSets are filled by the threads; read them after Join.
   int searches_ok_after_kill = 0;  // started after MarkKill: each waited for the moved shard
 
  private:
   void Write(uint32_t shard, int inserts) {
     auto producer = client_->CreateProducer();
     if (!producer.ok()) return Error(producer.status().ToString());
-    int64_t next = 1'000'000 * (shard + 1);
+    int64_t next = pk_base_ + 1'000'000 * (shard + 1);
     for (int i = 0; i < inserts && !abandon_; ++i) {
       std::vector<int64_t> pks;
       std::vector<float> vectors;
@@ -168,6 +188,7 @@ class SearchLoad {
 
   kingfisher::Client* const client_;
   const kingfisher::CollectionInfo collection_;
+  const int64_t pk_base_;
   absl::Mutex mu_;
   std::vector<int64_t> searchable_;  // acknowledged, never deleted
   std::atomic<int> acked_inserts_{0};
@@ -181,7 +202,7 @@ class SearchLoad {
 
 // The checks every scenario ends with (see the file comment).
 void ExpectSearchable(kingfisher::Client* client, const std::string& collection,
-                      const SearchLoad& load) {
+                      const RowSets& load) {
   std::printf("rows: %zu live, %zu deleted, %zu uncertain; %d strong searches during the load\n",
               load.live.size(), load.deleted.size(), load.uncertain.size(), load.searches);
   for (const std::string& e : load.errors) ADD_FAILURE() << e;
@@ -283,6 +304,66 @@ TEST(SearchCrashStandaloneTest, KillingTheServerLosesNoRowAndNoDelete) {
   EXPECT_LT(acked_at_kill, 2 * kInserts) << "the kill was not under load";
   EXPECT_GT(load.searches_ok_after_kill, 0) << "no search spanned the restart";
   ExpectSearchable(client->get(), "vecs", load);
+}
+
+// The sum of a gauge's series on a server's /metrics (0 if absent).
+double MetricSum(int http_port, absl::string_view name) {
+  double sum = 0;
+  const std::string text = kf::testing::HttpGet(http_port, "/metrics");
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, name) || line.size() <= name.size()) continue;
+    if (line[name.size()] != '{' && line[name.size()] != ' ') continue;
+    double v = 0;
+    if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) sum += v;
+  }
+  return sum;
+}
+
+// Recovery storage (docs/recovery-storage.md): tiny segments sealed, flushed and checkpointed
+// continuously while the standalone server is killed at random points of the load — so kills
+// land before, during and after object writes and checkpoint commits, and during the recovery
+// of the previous round (its searches wait for it) — 20 times. After each round every
+// acknowledged row of every round is found exactly once and every acknowledged delete hides its
+// row; the restarted server loaded sealed segments from its checkpoints instead of replaying
+// their rows.
+TEST(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
+  kf::testing::TempDir dir;
+  kf::testing::ServerProcess server(
+      {.data_dir = dir.path() + "/data",
+       .extra_args = {"--segment-seal-rows", "64", "--search-chunk-rows", "64",
+                      "--checkpoint-interval", "0.1"}});
+  ASSERT_TRUE(server.Start()) << server.Output();
+  auto client = kingfisher::Client::Connect(
+      {.endpoint = server.address(), .append_timeout = std::chrono::seconds(60)});
+  ASSERT_TRUE(client.ok()) << client.status();
+  // 6 shards on 4 pchannels: a pchannel's checkpoint covers shards sealed at different points,
+  // so a replay starts below some of their flushed rows (which it must skip).
+  auto collection = (*client)->CreateCollection({.name = "vecs", .dim = kDim, .shards = 6});
+  ASSERT_TRUE(collection.ok()) << collection.status();
+
+  constexpr int kRounds = 20;
+  constexpr int kInserts = 20;  // per shard and round: 80 rows, a seal every 16 inserts
+  std::mt19937 rng(::testing::UnitTest::GetInstance()->random_seed());
+  RowSets total;
+  double recovered_segments = 0;
+  for (int round = 0; round < kRounds && !::testing::Test::HasFailure(); ++round) {
+    SearchLoad load(client->get(), *collection, kInserts, int64_t{100'000'000} * (round + 1));
+    const int kill_at = std::uniform_int_distribution<int>(1, 6 * kInserts - 1)(rng);
+    ASSERT_TRUE(
+        kf::testing::WaitUntil([&] { return load.acked_inserts() >= kill_at; }, absl::Seconds(60)));
+    server.Kill();
+    load.MarkKill();
+    ASSERT_TRUE(server.Start()) << server.Output();
+    load.Join();
+    // Followers start at a pchannel's first search: the load's searches after the restart.
+    recovered_segments += MetricSum(server.http_port(), "kf_recovered_segments");
+    total.Merge(load);
+    if (round % 5 == 4 || round == kRounds - 1) ExpectSearchable(client->get(), "vecs", total);
+  }
+  std::printf("%d rounds: %zu live rows, %zu deleted; %.0f sealed segments loaded at restarts\n",
+              kRounds, total.live.size(), total.deleted.size(), recovered_segments);
+  EXPECT_GT(recovered_segments, 0) << "no restart loaded a sealed segment";
+  EXPECT_GT(MetricSum(server.http_port(), "kf_checkpoints"), 0) << "nothing checkpointed";
 }
 
 }  // namespace

@@ -1,0 +1,262 @@
+#include "query/recovery_storage.h"
+
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/absl_compat.h"
+#include "common/errors.h"
+#include "kingfisher/v1/checkpoint.pb.h"
+#include "search/delete_log_format.h"
+#include "search/growing_segment.h"
+#include "search/sealed_segment_format.h"
+
+namespace kf::query {
+namespace {
+
+constexpr uint32_t kCheckpointVersion = 1;
+
+absl::Status WithKey(const absl::Status& s, std::string_view what, std::string_view key) {
+  return WithContext(s, absl::StrCat(ToAbsl(what), " ", ToAbsl(key)));
+}
+
+absl::Status Corrupt(std::string_view key, std::string_view why) {
+  return absl::DataLossError(absl::StrCat("checkpoint object ", ToAbsl(key), ": ", ToAbsl(why)));
+}
+
+// The flushed segment `f` of (shard, partition), loaded with its delete logs applied.
+absl::StatusOr<std::shared_ptr<search::GrowingSegment>> LoadSegment(
+    const RecoveryStorageOptions& options, const kingfisher::v1::ShardCheckpoint& shard,
+    const kingfisher::v1::FlushedSegment& f, const ShardOptions& shard_options) {
+  auto bytes =
+      options.objects->Get(f.object(), object::ByteRange::All(), absl::Now() + options.io_timeout);
+  if (!bytes.ok()) return WithKey(bytes.status(), "reading segment object", f.object());
+  search::IndexOptions index;
+  if (shard_options.indexer != nullptr) index = shard_options.indexer->options();
+  auto decoded = search::DecodeSealedSegment(*bytes, f.object(), shard_options.account, index);
+  if (!decoded.ok()) return decoded.status();
+  const search::SealedSegmentMeta& meta = decoded->meta;
+  if (meta.collection_id != shard.collection_id() || meta.vchannel != shard.vchannel() ||
+      static_cast<uint64_t>(meta.segment_id) != f.id() || meta.dim != shard.dim() ||
+      meta.rows != f.rows()) {
+    return Corrupt(f.object(),
+                   absl::StrCat("holds segment ", meta.segment_id, " of ", meta.vchannel, " (",
+                                meta.rows, " rows), the checkpoint names segment ", f.id(), " of ",
+                                shard.vchannel(), " (", f.rows(), " rows)"));
+  }
+  auto segment =
+      search::GrowingSegment::FromChunks(std::move(decoded->chunks), meta.rows,
+                                         search::SegmentOptions{.dim = meta.dim,
+                                                                .metric = meta.metric,
+                                                                .chunk_rows = meta.chunk_rows,
+                                                                .indexer = shard_options.indexer,
+                                                                .account = shard_options.account});
+  if (!segment.ok()) return Corrupt(f.object(), ToStd(segment.status().message()));
+  for (const std::string& key : f.delete_logs()) {
+    auto log_bytes =
+        options.objects->Get(key, object::ByteRange::All(), absl::Now() + options.io_timeout);
+    if (!log_bytes.ok()) return WithKey(log_bytes.status(), "reading delete log", key);
+    auto log = search::DecodeDeleteLog(*log_bytes, key);
+    if (!log.ok()) return log.status();
+    if (static_cast<uint64_t>(log->segment_id) != f.id()) {
+      return Corrupt(key, absl::StrCat("is a delete log of segment ", log->segment_id,
+                                       ", the checkpoint names it for segment ", f.id()));
+    }
+    for (const search::DeleteRecord& r : log->records) (*segment)->Delete(r.pk, r.ts);
+  }
+  return std::shared_ptr<search::GrowingSegment>(*std::move(segment));
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
+    const RecoveryStorageOptions& options, std::string_view pchannel,
+    const ShardOptions& shard_options) {
+  const std::string key = absl::StrCat(options.meta_prefix, ToAbsl(pchannel));
+  auto got = options.meta->Get(key, absl::Now() + options.io_timeout);
+  if (absl::IsNotFound(got.status())) return std::nullopt;
+  if (!got.ok()) return WithKey(got.status(), "reading checkpoint", key);
+  kingfisher::v1::PChannelCheckpoint c;
+  if (!c.ParseFromString(got->kv.value) || c.version() != kCheckpointVersion ||
+      c.pchannel() != pchannel) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", key, " does not parse as a version ",
+                                            kCheckpointVersion, " checkpoint of ",
+                                            ToAbsl(pchannel)));
+  }
+  RecoveredChannel out;
+  out.checkpoint_ts = c.checkpoint_ts();
+  out.mod_revision = got->kv.mod_revision;
+  if (!c.replay_from().empty()) {
+    auto from = MessageId::Decode(c.replay_from());
+    if (!from.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint ", key, ": replay_from: ", from.status().message()));
+    }
+    out.replay_from = *from;
+  }
+  // TODO(recovery-storage): load the segments in parallel with the replay of the tail.
+  for (const kingfisher::v1::ShardCheckpoint& sc : c.shards()) {
+    auto shard = std::make_shared<Shard>(sc.vchannel(),
+                                         ShardSchema{.collection_id = sc.collection_id(),
+                                                     .dim = sc.dim(),
+                                                     .metric = MetricFromProto(sc.metric())},
+                                         shard_options, SegmentStart{});
+    std::vector<RestoredPartition> partitions;
+    for (const kingfisher::v1::PartitionCheckpoint& pc : sc.partitions()) {
+      RestoredPartition& p = partitions.emplace_back();
+      p.name = pc.name();
+      p.growing_id = pc.growing_id();
+      for (const kingfisher::v1::FlushedSegment& f : pc.flushed()) {
+        auto segment = LoadSegment(options, sc, f, shard_options);
+        if (!segment.ok()) return segment.status();
+        p.flushed.push_back(
+            LoadedSegment{.id = f.id(),
+                          .segment = *std::move(segment),
+                          .object = f.object(),
+                          .delete_logs = {f.delete_logs().begin(), f.delete_logs().end()}});
+        ++out.segments;
+      }
+    }
+    shard->Restore(std::move(partitions), out.replay_from);
+    out.shards.push_back(std::move(shard));
+  }
+  return out;
+}
+
+CheckpointWriter::CheckpointWriter(RecoveryStorageOptions options, std::string pchannel, Term term,
+                                   int64_t mod_revision)
+    : options_(std::move(options)),
+      pchannel_(std::move(pchannel)),
+      term_(term),
+      tag_(absl::StrFormat("t%d-%08x", term.value(), std::random_device()())),
+      mod_revision_(mod_revision) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+bool CheckpointWriter::Submit(CheckpointPlan plan, Done done) {
+  absl::MutexLock lock(&mu_);
+  if (busy_ || stopping_) return false;
+  busy_ = true;
+  job_.emplace(std::move(plan), std::move(done));
+  return true;
+}
+
+bool CheckpointWriter::fenced() const {
+  absl::MutexLock lock(&mu_);
+  return fenced_;
+}
+
+void CheckpointWriter::Run() {
+  for (;;) {
+    std::pair<CheckpointPlan, Done> job;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || job_.has_value(); };
+      mu_.Await(absl::Condition(&ready));
+      if (!job_.has_value()) return;  // stopping, nothing queued
+      job = *std::move(job_);
+      job_.reset();
+    }
+    absl::Status s = Write(job.first);
+    std::move(job.second)(job.first, s);
+    absl::MutexLock lock(&mu_);
+    busy_ = false;
+  }
+}
+
+std::string CheckpointWriter::ObjectKey(const kingfisher::v1::ShardCheckpoint& shard,
+                                        uint64_t segment_id) const {
+  return absl::StrCat(options_.object_prefix, "segments/", shard.collection_id(), "/",
+                      shard.vchannel(), "/", segment_id, ".", tag_);
+}
+
+absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
+  if (fenced()) {
+    return StreamingError(StreamingCode::kChannelFenced,
+                          absl::StrCat("another owner committed the checkpoint of ", pchannel_));
+  }
+  kingfisher::v1::PChannelCheckpoint c;
+  c.set_version(kCheckpointVersion);
+  c.set_pchannel(pchannel_);
+  c.set_checkpoint_ts(plan.checkpoint_ts);
+  if (plan.replay_from.valid()) c.set_replay_from(plan.replay_from.Encode());
+  c.set_term(term_.value());
+  c.set_written_unix_ms(absl::ToUnixMillis(absl::Now()));
+  c.set_writer(tag_);
+  for (auto& [shard, sp] : plan.shards) {
+    kingfisher::v1::ShardCheckpoint& sc = sp.checkpoint;
+    for (const ShardCheckpointPlan::Segment& seg : sp.segments) {
+      kingfisher::v1::PartitionCheckpoint* pc = sc.mutable_partitions(seg.partition);
+      kingfisher::v1::FlushedSegment* f = pc->mutable_flushed(seg.flushed);
+      search::SealedSegmentMeta meta{
+          .collection_id = sc.collection_id(),
+          .segment_id = static_cast<int64_t>(f->id()),
+          .vchannel = sc.vchannel(),
+          .partition = pc->name() == kDefaultPartition ? "" : pc->name(),
+          .dim = sc.dim(),
+          .metric = MetricFromProto(sc.metric()),
+          .chunk_rows = static_cast<uint32_t>(seg.segment->options().chunk_rows)};
+      search::SegmentSnapshot snapshot = seg.segment->Snapshot();
+      // The rows the plan counted: a sealed segment takes no more.
+      auto bytes = search::EncodeSealedSegment(meta, snapshot);
+      if (!bytes.ok()) return bytes.status();
+      const std::string key = absl::StrCat(ObjectKey(sc, f->id()), ".seg");
+      auto put = options_.objects->Put(key, *bytes, {}, absl::Now() + options_.io_timeout);
+      if (!put.ok()) return WithKey(put.status(), "writing segment object", key);
+      f->set_object(key);
+    }
+    for (const ShardCheckpointPlan::DeleteLog& log : sp.delete_logs) {
+      kingfisher::v1::FlushedSegment* f =
+          sc.mutable_partitions(log.partition)->mutable_flushed(log.flushed);
+      auto bytes = search::EncodeDeleteLog(static_cast<int64_t>(f->id()), log.records);
+      if (!bytes.ok()) return bytes.status();
+      const std::string key = absl::StrCat(ObjectKey(sc, f->id()), ".del.", log.records.front().ts);
+      auto put = options_.objects->Put(key, *bytes, {}, absl::Now() + options_.io_timeout);
+      if (!put.ok()) return WithKey(put.status(), "writing delete log", key);
+      f->add_delete_logs(key);
+    }
+    *c.add_shards() = sc;
+  }
+
+  return Commit(c.SerializeAsString());
+}
+
+absl::Status CheckpointWriter::Commit(const std::string& value) {
+  const std::string key = absl::StrCat(options_.meta_prefix, pchannel_);
+  const meta::Compare unchanged = mod_revision_ == 0
+                                      ? meta::Compare::Absent(key)
+                                      : meta::Compare::ModRevisionIs(key, mod_revision_);
+  auto txn = options_.meta->Txn({unchanged}, {meta::Op::Put(key, value)}, {},
+                                absl::Now() + options_.io_timeout);
+  if (!txn.ok()) return WithKey(txn.status(), "committing checkpoint", key);
+  if (!txn->succeeded) {
+    // Our own earlier commit may have been applied although its call failed: then the key
+    // names this writer and holds its newer revision.
+    auto got = options_.meta->Get(key, absl::Now() + options_.io_timeout);
+    if (!got.ok()) return WithKey(got.status(), "committing checkpoint", key);
+    kingfisher::v1::PChannelCheckpoint stored;
+    if (stored.ParseFromString(got->kv.value) && stored.writer() == tag_ &&
+        got->kv.mod_revision != mod_revision_) {
+      mod_revision_ = got->kv.mod_revision;
+      return Commit(value);
+    }
+    absl::MutexLock lock(&mu_);
+    fenced_ = true;
+    return StreamingError(StreamingCode::kChannelFenced,
+                          absl::StrCat("checkpoint ", key, " was committed by another owner"));
+  }
+  mod_revision_ = txn->revision;
+  return absl::OkStatus();
+}
+
+}  // namespace kf::query

@@ -1,0 +1,110 @@
+// Recovery storage (docs/recovery-storage.md): a pchannel's sealed segments in the object store
+// and its checkpoint in the metadata store, so that opening the pchannel loads them and replays
+// only the tail of its WAL.
+//
+// A checkpoint is written in this order: each sealed segment not flushed yet becomes an object
+// (docs/sealed-segment-format.md), the deletes that hit flushed segments since the last
+// checkpoint become delete logs, then the checkpoint (proto/kingfisher/v1/checkpoint.proto)
+// naming them is committed by compare-and-swap on the key's mod revision. A crash before the
+// commit leaves objects no checkpoint names (a later GC removes them); nothing a checkpoint names
+// is ever overwritten, because every writer names its objects with its own tag (term and a
+// random number). The compare-and-swap fences an owner that lost the pchannel: once another
+// owner committed, this one's commits fail and it stops writing (FENCED).
+//
+// Keys: meta `<meta_prefix><pchannel>`; objects
+// `<object_prefix>segments/<collection_id>/<vchannel>/<segment_id>.<tag>.seg` and
+// `....<tag>.del.<first_ts>` for delete logs.
+//
+// Thread-safety: LoadCheckpoint is a function; a CheckpointWriter is thread-safe.
+// Errors: LoadCheckpoint returns DATA_LOSS naming the object or key that is corrupt or
+// truncated, and the store's error (UNAVAILABLE, DEADLINE_EXCEEDED, NOT_FOUND for a missing
+// object) with the key it was reading; nothing is loaded silently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/strong_id.h"
+#include "message/message_id.h"
+#include "query/channel_applier.h"
+#include "query/shard.h"
+#include "storage/meta/meta_store.h"
+#include "storage/object/object_store.h"
+
+namespace kf::query {
+
+struct RecoveryStorageOptions {
+  object::ObjectStore* objects = nullptr;  // borrowed
+  meta::MetaStore* meta = nullptr;         // borrowed
+  std::string meta_prefix;                 // the checkpoint of P is at meta_prefix + P
+  std::string object_prefix;               // "" or ending in '/'
+  // A checkpoint is written this often while anything changed, and at once when a segment was
+  // sealed.
+  absl::Duration checkpoint_interval = absl::Seconds(10);
+  absl::Duration io_timeout = absl::Seconds(30);  // per object or metadata call
+};
+
+// A pchannel's state as its checkpoint left it.
+struct RecoveredChannel {
+  uint64_t checkpoint_ts = 0;
+  MessageId replay_from;                       // invalid: from the start of the log
+  std::vector<std::shared_ptr<Shard>> shards;  // restored, their flushed segments loaded
+  int64_t mod_revision = 0;                    // of the checkpoint key
+  size_t segments = 0;                         // flushed segments loaded
+};
+
+// The checkpoint of `pchannel` and its segments, loaded; nullopt if it has none.
+absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
+    const RecoveryStorageOptions& options, std::string_view pchannel,
+    const ShardOptions& shard_options);
+
+class CheckpointWriter {
+ public:
+  // Runs on the writer's thread after a write: OK once committed, the error otherwise.
+  using Done = absl::AnyInvocable<void(const CheckpointPlan&, absl::Status) &&>;
+
+  // `mod_revision`: the checkpoint key's as loaded (0: it had none).
+  CheckpointWriter(RecoveryStorageOptions options, std::string pchannel, Term term,
+                   int64_t mod_revision);
+  ~CheckpointWriter();  // waits for a write in progress
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Starts writing `plan` unless a write is in progress (false then: nothing taken).
+  bool Submit(CheckpointPlan plan, Done done);
+  // True once a commit found the key changed by another owner: later writes fail at once.
+  bool fenced() const;
+
+ private:
+  void Run();
+  // Writes the objects of `plan` (filling in their keys), then commits it.
+  absl::Status Write(CheckpointPlan& plan);
+  // Compare-and-swaps the checkpoint key to `value`.
+  absl::Status Commit(const std::string& value);
+  std::string ObjectKey(const kingfisher::v1::ShardCheckpoint& shard, uint64_t segment_id) const;
+
+  const RecoveryStorageOptions options_;
+  const std::string pchannel_;
+  const Term term_;
+  const std::string tag_;  // names this writer's objects
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool fenced_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<std::pair<CheckpointPlan, Done>> job_ ABSL_GUARDED_BY(mu_);
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t mod_revision_;  // the writer thread's
+  std::thread thread_;
+};
+
+}  // namespace kf::query
