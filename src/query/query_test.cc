@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/errors.h"
 #include "common/testing/wait_until.h"
 #include "gmock/gmock.h"
@@ -497,6 +498,59 @@ TEST_P(QueryModelTest, EverySearchEqualsTheExactAnswerOverTheModelAtItsTimestamp
   EXPECT_GT(follower_->applier().memory_bytes(), 0u);
   EXPECT_GT(follower_->applier().rows(), 0u);
   EXPECT_GT(checks_, 30);
+}
+
+// A segment object that is corrupt, truncated or missing is reported naming it (DATA_LOSS, or
+// the store's NOT_FOUND), never loaded silently; put back, the pchannel recovers.
+TEST_P(QueryModelTest, ACorruptOrMissingSegmentObjectFailsRecoveryNamingIt) {
+  CreateCollection(kVc1, 42, search::Metric::kL2);
+  for (int i = 0; i < 30; ++i) {
+    std::vector<ModelRow> rows;
+    MutableMessage m = RandomInsert(kVc1, &rows);
+    ModelInsert(kVc1, std::move(rows), Append(std::move(m)));
+  }
+  Check(acked_.back());
+  ASSERT_TRUE(kf::testing::WaitUntil(
+      [&] {
+        return follower_->checkpoint_stats().commits > 0 &&
+               follower_->applier().shard(kVc1)->flushed_segments() > 0;
+      },
+      absl::Seconds(30)));
+  AwaitCheckpoint();
+  follower_.reset();
+
+  auto listed =
+      objects_->List("segments/", "", object::ObjectStore::kNoLimit, absl::InfiniteFuture());
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  std::string key;
+  for (const auto& o : listed->objects) {
+    if (absl::EndsWith(o.key, ".seg")) key = o.key;
+  }
+  ASSERT_FALSE(key.empty());
+  const std::string good = *objects_->Get(key, object::ByteRange::All(), absl::InfiniteFuture());
+  auto start = [&] {
+    return ChannelFollower::Start(wal_, {.chunk_rows = 16, .seal_rows = 40}, absl::Milliseconds(50),
+                                  &recovery_);
+  };
+  std::string flipped = good;
+  flipped[flipped.size() / 2] ^= 0x20;
+  for (const std::string& bad : {flipped, good.substr(0, good.size() - 7)}) {
+    ASSERT_TRUE(objects_->Put(key, bad, {}, absl::InfiniteFuture()).ok());
+    auto failed = start();
+    EXPECT_EQ(failed.status().code(), absl::StatusCode::kDataLoss) << failed.status();
+    EXPECT_THAT(std::string(failed.status().message()), ::testing::HasSubstr(key));
+  }
+  ASSERT_TRUE(objects_->Delete(key, absl::InfiniteFuture()).ok());
+  auto missing = start();
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
+  EXPECT_THAT(std::string(missing.status().message()), ::testing::HasSubstr(key));
+
+  ASSERT_TRUE(objects_->Put(key, good, {}, absl::InfiniteFuture()).ok());
+  auto recovered = start();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  follower_ = *std::move(recovered);
+  EXPECT_GT(follower_->checkpoint_stats().loaded_segments, 0u);
+  Check(acked_.back());
 }
 
 TEST_P(QueryModelTest, ASearchBeyondTheAppliedTimestampWaitsAndTimesOut) {
