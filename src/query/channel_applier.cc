@@ -37,23 +37,57 @@ absl::Status ChannelApplier::Apply(const ImmutableMessage& m) {
     }
   } else if (absl::Status s = ApplyOne(m, at); !s.ok()) {
     return s;
+  } else if (IsExclusiveType(m.type()) && !(replayed_below_ > 0 && at.ts <= replayed_below_)) {
+    ReplayWalState(m);
   }
   if (at.from.valid()) applied_from_ = at.from;
+  applied_id_ = m.id();
   AdvanceTSafe(at.ts);
   return absl::OkStatus();
 }
 
-void ChannelApplier::Restore(std::vector<std::shared_ptr<Shard>> shards, uint64_t checkpoint_ts) {
-  absl::MutexLock lock(&mu_);
-  shards_.clear();
-  for (auto& shard : shards) shards_[shard->vchannel()] = std::move(shard);
+void ChannelApplier::Restore(std::vector<std::shared_ptr<Shard>> shards, uint64_t checkpoint_ts,
+                             const kingfisher::v1::WalState& wal) {
+  {
+    absl::MutexLock lock(&mu_);
+    shards_.clear();
+    for (auto& shard : shards) shards_[shard->vchannel()] = std::move(shard);
+  }
   replayed_below_ = checkpoint_ts;
+  wal_collections_.LoadFrom(wal);
+  wal_broadcasts_.clear();
+  for (const kingfisher::v1::WalBroadcast& b : wal.broadcasts()) {
+    wal_broadcasts_[b.vchannel()].push_back(b);
+  }
+}
+
+void ChannelApplier::ReplayWalState(const ImmutableMessage& m) {
+  wal_collections_.Replay(m.message());
+  const std::optional<wal::IdempotencyKey> key = wal::BroadcastKey(m.message());
+  if (!key.has_value()) return;
+  std::deque<kingfisher::v1::WalBroadcast>& window = wal_broadcasts_[key->producer];
+  kingfisher::v1::WalBroadcast& b = window.emplace_back();
+  b.set_vchannel(key->producer);
+  b.set_broadcast_id(key->sequence);
+  b.set_id(m.id().Encode());
+  b.set_timetick(m.timetick().value());
+  b.set_last_confirmed(m.last_confirmed().Encode());
+  if (window.size() > wal::kBroadcastWindow) window.pop_front();
 }
 
 CheckpointPlan ChannelApplier::PlanCheckpoint() const {
   CheckpointPlan plan;
   plan.checkpoint_ts = tsafe();
   plan.replay_from = applied_from_;
+  if (applied_id_.valid()) {
+    kingfisher::v1::WalState& wal = plan.wal.emplace();
+    wal.set_after_id(applied_id_.Encode());
+    wal.set_after_timetick(plan.checkpoint_ts);
+    wal_collections_.SaveTo(&wal);
+    for (const auto& [vchannel, window] : wal_broadcasts_) {
+      for (const kingfisher::v1::WalBroadcast& b : window) *wal.add_broadcasts() = b;
+    }
+  }
   std::vector<std::shared_ptr<Shard>> shards;
   {
     absl::ReaderMutexLock lock(&mu_);

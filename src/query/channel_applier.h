@@ -17,7 +17,10 @@
 // the log from the checkpoint's replay_from, which lies at or before its timetick; what the
 // checkpoint already reflects is skipped: DDL and CreateSegments at or below its timetick, and
 // the rows and deletes its flushed segments hold (Shard::Insert, Shard::Delete `replaying`).
-// PlanCheckpoint says what a checkpoint of everything applied so far must write.
+// PlanCheckpoint says what a checkpoint of everything applied so far must write, including the
+// WAL's own state (the collection table and broadcast results the WAL rebuilds from every DDL
+// when it opens), which the applier keeps a copy of from the DDL it applies: with it, opening
+// the WAL reads only the DDL after the checkpoint (wal/recovery.h).
 //
 // Thread-safety: Apply from one thread (the follower); everything else from any thread.
 // Errors: Apply returns DATA_LOSS for a collection message whose payload does not decode (the
@@ -26,8 +29,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +44,7 @@
 #include "absl/time/time.h"
 #include "message/message.h"
 #include "query/shard.h"
+#include "wal/collections/collection_table.h"
 
 namespace kf::query {
 
@@ -49,6 +55,7 @@ struct CheckpointPlan {
   // LCMID of the last message applied.
   MessageId replay_from;
   std::vector<std::pair<std::shared_ptr<Shard>, ShardCheckpointPlan>> shards;
+  std::optional<kingfisher::v1::WalState> wal;  // nullopt before the first message
 };
 
 class ChannelApplier {
@@ -64,7 +71,8 @@ class ChannelApplier {
   absl::Status Apply(const ImmutableMessage& message);
   // Before the first Apply: the shards of a checkpoint at `checkpoint_ts`, whose log is then
   // applied from its replay_from on.
-  void Restore(std::vector<std::shared_ptr<Shard>> shards, uint64_t checkpoint_ts);
+  void Restore(std::vector<std::shared_ptr<Shard>> shards, uint64_t checkpoint_ts,
+               const kingfisher::v1::WalState& wal);
   // Apply's thread. Invalid replay_from before the first message.
   CheckpointPlan PlanCheckpoint() const;
   // CreateSegments applied so far (Apply's thread): a new one means a segment to flush.
@@ -86,6 +94,8 @@ class ChannelApplier {
  private:
   // One message (a Txn's body too) at `at`: the timestamp and LCMID of the message applied.
   absl::Status ApplyOne(const ImmutableMessage& message, const SegmentStart& at);
+  // Keeps the copy of the WAL's state up to date with a DDL.
+  void ReplayWalState(const ImmutableMessage& message);
   std::shared_ptr<Shard> MutableShard(std::string_view vchannel) const;
   void AdvanceTSafe(uint64_t ts);
 
@@ -98,6 +108,10 @@ class ChannelApplier {
   // Apply's thread only.
   uint64_t replayed_below_ = 0;  // the restored checkpoint's timetick (0: none)
   MessageId applied_from_;       // the LCMID of the last message applied
+  MessageId applied_id_;         // the id of the last message applied
+  wal::CollectionTable wal_collections_;
+  // Per vchannel its latest kBroadcastWindow broadcast results, oldest first.
+  absl::flat_hash_map<std::string, std::deque<kingfisher::v1::WalBroadcast>> wal_broadcasts_;
   uint64_t segments_opened_ = 0;
 };
 

@@ -57,7 +57,7 @@ ChannelFollower::ChannelFollower(std::shared_ptr<wal::Wal> wal, ShardOptions opt
           "timetick {}; replaying the WAL from {}",
           wal_->pchannel(), recovered->shards.size(), recovered->segments, recovered->checkpoint_ts,
           recovered->replay_from.ToText());
-      applier_.Restore(std::move(recovered->shards), recovered->checkpoint_ts);
+      applier_.Restore(std::move(recovered->shards), recovered->checkpoint_ts, recovered->wal);
     }
     writer_ =
         std::make_unique<CheckpointWriter>(*recovery, wal_->pchannel(), wal_->term(), mod_revision);

@@ -77,6 +77,7 @@ class QueryRegistry {
   absl::Status AdmitInsert() const;
   size_t growing_bytes() const { return options_.shard.account->bytes(); }
   size_t growing_memory_limit() const { return options_.growing_memory_limit; }
+  const std::optional<RecoveryStorageOptions>& recovery() const { return options_.recovery; }
   // Full chunks waiting for their index or being indexed (0 without an indexer).
   size_t index_queue() const {
     return options_.shard.indexer == nullptr ? 0 : options_.shard.indexer->pending();

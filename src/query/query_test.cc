@@ -240,8 +240,13 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
     term_ = Term(term_.value() + 1);
     auto backend = log_->Open(term_);
     ASSERT_TRUE(backend.ok()) << backend.status();
+    // The WAL opens from the checkpoint's copy of its state, as a server's does.
     wal_ = std::make_shared<wal::WalImpl>(
-        wal::WalOptions{.pchannel = kPchannel, .tso = tso_.get(), .admit_inserts = admit_inserts_},
+        wal::WalOptions{
+            .pchannel = kPchannel,
+            .tso = tso_.get(),
+            .load_checkpoint = [this](const std::string& p) { return LoadWalState(recovery_, p); },
+            .admit_inserts = admit_inserts_},
         *std::move(backend));
     ASSERT_TRUE(wal_->Recover().ok());
     // Small segments: the follower appends CreateSegments as they fill (every check below

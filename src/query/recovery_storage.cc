@@ -70,9 +70,11 @@ absl::StatusOr<std::shared_ptr<search::GrowingSegment>> LoadSegment(
 
 }  // namespace
 
-absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
-    const RecoveryStorageOptions& options, std::string_view pchannel,
-    const ShardOptions& shard_options) {
+namespace {
+
+// The checkpoint of `pchannel` as stored, and its key's mod revision; nullopt if absent.
+absl::StatusOr<std::optional<std::pair<kingfisher::v1::PChannelCheckpoint, int64_t>>>
+ReadCheckpoint(const RecoveryStorageOptions& options, std::string_view pchannel) {
   const std::string key = absl::StrCat(options.meta_prefix, ToAbsl(pchannel));
   auto got = options.meta->Get(key, absl::Now() + options.io_timeout);
   if (absl::IsNotFound(got.status())) return std::nullopt;
@@ -84,9 +86,31 @@ absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
                                             kCheckpointVersion, " checkpoint of ",
                                             ToAbsl(pchannel)));
   }
+  return std::make_pair(std::move(c), got->kv.mod_revision);
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<kingfisher::v1::WalState>> LoadWalState(
+    const RecoveryStorageOptions& options, std::string_view pchannel) {
+  auto read = ReadCheckpoint(options, pchannel);
+  if (!read.ok()) return read.status();
+  if (!read->has_value() || !(*read)->first.has_wal()) return std::nullopt;
+  return (*read)->first.wal();
+}
+
+absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
+    const RecoveryStorageOptions& options, std::string_view pchannel,
+    const ShardOptions& shard_options) {
+  auto read = ReadCheckpoint(options, pchannel);
+  if (!read.ok()) return read.status();
+  if (!read->has_value()) return std::nullopt;
+  const kingfisher::v1::PChannelCheckpoint& c = (*read)->first;
+  const std::string key = absl::StrCat(options.meta_prefix, ToAbsl(pchannel));
   RecoveredChannel out;
   out.checkpoint_ts = c.checkpoint_ts();
-  out.mod_revision = got->kv.mod_revision;
+  out.mod_revision = (*read)->second;
+  out.wal = c.wal();
   if (!c.replay_from().empty()) {
     auto from = MessageId::Decode(c.replay_from());
     if (!from.ok()) {
@@ -193,6 +217,7 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
   c.set_term(term_.value());
   c.set_written_unix_ms(absl::ToUnixMillis(absl::Now()));
   c.set_writer(tag_);
+  if (plan.wal.has_value()) *c.mutable_wal() = *plan.wal;
   for (auto& [shard, sp] : plan.shards) {
     kingfisher::v1::ShardCheckpoint& sc = sp.checkpoint;
     for (const ShardCheckpointPlan::Segment& seg : sp.segments) {

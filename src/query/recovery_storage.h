@@ -62,12 +62,18 @@ struct RecoveredChannel {
   std::vector<std::shared_ptr<Shard>> shards;  // restored, their flushed segments loaded
   int64_t mod_revision = 0;                    // of the checkpoint key
   size_t segments = 0;                         // flushed segments loaded
+  kingfisher::v1::WalState wal;                // the WAL's state at the checkpoint
 };
 
 // The checkpoint of `pchannel` and its segments, loaded; nullopt if it has none.
 absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
     const RecoveryStorageOptions& options, std::string_view pchannel,
     const ShardOptions& shard_options);
+
+// The WAL's state in `pchannel`'s checkpoint (WalOptions::load_checkpoint); nullopt if it has
+// none. DATA_LOSS for a checkpoint that does not parse.
+absl::StatusOr<std::optional<kingfisher::v1::WalState>> LoadWalState(
+    const RecoveryStorageOptions& options, std::string_view pchannel);
 
 class CheckpointWriter {
  public:

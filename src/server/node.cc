@@ -137,7 +137,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   node.registry = n->registry.get();
   node.queries = n->queries.get();
   node.wal.tso = n->tso.get();
-  RefuseInsertsAboveGrowingLimit(n->queries.get(), &node.wal);
+  ConnectWalToQueries(n->queries.get(), &node.wal);
   node.lease_ttl = absl::Seconds(config.lease_ttl);
   if (!RetryUntilUp("registering the node in etcd", signals, [&] {
         auto started =

@@ -71,8 +71,13 @@ std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& conf
   return std::make_unique<query::QueryRegistry>(std::move(options));
 }
 
-void RefuseInsertsAboveGrowingLimit(const query::QueryRegistry* queries, wal::WalOptions* wal) {
+void ConnectWalToQueries(const query::QueryRegistry* queries, wal::WalOptions* wal) {
   wal->admit_inserts = [queries] { return queries->AdmitInsert(); };
+  if (const auto& recovery = queries->recovery(); recovery.has_value()) {
+    wal->load_checkpoint = [recovery = &*recovery](const std::string& pchannel) {
+      return query::LoadWalState(*recovery, pchannel);
+    };
+  }
 }
 
 }  // namespace kf::server

@@ -34,7 +34,9 @@ std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(
     const ServerConfig& config, TimestampSource* tso, object::ObjectStore* segments,
     meta::MetaStore* meta, std::function<void(TimeTick)> before_wait = nullptr);
 
-// Sets `wal->admit_inserts` to `queries`' limit; `queries` must outlive every WAL opened so.
-void RefuseInsertsAboveGrowingLimit(const query::QueryRegistry* queries, wal::WalOptions* wal);
+// Sets `wal->admit_inserts` to `queries`' growing-memory limit and, with recovery storage,
+// `wal->load_checkpoint` to the pchannel checkpoints' WAL state; `queries` must outlive every
+// WAL opened so.
+void ConnectWalToQueries(const query::QueryRegistry* queries, wal::WalOptions* wal);
 
 }  // namespace kf::server

@@ -193,7 +193,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   node.registry = s->registry.get();
   node.queries = s->queries.get();
   node.wal.tso = s->coordinator->oracle();
-  RefuseInsertsAboveGrowingLimit(s->queries.get(), &node.wal);
+  ConnectWalToQueries(s->queries.get(), &node.wal);
   node.lease_ttl = absl::Seconds(config.lease_ttl);
   auto started = streaming::StreamingNode::Start(s->store.get(), node, absl::Now() + kStartTimeout);
   if (!started.ok()) return started.status();

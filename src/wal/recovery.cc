@@ -25,16 +25,48 @@ absl::StatusOr<RecoveredState> RecoverWal(WalBackend& backend, const RecoveryOpt
   state.broadcasts = NewBroadcastTable();
   state.idempotency = NewIdempotencyTable(options.dedup_window_per_producer);
   ASSIGN_OR_RETURN(MessageId tail, backend.TailStart(options.tail_bytes));
-  ASSIGN_OR_RETURN(auto scanner, backend.Read({.start = ReadOptions::Start::kEarliest}));
+  ReadOptions read{.start = ReadOptions::Start::kEarliest};
+  std::optional<MessageId> checkpointed;  // DDL up to it are in the checkpoint
+  if (const kingfisher::v1::WalState* c = options.checkpoint; c != nullptr) {
+    auto after = MessageId::Decode(c->after_id());
+    if (!after.ok()) {
+      return StreamingError(StreamingCode::kDataLoss,
+                            absl::StrCat("pchannel ", options.pchannel,
+                                         ": the checkpoint's WAL position does not decode: ",
+                                         after.status().message()));
+    }
+    checkpointed = *after;
+    state.last_id = *after;
+    state.last_timetick = TimeTick(c->after_timetick());
+    state.collections.LoadFrom(*c);
+    for (const kingfisher::v1::WalBroadcast& b : c->broadcasts()) {
+      auto id = MessageId::Decode(b.id());
+      auto lc = MessageId::Decode(b.last_confirmed());
+      if (!id.ok() || !lc.ok()) {
+        return StreamingError(
+            StreamingCode::kDataLoss,
+            absl::StrCat("pchannel ", options.pchannel,
+                         ": a broadcast result of the checkpoint does not decode"));
+      }
+      state.broadcasts->Recover(
+          IdempotencyKey{.producer = b.vchannel(), .sequence = b.broadcast_id()},
+          AppendResult{.id = *id, .timetick = TimeTick(b.timetick()), .last_confirmed = *lc});
+    }
+    read = tail < *after ? ReadOptions{.start = ReadOptions::Start::kFrom, .id = tail}
+                         : ReadOptions{.start = ReadOptions::Start::kAfter, .id = *after};
+  }
+  ASSIGN_OR_RETURN(auto scanner, backend.Read(read));
   for (;;) {
     // The WAL has no writer yet, so everything durable is already readable: a past deadline
     // returns at once, and DEADLINE_EXCEEDED means "end of log".
     auto entry = scanner->Next(absl::InfinitePast());
     if (absl::IsDeadlineExceeded(entry.status())) break;
     if (!entry.ok()) return entry.status();
-    state.last_id = entry->id;
+    if (!state.last_id || *state.last_id < entry->id) state.last_id = entry->id;
     const bool in_tail = !(entry->id < tail);
-    if (!in_tail && !IsExclusiveType(MutableMessage::DecodeType(entry->data))) continue;
+    const bool new_ddl = !checkpointed || *checkpointed < entry->id;
+    const MessageType type = MutableMessage::DecodeType(entry->data);
+    if (!in_tail && !(new_ddl && IsExclusiveType(type))) continue;
     auto msg = MutableMessage::Decode(entry->data);
     if (!msg.ok()) {
       return StreamingError(
@@ -43,7 +75,7 @@ absl::StatusOr<RecoveredState> RecoverWal(WalBackend& backend, const RecoveryOpt
                        " does not decode: ", msg.status().message()));
     }
     const std::optional<TimeTick> tt = msg->timetick();
-    if (IsExclusiveType(msg->type())) {
+    if (new_ddl && IsExclusiveType(msg->type())) {
       state.collections.Replay(*msg);
       if (auto key = BroadcastKey(*msg); key && tt) {
         state.broadcasts->Recover(*key, RecoveredResult(entry->id, *tt, *msg));

@@ -9,8 +9,10 @@
 // the last timetick belongs to an earlier owner) and the write-ahead buffer (it starts after the
 // last id).
 //
-// A recovery checkpoint (the collection table and broadcast results as of some id) will let
-// this replay only from that id on.
+// From a checkpoint of that state (the collection table and the broadcast results as of one
+// message, written by the pchannel's follower: docs/recovery-storage.md) only the DDL after
+// that message are read — from it, or from the tail if that starts earlier — so the log below
+// may have been truncated and the open reads a bounded part of it.
 //
 // Thread-safety: reads `backend` through its own scanner; the caller must not append meanwhile
 // (everything durable is then readable, so a scanner's DEADLINE_EXCEEDED means the end).
@@ -36,6 +38,8 @@ struct RecoveryOptions {
   // How far back from the tail every entry is decoded (WalOptions::recovery_scan_bytes).
   uint64_t tail_bytes = 64ull << 20;
   size_t dedup_window_per_producer = 4096;  // WalOptions::dedup_window_per_producer
+  // The state as of checkpoint->after_id; null: read every DDL from the log's start.
+  const kingfisher::v1::WalState* checkpoint = nullptr;
 };
 
 struct RecoveredState {

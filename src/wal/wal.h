@@ -41,6 +41,7 @@
 #include "absl/time/time.h"
 #include "common/hybrid_time.h"
 #include "common/strong_id.h"
+#include "kingfisher/v1/checkpoint.pb.h"
 #include "kingfisher/v1/message.pb.h"
 #include "message/message.h"
 #include "message/message_id.h"
@@ -82,6 +83,10 @@ struct WalOptions {
   // How far back from the tail the open-time scan decodes every entry to rebuild the `_ik`
   // state and the last timetick (before it, only DDL is decoded).
   uint64_t recovery_scan_bytes = 64ull << 20;
+  // The pchannel's checkpoint of the WAL's state, if it has one (docs/recovery-storage.md):
+  // Recover then reads only the DDL after it. Null: every DDL of the log. An error fails Recover.
+  std::function<absl::StatusOr<std::optional<kingfisher::v1::WalState>>(const std::string&)>
+      load_checkpoint;
   // Idempotency results remembered per producer (a retry older than this window is rejected
   // with FAILED_PRECONDITION instead of being appended twice).
   size_t dedup_window_per_producer = 4096;

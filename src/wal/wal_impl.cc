@@ -52,11 +52,16 @@ WalImpl::WalImpl(WalOptions options, std::unique_ptr<WalBackend> backend,
 WalImpl::~WalImpl() { Close(); }
 
 absl::Status WalImpl::Recover() {
+  std::optional<kingfisher::v1::WalState> checkpoint;
+  if (options_.load_checkpoint) {
+    ASSIGN_OR_RETURN(checkpoint, options_.load_checkpoint(options_.pchannel));
+  }
   ASSIGN_OR_RETURN(
       RecoveredState state,
       RecoverWal(*backend_, {.pchannel = options_.pchannel,
                              .tail_bytes = options_.recovery_scan_bytes,
-                             .dedup_window_per_producer = options_.dedup_window_per_producer}));
+                             .dedup_window_per_producer = options_.dedup_window_per_producer,
+                             .checkpoint = checkpoint ? &*checkpoint : nullptr}));
   if (state.last_timetick.value() > 0) RETURN_IF_ERROR(options_.tso->Observe(state.last_timetick));
   txns_.SetOpenedAfter(state.last_timetick);
   WriteAheadBufferOptions buffer_options = options_.buffer;

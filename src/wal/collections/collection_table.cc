@@ -191,6 +191,26 @@ void CollectionTable::Replay(const MutableMessage& m) {
   if (auto a = Prepare(m); a.ok()) Apply(*a);
 }
 
+void CollectionTable::SaveTo(kingfisher::v1::WalState* out) const {
+  for (const auto& [vchannel, shard] : shards_) {
+    kingfisher::v1::WalCollection* c = out->add_collections();
+    c->set_vchannel(vchannel);
+    c->set_dropped(shard.dropped);
+    c->set_dim(shard.dim);
+    for (const std::string& p : shard.partitions) c->add_partitions(p);
+  }
+}
+
+void CollectionTable::LoadFrom(const kingfisher::v1::WalState& in) {
+  shards_.clear();
+  for (const kingfisher::v1::WalCollection& c : in.collections()) {
+    Shard& shard = shards_[c.vchannel()];
+    shard.dropped = c.dropped();
+    shard.dim = c.dim();
+    shard.partitions.insert(c.partitions().begin(), c.partitions().end());
+  }
+}
+
 CollectionTable::State CollectionTable::state(std::string_view vchannel) const {
   auto it = shards_.find(ToAbsl(vchannel));
   if (it == shards_.end()) return State::kUnknown;

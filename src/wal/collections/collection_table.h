@@ -35,6 +35,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "kingfisher/v1/checkpoint.pb.h"
 #include "message/message.h"
 #include "wal/idempotency.h"
 
@@ -92,6 +93,10 @@ class CollectionTable {
 
   State state(std::string_view vchannel) const;
   size_t size() const { return shards_.size(); }
+
+  // The table in a recovery checkpoint (docs/recovery-storage.md), and back (replacing it).
+  void SaveTo(kingfisher::v1::WalState* out) const;
+  void LoadFrom(const kingfisher::v1::WalState& in);
 
  private:
   struct Shard {
