@@ -37,6 +37,8 @@ absl::StatusCode ToStatusCode(StreamingCode code) {
       return absl::StatusCode::kInvalidArgument;
     case StreamingCode::kDataLoss:
       return absl::StatusCode::kDataLoss;
+    case StreamingCode::kOutOfRange:
+      return absl::StatusCode::kOutOfRange;
     case StreamingCode::kUnrecoverable:
     case StreamingCode::kInner:
       return absl::StatusCode::kInternal;
@@ -78,6 +80,8 @@ std::string_view StreamingCodeName(StreamingCode code) {
       return "INNER";
     case StreamingCode::kTransport:
       return "TRANSPORT";
+    case StreamingCode::kOutOfRange:
+      return "OUT_OF_RANGE";
   }
   return "UNKNOWN";
 }
@@ -100,7 +104,7 @@ StreamingCode GetStreamingCode(const absl::Status& status) {
   if (auto p = status.GetPayload(kPayloadUrl)) {
     int v = 0;
     if (absl::SimpleAtoi(std::string(*p), &v) && v >= 0 &&
-        v <= static_cast<int>(StreamingCode::kTransport)) {
+        v <= static_cast<int>(kLastStreamingCode)) {
       return static_cast<StreamingCode>(v);
     }
   }
@@ -122,6 +126,8 @@ StreamingCode GetStreamingCode(const absl::Status& status) {
       return StreamingCode::kCollectionExists;
     case absl::StatusCode::kFailedPrecondition:
       return StreamingCode::kInvalidTransactionState;
+    case absl::StatusCode::kOutOfRange:
+      return StreamingCode::kOutOfRange;
     default:
       return StreamingCode::kInner;
   }

@@ -30,7 +30,9 @@ enum class StreamingCode : int {
   kUnrecoverable = 13,           //                                     -> INTERNAL
   kInner = 14,                   //                                     -> INTERNAL
   kTransport = 15,               // connection loss, deadline           -> UNAVAILABLE
+  kOutOfRange = 16,              // a read below the WAL's truncation   -> OUT_OF_RANGE
 };
+inline constexpr StreamingCode kLastStreamingCode = StreamingCode::kOutOfRange;
 
 // The gRPC/absl code a streaming code maps to (docs/semantics.md §3 table).
 absl::StatusCode ToStatusCode(StreamingCode code);

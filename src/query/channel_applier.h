@@ -56,6 +56,8 @@ struct CheckpointPlan {
   MessageId replay_from;
   std::vector<std::pair<std::shared_ptr<Shard>, ShardCheckpointPlan>> shards;
   std::optional<kingfisher::v1::WalState> wal;  // nullopt before the first message
+  // Once committed, the WAL below this may go (invalid: keep it all): the follower's choice.
+  MessageId truncate_before;
 };
 
 class ChannelApplier {

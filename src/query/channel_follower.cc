@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/hybrid_time.h"
 #include "message/builders.h"
 #include "spdlog/spdlog.h"
 #include "trace/context.h"
@@ -43,7 +44,8 @@ ChannelFollower::ChannelFollower(std::shared_ptr<wal::Wal> wal, ShardOptions opt
       drain_interval_(drain_interval),
       scanner_(std::move(scanner)),
       checkpoint_interval_(recovery != nullptr ? recovery->checkpoint_interval
-                                               : absl::InfiniteDuration()) {
+                                               : absl::InfiniteDuration()),
+      wal_retention_(recovery != nullptr ? recovery->wal_retention : absl::InfiniteDuration()) {
   if (recovery != nullptr) {
     int64_t mod_revision = 0;
     if (recovered.has_value()) {
@@ -123,6 +125,7 @@ void ChannelFollower::MaybeCheckpoint() {
   const bool due = absl::Now() >= next_checkpoint_ && applier_.tsafe() != planned_ts_;
   if (!sealed && !due) return;
   CheckpointPlan plan = applier_.PlanCheckpoint();
+  plan.truncate_before = TruncationPoint(plan.replay_from);
   const uint64_t seals = applier_.segments_opened();
   const uint64_t ts = plan.checkpoint_ts;
   if (!writer_->Submit(std::move(plan),
@@ -134,9 +137,39 @@ void ChannelFollower::MaybeCheckpoint() {
   next_checkpoint_ = absl::Now() + checkpoint_interval_;
 }
 
+void ChannelFollower::SampleAge(const MessageId& id, uint64_t ts) {
+  if (wal_retention_ <= absl::ZeroDuration() || wal_retention_ == absl::InfiniteDuration()) return;
+  const uint64_t ms = PhysicalMs(TimeTick(ts));
+  if (ages_.empty() || ms >= ages_.back().second + 1000) ages_.emplace_back(id, ms);
+}
+
+MessageId ChannelFollower::TruncationPoint(const MessageId& replay_from) {
+  if (wal_retention_ == absl::InfiniteDuration() || !replay_from.valid()) return MessageId();
+  if (wal_retention_ <= absl::ZeroDuration()) return replay_from;  // every message is old enough
+  const auto now_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
+  const auto retention_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(wal_retention_));
+  const uint64_t horizon = now_ms > retention_ms ? now_ms - retention_ms : 0;
+  // The newest sample at or beyond the horizon: everything up to it is old enough to go.
+  while (ages_.size() >= 2 && ages_[1].second <= horizon) ages_.pop_front();
+  // Below the first sample (where this follower started reading) the ages are unknown: the
+  // log there stays until a sample proves it old.
+  if (ages_.empty() || ages_.front().second > horizon) return MessageId();
+  return std::min(replay_from, ages_.front().first);
+}
+
 void ChannelFollower::CheckpointDone(const CheckpointPlan& plan, const absl::Status& status) {
+  absl::Status truncated = absl::CancelledError("");
   if (status.ok()) {
-    for (const auto& [shard, sp] : plan.shards) shard->CheckpointCommitted(sp);
+    for (const auto& [shard, sp] : plan.shards) shard->CheckpointCommitted(sp, plan.replay_from);
+    // Only below a committed replay_from: the next open reads from there (and the WAL's state
+    // from above it), whatever happens to this node now.
+    if (plan.truncate_before.valid()) {
+      truncated = wal_->TruncateBefore(plan.truncate_before);
+      if (!truncated.ok() && !absl::IsUnimplemented(truncated)) {
+        spdlog::warn("truncating {} below {}: {}", wal_->pchannel(), plan.truncate_before.ToText(),
+                     truncated.ToString());
+      }
+    }
   } else {
     spdlog::warn("checkpoint of {} at timetick {}: {} (tried again in {})", wal_->pchannel(),
                  plan.checkpoint_ts, status.ToString(), absl::FormatDuration(checkpoint_interval_));
@@ -147,6 +180,10 @@ void ChannelFollower::CheckpointDone(const CheckpointPlan& plan, const absl::Sta
     checkpoint_stats_.committed_replay_from = plan.replay_from;
     checkpoint_stats_.committed_at = absl::Now();
     ++checkpoint_stats_.commits;
+    if (truncated.ok()) {
+      checkpoint_stats_.truncated_before = plan.truncate_before;
+      ++checkpoint_stats_.truncations;
+    }
   } else {
     checkpoint_stats_.last_error = status;
   }
@@ -190,6 +227,7 @@ absl::Status ChannelFollower::Drain(bool chase) {
     }
     if (*m == nullptr) continue;
     if (absl::Status s = applier_.Apply(**m); !s.ok()) return s;
+    SampleAge((*m)->id(), (*m)->timetick().value());
     if (chase) chase = Chasing();
   }
 }

@@ -22,9 +22,11 @@
 // Thread-safety: thread-safe. Ownership: shares the Wal (closing it is its owner's job).
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -63,7 +65,9 @@ class ChannelFollower {
     MessageId committed_replay_from;
     absl::Time committed_at = absl::InfinitePast();
     uint64_t commits = 0;
-    absl::Status last_error;  // of the last write that failed
+    absl::Status last_error;     // of the last write that failed
+    MessageId truncated_before;  // the last truncation of the WAL
+    uint64_t truncations = 0;
   };
   CheckpointStats checkpoint_stats() const;
 
@@ -80,6 +84,11 @@ class ChannelFollower {
   bool Chasing() const ABSL_LOCKS_EXCLUDED(mu_);
   // The follower thread: hands a checkpoint to the writer when one is due and it is idle.
   void MaybeCheckpoint();
+  // The follower thread: remembers the age of the log at `id` (one sample a second).
+  void SampleAge(const MessageId& id, uint64_t ts);
+  // Where the WAL may be truncated once `replay_from` is committed: below it, unless messages
+  // there are younger than the retention.
+  MessageId TruncationPoint(const MessageId& replay_from);
   void CheckpointDone(const CheckpointPlan& plan, const absl::Status& status);
 
   const std::shared_ptr<wal::Wal> wal_;
@@ -96,7 +105,10 @@ class ChannelFollower {
   absl::Time next_checkpoint_ = absl::InfinitePast();
   uint64_t planned_seals_ = 0;
   uint64_t planned_ts_ = 0;
+  // (id, physical ms of its timetick) of applied messages, oldest first, a second apart.
+  std::deque<std::pair<MessageId, uint64_t>> ages_;
   const absl::Duration checkpoint_interval_;
+  const absl::Duration wal_retention_;
   std::unique_ptr<CheckpointWriter> writer_;  // null without recovery storage
   std::thread thread_;
 };

@@ -6,29 +6,38 @@
 #include "common/hybrid_time.h"
 
 namespace kf::query {
+namespace {
+
+using PChannelValue = double (*)(const QueryRegistry::PChannelStats&);
+
+// A gauge with one series per followed pchannel.
+metrics::CallbackHandle PerPChannel(metrics::Registry& registry, const QueryRegistry* queries,
+                                    const char* name, const char* help, PChannelValue value) {
+  return registry.AddGaugeCallback(name, help, {"pchannel"},
+                                   [queries, value](metrics::GaugeEmitter& e) {
+                                     for (const auto& p : queries->Stats()) {
+                                       e.Emit({p.pchannel}, value(p));
+                                     }
+                                   });
+}
+
+}  // namespace
 
 std::vector<metrics::CallbackHandle> RegisterQueryGauges(metrics::Registry& registry,
                                                          const QueryRegistry* queries) {
+  using Stats = QueryRegistry::PChannelStats;
   std::vector<metrics::CallbackHandle> handles;
-  handles.push_back(registry.AddGaugeCallback(
-      "kf_growing_bytes", "Memory of the growing segments of a pchannel's shards", {"pchannel"},
-      [queries](metrics::GaugeEmitter& e) {
-        for (const auto& p : queries->Stats()) {
-          e.Emit({p.pchannel}, static_cast<double>(p.growing_bytes));
-        }
-      }));
-  handles.push_back(registry.AddGaugeCallback(
-      "kf_growing_rows", "Rows in the growing segments of a pchannel's shards", {"pchannel"},
-      [queries](metrics::GaugeEmitter& e) {
-        for (const auto& p : queries->Stats()) {
-          e.Emit({p.pchannel}, static_cast<double>(p.growing_rows));
-        }
-      }));
-  handles.push_back(registry.AddGaugeCallback(
-      "kf_tsafe", "Applied timetick of a pchannel: searches at later timestamps wait for it",
-      {"pchannel"}, [queries](metrics::GaugeEmitter& e) {
-        for (const auto& p : queries->Stats()) e.Emit({p.pchannel}, static_cast<double>(p.tsafe));
-      }));
+  handles.push_back(
+      PerPChannel(registry, queries, "kf_growing_bytes",
+                  "Memory of the growing segments of a pchannel's shards",
+                  [](const Stats& p) { return static_cast<double>(p.growing_bytes); }));
+  handles.push_back(PerPChannel(
+      registry, queries, "kf_growing_rows", "Rows in the growing segments of a pchannel's shards",
+      [](const Stats& p) { return static_cast<double>(p.growing_rows); }));
+  handles.push_back(
+      PerPChannel(registry, queries, "kf_tsafe",
+                  "Applied timetick of a pchannel: searches at later timestamps wait for it",
+                  [](const Stats& p) { return static_cast<double>(p.tsafe); }));
   handles.push_back(registry.AddGaugeCallback(
       "kf_growing_collection_bytes",
       "Memory of a collection's growing data on this node, by kind: rows or index",
@@ -51,14 +60,10 @@ std::vector<metrics::CallbackHandle> RegisterQueryGauges(metrics::Registry& regi
         }
       }));
   // Recovery storage (docs/recovery-storage.md), per followed pchannel.
-  handles.push_back(registry.AddGaugeCallback(
-      "kf_checkpoint_timetick",
+  handles.push_back(PerPChannel(
+      registry, queries, "kf_checkpoint_timetick",
       "Timetick of a pchannel's last committed checkpoint (0: none since it was opened here)",
-      {"pchannel"}, [queries](metrics::GaugeEmitter& e) {
-        for (const auto& p : queries->Stats()) {
-          e.Emit({p.pchannel}, static_cast<double>(p.checkpoint.committed_ts));
-        }
-      }));
+      [](const Stats& p) { return static_cast<double>(p.checkpoint.committed_ts); }));
   handles.push_back(registry.AddGaugeCallback(
       "kf_checkpoint_lag_seconds",
       "How far a pchannel's last checkpoint is behind what is applied (a restart replays this)",
@@ -71,21 +76,18 @@ std::vector<metrics::CallbackHandle> RegisterQueryGauges(metrics::Registry& regi
           e.Emit({p.pchannel}, std::max(0.0, lag_ms / 1000));
         }
       }));
-  handles.push_back(registry.AddGaugeCallback(
-      "kf_checkpoints", "Checkpoints a pchannel committed since it was opened here", {"pchannel"},
-      [queries](metrics::GaugeEmitter& e) {
-        for (const auto& p : queries->Stats()) {
-          e.Emit({p.pchannel}, static_cast<double>(p.checkpoint.commits));
-        }
-      }));
-  handles.push_back(registry.AddGaugeCallback(
-      "kf_recovered_segments",
-      "Sealed segments a pchannel loaded from its checkpoint when it was opened here", {"pchannel"},
-      [queries](metrics::GaugeEmitter& e) {
-        for (const auto& p : queries->Stats()) {
-          e.Emit({p.pchannel}, static_cast<double>(p.checkpoint.loaded_segments));
-        }
-      }));
+  handles.push_back(
+      PerPChannel(registry, queries, "kf_checkpoints",
+                  "Checkpoints a pchannel committed since it was opened here",
+                  [](const Stats& p) { return static_cast<double>(p.checkpoint.commits); }));
+  handles.push_back(
+      PerPChannel(registry, queries, "kf_wal_truncations",
+                  "Truncations of a pchannel's WAL below its checkpoint since it was opened here",
+                  [](const Stats& p) { return static_cast<double>(p.checkpoint.truncations); }));
+  handles.push_back(PerPChannel(
+      registry, queries, "kf_recovered_segments",
+      "Sealed segments a pchannel loaded from its checkpoint when it was opened here",
+      [](const Stats& p) { return static_cast<double>(p.checkpoint.loaded_segments); }));
   handles.push_back(registry.AddGaugeCallback(
       "kf_growing_memory_bytes",
       "Growing data (rows and indexes) this node holds; Inserts are refused at the limit", {},

@@ -214,14 +214,16 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     tso_ = *TimestampAllocator::Open((dir_ / "tso").string(), {});
-    log_ = std::make_unique<wal::testing::BackendUnderTest>(GetParam(), dir_, kPchannel);
+    // Small segments, so truncation below a checkpoint reclaims some (the memory log keeps all).
+    log_ = std::make_unique<wal::testing::BackendUnderTest>(GetParam(), dir_, kPchannel, 4096);
     objects_ =
         *object::LocalObjectStore::Open(fs::DefaultFileSystem(), (dir_ / "objects").string());
     meta_ = *meta::EmbeddedMetaStore::Open((dir_ / "meta").string(), {});
     recovery_ = RecoveryStorageOptions{.objects = objects_.get(),
                                        .meta = meta_.get(),
                                        .meta_prefix = "checkpoints/",
-                                       .checkpoint_interval = absl::Milliseconds(1)};
+                                       .checkpoint_interval = absl::Milliseconds(1),
+                                       .wal_retention = absl::ZeroDuration()};
     Reopen();
   }
   void TearDown() override {
@@ -494,6 +496,11 @@ TEST_P(QueryModelTest, EverySearchEqualsTheExactAnswerOverTheModelAtItsTimestamp
   };
   EXPECT_GT(sealed(), 0u) << "no growing segment was sealed";
 
+  // Every checkpoint let the WAL below its replay_from go (retention 0).
+  AwaitCheckpoint();
+  const ChannelFollower::CheckpointStats before = follower_->checkpoint_stats();
+  EXPECT_GT(before.truncations, 0u);
+
   // A restart rebuilds every shard from its checkpoint and the log: the same answers at every
   // timestamp the log holds.
   Reopen();
@@ -503,6 +510,20 @@ TEST_P(QueryModelTest, EverySearchEqualsTheExactAnswerOverTheModelAtItsTimestamp
   EXPECT_GT(follower_->applier().memory_bytes(), 0u);
   EXPECT_GT(follower_->applier().rows(), 0u);
   EXPECT_GT(checks_, 30);
+
+  // What was truncated is not read silently: OUT_OF_RANGE naming where the log now starts.
+  if (GetParam() == BackendKind::kLocal) {
+    absl::Status read;
+    auto scanner = wal_->Read(wal::ScanOptions{
+        .policy = {.kind = wal::DeliverPolicy::Kind::kStartFrom, .id = first_id_}});
+    if (!scanner.ok()) {
+      read = scanner.status();
+    } else {
+      read = (*scanner)->Next({}, absl::Now() + absl::Seconds(5)).status();
+    }
+    EXPECT_EQ(read.code(), absl::StatusCode::kOutOfRange) << read;
+    EXPECT_THAT(std::string(read.message()), ::testing::HasSubstr("earliest readable id is"));
+  }
 }
 
 // A segment object that is corrupt, truncated or missing is reported naming it (DATA_LOSS, or
@@ -555,6 +576,37 @@ TEST_P(QueryModelTest, ACorruptOrMissingSegmentObjectFailsRecoveryNamingIt) {
   ASSERT_TRUE(recovered.ok()) << recovered.status();
   follower_ = *std::move(recovered);
   EXPECT_GT(follower_->checkpoint_stats().loaded_segments, 0u);
+  Check(acked_.back());
+}
+
+// A partition that stays empty while the WAL is truncated past its creation (checkpoints
+// advance over it) gets rows later: its checkpoint must not ask for the log from its creation,
+// which is gone — the restart still recovers every row.
+TEST_P(QueryModelTest, APartitionEmptyWhileTheLogIsTruncatedRecoversItsLaterRows) {
+  CreateCollection(kVc0, 42, search::Metric::kL2);
+  Append(
+      wal::testing::PartitionDdl(MessageType::kCreatePartition, kVc0, 42, "p1", next_broadcast_++));
+  auto insert = [&](int64_t pk, const std::string& partition) {
+    kingfisher::v1::InsertBatch b = Batch({pk}, kDim, static_cast<float>(pk), partition);
+    std::vector<float> v(b.vectors().begin(), b.vectors().end());
+    ModelInsert(kVc0, {{pk, v, partition, 0}}, Append(NewInsertMessage(kVc0, b)));
+  };
+  // _default fills and seals segments; each seal is checkpointed and truncates the log.
+  for (int64_t pk = 0; pk < 200; ++pk) {
+    insert(pk, "_default");
+    if (pk % 20 == 19) {
+      Check(acked_.back());
+      AwaitCheckpoint();
+    }
+  }
+  if (GetParam() == BackendKind::kLocal) {
+    EXPECT_GT(follower_->checkpoint_stats().truncations, 0u);
+  }
+  insert(1000, "p1");
+  Check(acked_.back());
+  AwaitCheckpoint();
+  Reopen();
+  EXPECT_TRUE(follower_->status().ok()) << follower_->status();
   Check(acked_.back());
 }
 

@@ -53,6 +53,9 @@ struct RecoveryStorageOptions {
   // sealed.
   absl::Duration checkpoint_interval = absl::Seconds(10);
   absl::Duration io_timeout = absl::Seconds(30);  // per object or metadata call
+  // After a checkpoint the WAL is truncated below its replay_from, but never below messages
+  // younger than this (consumers of raw vchannels read them). InfiniteDuration: never truncated.
+  absl::Duration wal_retention = absl::InfiniteDuration();
 };
 
 // A pchannel's state as its checkpoint left it.

@@ -189,8 +189,11 @@ ShardCheckpointPlan Shard::PlanCheckpoint() const {
   return plan;
 }
 
-void Shard::CheckpointCommitted(const ShardCheckpointPlan& plan) {
+void Shard::CheckpointCommitted(const ShardCheckpointPlan& plan, const MessageId& replay_from) {
   absl::MutexLock lock(&mu_);
+  for (auto& [name, p] : partitions_) {
+    if (p.growing_start.from < replay_from) p.growing_start.from = replay_from;
+  }
   // The sealed segment the plan's (partition, flushed) names, if its partition still exists.
   auto sealed_of = [&](int pi, int fi) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> Sealed* {
     const kingfisher::v1::PartitionCheckpoint& pc = plan.checkpoint.partitions(pi);

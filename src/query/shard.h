@@ -147,8 +147,11 @@ class Shard {
   void ReleaseSealClaim(std::string_view partition);
   // What a checkpoint of this shard as applied so far must write (the applier's thread).
   ShardCheckpointPlan PlanCheckpoint() const;
-  // `plan`, its keys filled in, was committed: its segments are flushed, its deletes logged.
-  void CheckpointCommitted(const ShardCheckpointPlan& plan);
+  // `plan`, its keys filled in, was committed with `replay_from`: its segments are flushed, its
+  // deletes logged, and no growing segment needs the WAL below `replay_from` any more (one
+  // that was empty gets its rows after the checkpoint), so later checkpoints never ask for
+  // what this one let be truncated.
+  void CheckpointCommitted(const ShardCheckpointPlan& plan, const MessageId& replay_from);
 
   // --- Readers.
   // The best `k` rows for `query` (dim floats, as the user gave it) under `filter`, in

@@ -85,6 +85,11 @@ const std::vector<SettingInfo>& AllSettings() {
       {"search_chunk_rows", "rows per growing chunk; a full chunk gets an IVF index"},
       {"search_nprobe", "IVF lists a search probes per indexed chunk unless it says"},
       {"segment_seal_rows", "rows at which a growing segment is sealed (0: never)"},
+      {"wal_segment_bytes",
+       "local backend: bytes after which a log rolls to a new segment file (the unit of "
+       "truncation)"},
+      {"wal_retention",
+       "seconds of WAL kept for consumers beyond what checkpoints need (0: only what they need)"},
       {"checkpoint_interval",
        "seconds between a pchannel's recovery checkpoints while it changes (a seal: at once)"},
       {"growing_memory_limit",
@@ -214,7 +219,8 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
   const Count kCounts[] = {{"search_chunk_rows", &c.search_chunk_rows, 64, 1u << 20},
                            {"search_nprobe", &c.search_nprobe, 1, 65536},
                            {"segment_seal_rows", &c.segment_seal_rows, 0, 1ull << 31},
-                           {"growing_memory_limit", &c.growing_memory_limit, 0, ~0ull}};
+                           {"growing_memory_limit", &c.growing_memory_limit, 0, ~0ull},
+                           {"wal_segment_bytes", &c.wal_segment_bytes, 64ull << 10, 1ull << 30}};
   for (const Count& n : kCounts) {
     Source src = Pick(n.key, flags, env, file);
     if (src.value == nullptr) continue;
@@ -232,6 +238,12 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
       {"lease_ttl", &c.lease_ttl},
       {"drain_timeout", &c.drain_timeout},
       {"checkpoint_interval", &c.checkpoint_interval}};
+  if (Source src = Pick("wal_retention", flags, env, file); src.value) {
+    if (!absl::SimpleAtod(ToAbsl(*src.value), &c.wal_retention) ||
+        !(c.wal_retention >= 0 && c.wal_retention <= 10 * 365 * 24 * 3600.0)) {
+      return Bad(src, "must be a number of seconds in [0, 315360000]");
+    }
+  }
   for (const auto& [key, field] : kSeconds) {
     Source src = Pick(key, flags, env, file);
     if (src.value == nullptr) continue;

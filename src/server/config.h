@@ -57,6 +57,12 @@ struct ServerConfig {
   // Seconds between a pchannel's checkpoints while anything changed (docs/recovery-storage.md);
   // a sealed segment is flushed and checkpointed at once.
   double checkpoint_interval = 10;
+  // Local backend: bytes after which a pchannel's log rolls to a new segment file, the unit
+  // truncation reclaims.
+  uint64_t wal_segment_bytes = 64ull << 20;
+  // Seconds of WAL kept readable for consumers (raw vchannels, CDC) beyond what checkpoints
+  // need; older parts are truncated after a checkpoint (docs/recovery-storage.md).
+  double wal_retention = 7 * 24 * 3600;
   // Search: bytes of growing data (rows and indexes) the node holds before it refuses Inserts
   // RESOURCE_EXHAUSTED. 0: half of the machine's physical memory.
   uint64_t growing_memory_limit = 0;

@@ -54,10 +54,13 @@ std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& conf
         .meta = meta,
         .meta_prefix = streaming::ClusterKeys(config.cluster).root() + "checkpoints/",
         .object_prefix = config.cluster + "/",
-        .checkpoint_interval = absl::Seconds(config.checkpoint_interval)};
-    spdlog::info("recovery storage: sealed segments in {}, a checkpoint every {} s",
-                 config.object_store.empty() ? "<data-dir>/objects" : config.object_store,
-                 config.checkpoint_interval);
+        .checkpoint_interval = absl::Seconds(config.checkpoint_interval),
+        .wal_retention = absl::Seconds(config.wal_retention)};
+    spdlog::info(
+        "recovery storage: sealed segments in {}, a checkpoint every {} s, WAL kept {} s beyond "
+        "checkpoints",
+        config.object_store.empty() ? "<data-dir>/objects" : config.object_store,
+        config.checkpoint_interval, config.wal_retention);
   } else {
     spdlog::warn(
         "recovery storage off: no object_store configured, so a pchannel that opens here "

@@ -76,6 +76,7 @@ absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std:
   }
   wal::local::LocalOpenerOptions options;
   options.root = wal_dir;
+  options.segment_bytes = config.wal_segment_bytes;
   options.max_entry_bytes = std::max<uint64_t>(options.max_entry_bytes, max_entry);
   out.opener = wal::local::NewLocalOpener(options);
   return out;

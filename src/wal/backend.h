@@ -82,6 +82,7 @@ class WalBackend {
     return Append(std::move(data), std::move(done));
   }
 
+  // OUT_OF_RANGE, naming the earliest readable id, for a position below a truncation.
   virtual absl::StatusOr<std::unique_ptr<BackendScanner>> Read(const ReadOptions& options) = 0;
 
   // The id the next Append will get (everything below it was appended, not necessarily durable).

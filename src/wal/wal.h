@@ -193,6 +193,13 @@ class Wal {
   // The backend's WalBackend::StoredBytes (metrics); nullopt when it cannot tell.
   virtual std::optional<uint64_t> StoredBytes() const { return std::nullopt; }
 
+  // Lets the backend reclaim the log below `keep` (docs/recovery-storage.md "Truncation"); it
+  // does so in whole segments, so some of it may stay readable. Reading a position it reclaimed
+  // fails with OUT_OF_RANGE naming the earliest readable id. UNIMPLEMENTED where not supported.
+  virtual absl::Status TruncateBefore(const MessageId& /*keep*/) {
+    return absl::UnimplementedError("this WAL does not truncate");
+  }
+
   // Stops accepting appends (later ones fail with ON_SHUTDOWN), waits for in-flight ones to
   // finish, stops the timetick loop and closes the backend. Idempotent.
   virtual void Close() = 0;

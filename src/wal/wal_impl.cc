@@ -76,6 +76,15 @@ absl::Status WalImpl::Recover() {
   return absl::OkStatus();
 }
 
+absl::Status WalImpl::TruncateBefore(const MessageId& keep) {
+  // The backend reclaims up to and including an id: the one before `keep`. Every backend's ids
+  // are (segment, entry) with entries counted within a segment (the local one: segment 0), so
+  // the entry before is entry - 1; at an entry 0 of a later segment, what lies before it is
+  // left for the next truncation.
+  if (!keep.valid() || keep.entry() == 0) return absl::OkStatus();
+  return backend_->Truncate(MessageId(keep.kind(), keep.segment(), keep.entry() - 1));
+}
+
 void WalImpl::Start() {
   ticker_ = std::jthread([this](std::stop_token st) { TimeTickLoop(st); });
 }

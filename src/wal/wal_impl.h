@@ -56,6 +56,7 @@ class WalImpl final : public Wal {
   }
   absl::Status Health() const override { return admission_.Health(); }
   std::optional<uint64_t> StoredBytes() const override { return backend_->StoredBytes(); }
+  absl::Status TruncateBefore(const MessageId& keep) override;
   void Close() override;
 
   // One round of the timetick loop: a persisted TimeTick if anything was appended since the

@@ -7,7 +7,7 @@
 namespace kf::wire {
 namespace {
 
-constexpr int kMaxStreamingCode = static_cast<int>(StreamingCode::kTransport);
+constexpr int kMaxStreamingCode = static_cast<int>(kLastStreamingCode);
 constexpr int kMaxStatusCode = static_cast<int>(absl::StatusCode::kUnauthenticated);
 
 }  // namespace

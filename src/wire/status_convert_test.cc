@@ -19,6 +19,7 @@ const Row kTable[] = {
     {StreamingCode::kChannelFenced, grpc::StatusCode::ABORTED},
     {StreamingCode::kOnShutdown, grpc::StatusCode::UNAVAILABLE},
     {StreamingCode::kTransport, grpc::StatusCode::UNAVAILABLE},
+    {StreamingCode::kOutOfRange, grpc::StatusCode::OUT_OF_RANGE},
     {StreamingCode::kRateLimited, grpc::StatusCode::RESOURCE_EXHAUSTED},
     {StreamingCode::kTransactionExpired, grpc::StatusCode::ABORTED},
     {StreamingCode::kInvalidTransactionState, grpc::StatusCode::FAILED_PRECONDITION},

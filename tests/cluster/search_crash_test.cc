@@ -320,18 +320,21 @@ double MetricSum(int http_port, absl::string_view name) {
 }
 
 // Recovery storage (docs/recovery-storage.md): tiny segments sealed, flushed and checkpointed
-// continuously while the standalone server is killed at random points of the load — so kills
-// land before, during and after object writes and checkpoint commits, and during the recovery
-// of the previous round (its searches wait for it) — 20 times. After each round every
-// acknowledged row of every round is found exactly once and every acknowledged delete hides its
-// row; the restarted server loaded sealed segments from its checkpoints instead of replaying
-// their rows.
+// continuously, and the WAL truncated below each checkpoint (64 KiB log segments, no
+// retention), while the standalone server is killed at random points of the load — so kills
+// land before, during and after object writes, checkpoint commits and truncations, and during
+// the recovery of the previous round (its searches wait for it) — 20 times. After each round
+// every acknowledged row of every round is found exactly once and every acknowledged delete
+// hides its row (a truncation above a checkpoint would lose rows: the restart reads the log
+// from the checkpoint); the restarted server loaded sealed segments from its checkpoints
+// instead of replaying their rows.
 TEST(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
   kf::testing::TempDir dir;
   kf::testing::ServerProcess server(
       {.data_dir = dir.path() + "/data",
        .extra_args = {"--segment-seal-rows", "64", "--search-chunk-rows", "64",
-                      "--checkpoint-interval", "0.1"}});
+                      "--checkpoint-interval", "0.1", "--wal-retention", "0", "--wal-segment-bytes",
+                      "65536"}});
   ASSERT_TRUE(server.Start()) << server.Output();
   auto client = kingfisher::Client::Connect(
       {.endpoint = server.address(), .append_timeout = std::chrono::seconds(60)});
@@ -346,6 +349,7 @@ TEST(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
   std::mt19937 rng(::testing::UnitTest::GetInstance()->random_seed());
   RowSets total;
   double recovered_segments = 0;
+  double truncations = 0;  // reported by each server run at the end of its round
   for (int round = 0; round < kRounds && !::testing::Test::HasFailure(); ++round) {
     SearchLoad load(client->get(), *collection, kInserts, int64_t{100'000'000} * (round + 1));
     const int kill_at = std::uniform_int_distribution<int>(1, 6 * kInserts - 1)(rng);
@@ -357,13 +361,17 @@ TEST(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
     load.Join();
     // Followers start at a pchannel's first search: the load's searches after the restart.
     recovered_segments += MetricSum(server.http_port(), "kf_recovered_segments");
+    truncations += MetricSum(server.http_port(), "kf_wal_truncations");
     total.Merge(load);
     if (round % 5 == 4 || round == kRounds - 1) ExpectSearchable(client->get(), "vecs", total);
   }
-  std::printf("%d rounds: %zu live rows, %zu deleted; %.0f sealed segments loaded at restarts\n",
-              kRounds, total.live.size(), total.deleted.size(), recovered_segments);
+  std::printf(
+      "%d rounds: %zu live rows, %zu deleted; %.0f sealed segments loaded at restarts, %.0f "
+      "truncations\n",
+      kRounds, total.live.size(), total.deleted.size(), recovered_segments, truncations);
   EXPECT_GT(recovered_segments, 0) << "no restart loaded a sealed segment";
   EXPECT_GT(MetricSum(server.http_port(), "kf_checkpoints"), 0) << "nothing checkpointed";
+  EXPECT_GT(truncations, 0) << "the WAL was never truncated";
 }
 
 }  // namespace

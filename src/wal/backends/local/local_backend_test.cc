@@ -182,8 +182,13 @@ TEST_F(LocalBackendTest, TruncateDeletesWholeSegmentsOnly) {
   EXPECT_LE(first->id.entry(), 121u) << "entries above the truncation point must stay";
   EXPECT_GT(first->id.entry(), 0u);
   EXPECT_EQ(first->data, Payload(first->id.entry()));
-  EXPECT_TRUE(absl::IsNotFound(
-      b->Read(ReadOptions{ReadOptions::Start::kFrom, MessageId::Local(0)}).status()));
+  const absl::Status truncated =
+      b->Read(ReadOptions{ReadOptions::Start::kFrom, MessageId::Local(0)}).status();
+  EXPECT_TRUE(absl::IsOutOfRange(truncated)) << truncated;
+  EXPECT_NE(std::string(truncated.message())
+                .find("the earliest readable id is local:" + std::to_string(first->id.entry())),
+            std::string::npos)
+      << truncated;
   // Truncating past the end keeps the active segment.
   ASSERT_TRUE(b->Truncate(MessageId::Local(10'000)).ok());
   ASSERT_TRUE(AppendSync(b.get(), "still-works").ok());

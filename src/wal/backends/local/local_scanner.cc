@@ -43,9 +43,11 @@ absl::Status LocalScanner::Seek(uint64_t start) {
     absl::MutexLock l(&state_->mu);
     if (state_->segments.empty()) return absl::OkStatus();  // Next picks the first segment
     if (start < state_->segments.front()->base) {
-      return absl::NotFoundError(absl::StrCat("local WAL: offset ", start,
-                                              " was truncated; earliest is ",
-                                              state_->segments.front()->base));
+      // Never a silent skip (docs/recovery-storage.md "Truncation").
+      return absl::OutOfRangeError(
+          absl::StrCat("local WAL: ", MessageId::Local(start).ToText(),
+                       " was truncated; the earliest readable id is ",
+                       MessageId::Local(state_->segments.front()->base).ToText()));
     }
     for (const auto& s : state_->segments) {
       if (s->base <= start) target = s;
