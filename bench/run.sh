@@ -34,3 +34,6 @@ run cluster_bench --dir "$BUILD_DIR"
 run ddl_bench --dir "$BUILD_DIR"
 # Issue 28: search through the client vs the index library in-process; freshness under load.
 run search_bench --dir "$BUILD_DIR"
+# Recovery storage: restart time after kill -9 with checkpoints vs a whole-log replay, 1x and
+# 10x the history; a segment flush vs a raw PUT.
+run recovery_bench --dir "$BUILD_DIR"

@@ -1,5 +1,7 @@
 #include "query/recovery_storage.h"
 
+#include <algorithm>
+#include <atomic>
 #include <random>
 #include <utility>
 
@@ -119,7 +121,35 @@ absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
     }
     out.replay_from = *from;
   }
-  // TODO(recovery-storage): load the segments in parallel with the replay of the tail.
+  // Every flushed segment, loaded by a few threads at once (reading, checking and copying an
+  // object is CPU-bound once it is in the page cache). Not yet overlapped with the replay.
+  struct Job {
+    const kingfisher::v1::ShardCheckpoint* shard;
+    const kingfisher::v1::FlushedSegment* segment;
+    absl::StatusOr<std::shared_ptr<search::GrowingSegment>> loaded;
+  };
+  std::vector<Job> jobs;
+  for (const kingfisher::v1::ShardCheckpoint& sc : c.shards()) {
+    for (const kingfisher::v1::PartitionCheckpoint& pc : sc.partitions()) {
+      for (const kingfisher::v1::FlushedSegment& f : pc.flushed()) {
+        jobs.push_back({&sc, &f, absl::UnknownError("not loaded")});
+      }
+    }
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      jobs[i].loaded = LoadSegment(options, *jobs[i].shard, *jobs[i].segment, shard_options);
+    }
+  };
+  {
+    const size_t threads =
+        std::min<size_t>(jobs.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::jthread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+  }
+  size_t done = 0;
   for (const kingfisher::v1::ShardCheckpoint& sc : c.shards()) {
     auto shard = std::make_shared<Shard>(sc.vchannel(),
                                          ShardSchema{.collection_id = sc.collection_id(),
@@ -132,11 +162,11 @@ absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
       p.name = pc.name();
       p.growing_id = pc.growing_id();
       for (const kingfisher::v1::FlushedSegment& f : pc.flushed()) {
-        auto segment = LoadSegment(options, sc, f, shard_options);
-        if (!segment.ok()) return segment.status();
+        Job& job = jobs[done++];
+        if (!job.loaded.ok()) return job.loaded.status();
         p.flushed.push_back(
             LoadedSegment{.id = f.id(),
-                          .segment = *std::move(segment),
+                          .segment = *std::move(job.loaded),
                           .object = f.object(),
                           .delete_logs = {f.delete_logs().begin(), f.delete_logs().end()}});
         ++out.segments;

@@ -1,0 +1,268 @@
+// recovery_bench: bounded recovery as a user meets it (docs/recovery-storage.md), each figure
+// next to its baseline from the same run.
+//
+// Starts the real `kingfisher run standalone` (the binary next to this one, or --bin-dir) and,
+// through the public client library, for a history of H = --rows and of 10 x H rows (--dim
+// floats each, inserted 1000 per message into one shard):
+//   - with recovery storage (segments sealed every --seal-rows rows, flushed, a checkpoint
+//     every second, the WAL truncated below each checkpoint: --wal-retention 0);
+//   - baseline: the same history with no checkpoint (no seals, a 1 h checkpoint interval), so
+//     a restart replays the whole log — what every open did before recovery storage.
+// After the load it waits until a checkpoint covers it, kills the server with SIGKILL,
+// restarts it and times: start to healthy (the WALs opened), start to the first strong search
+// answered (the shard loaded and the tail replayed), and reports the WAL and object bytes on
+// disk. Recovery storage holds when its restart time barely moves from H to 10 x H while the
+// baseline's grows with the history.
+//
+// Also: flushing a sealed segment (encode + PUT into the local object store) against a raw
+// PUT of the same bytes, in this process.
+//
+// Usage: recovery_bench [--rows N] [--dim D] [--seal-rows N] [--dir DIR] [--bin-dir DIR]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "bench_flags.h"
+#include "bench_util.h"
+#include "kingfisher/client.h"
+#include "kingfisher/collections.h"
+#include "kingfisher/producer.h"
+#include "kingfisher/search.h"
+#include "search/growing_segment.h"
+#include "search/sealed_segment_format.h"
+#include "server_process.h"
+#include "storage/fs/file_system.h"
+#include "storage/object/local_object_store.h"
+
+namespace {
+
+using kf::bench::Clock;
+using kf::bench::Die;
+using kf::bench::Seconds;
+
+struct Flags {
+  int rows = 20000;
+  int dim = 128;
+  int seal_rows = 16384;
+  kf::bench::BenchDirs dirs;
+};
+
+// The sum of a gauge's series on the server's /metrics (`name` may end in a full label set
+// "{...}" to pick one series); -1 if absent.
+double GaugeSum(int http_port, const std::string& name) {
+  const std::string body = kf::testing::HttpGet(http_port, "/metrics");
+  const bool one_series = !name.empty() && name.back() == '}';
+  double sum = -1;
+  for (size_t at = body.find("\n" + name); at != std::string::npos;
+       at = body.find("\n" + name, at + 1)) {
+    const size_t begin = at + 1 + name.size();
+    if (begin >= body.size()) continue;
+    if (body[begin] != ' ' && (one_series || body[begin] != '{')) continue;
+    const size_t end = body.find('\n', begin);
+    const std::string line = body.substr(begin, end - begin);
+    double v = 0;
+    if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) sum = std::max(sum, 0.0) + v;
+  }
+  return sum;
+}
+
+uint64_t DirBytes(const std::string& dir) {
+  uint64_t n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    if (e.is_regular_file(ec)) n += e.file_size(ec);
+  }
+  return n;
+}
+
+struct Restart {
+  double healthy_s = 0;
+  double first_search_s = 0;
+  uint64_t wal_bytes = 0;
+  uint64_t object_bytes = 0;
+  double loaded_segments = 0;
+};
+
+// Loads `rows` rows into a fresh server run with `args`, kills it once a checkpoint covers the
+// load (when `checkpoints`), restarts it and times the restart.
+Restart Run(const std::string& dir, const Flags& f, int rows, bool checkpoints) {
+  std::vector<std::string> args = {"--wal-segment-bytes", std::to_string(4 << 20)};
+  if (checkpoints) {
+    for (const char* a :
+         {"--segment-seal-rows", "", "--checkpoint-interval", "1", "--wal-retention", "0"}) {
+      args.push_back(a);
+    }
+    args[3] = std::to_string(f.seal_rows);
+  } else {
+    for (const char* a : {"--segment-seal-rows", "0", "--checkpoint-interval", "3600"}) {
+      args.push_back(a);
+    }
+  }
+  kf::testing::ServerProcess server({.data_dir = dir + "/data", .extra_args = args});
+  if (!server.Start()) Die("server did not start:\n" + server.Output());
+  const auto dim = static_cast<uint32_t>(f.dim);
+  kingfisher::SearchOptions strong;
+  strong.consistency = kingfisher::Consistency::kStrong;
+  strong.topk = 1;
+  const std::vector<float> query(dim, 0.5f);
+  {
+    auto client = kingfisher::Client::Connect({.endpoint = server.address()});
+    if (!client.ok()) Die("connect: " + client.status().ToString());
+    auto info = (*client)->CreateCollection({.name = "bench", .dim = dim, .shards = 1});
+    if (!info.ok()) Die("create: " + info.status().ToString());
+    // The first search starts the pchannel's follower, which seals and checkpoints.
+    strong.deadline = kingfisher::Clock::now() + std::chrono::seconds(60);
+    if (auto r = (*client)->Search("bench", query, strong); !r.ok()) {
+      Die("search: " + r.status().ToString());
+    }
+    auto producer = (*client)->CreateProducer();
+    if (!producer.ok()) Die("producer: " + producer.status().ToString());
+    std::mt19937 rng(7);
+    std::normal_distribution<float> noise(0, 1);
+    std::vector<float> vectors(static_cast<size_t>(1000) * dim);
+    absl::BlockingCounter acked((rows + 999) / 1000);
+    std::atomic<int> failed{0};
+    for (int begin = 0; begin < rows; begin += 1000) {
+      const int end = std::min(rows, begin + 1000);
+      std::vector<int64_t> pks;
+      for (int i = begin; i < end; ++i) pks.push_back(i);
+      for (float& x : vectors) x = noise(rng);
+      auto msgs = kingfisher::InsertMessages(
+          *info, pks, std::vector<float>(vectors.begin(), vectors.begin() + pks.size() * dim));
+      if (!msgs.ok() || msgs->size() != 1) Die("insert messages");
+      (*producer)->AppendAsync(std::move(msgs->front()),
+                               [&](absl::StatusOr<kingfisher::AppendResult> r) {
+                                 if (!r.ok()) failed.fetch_add(1);
+                                 acked.DecrementCount();
+                               });
+    }
+    acked.Wait();
+    if (failed.load() > 0) Die(std::to_string(failed.load()) + " inserts failed");
+    strong.deadline = kingfisher::Clock::now() + std::chrono::seconds(60);
+    if (auto r = (*client)->Search("bench", query, strong); !r.ok()) {
+      Die("search: " + r.status().ToString());
+    }
+  }
+  if (checkpoints) {
+    // A checkpoint after the load: its lag below 2 s, with every sealed segment flushed.
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (!(GaugeSum(server.http_port(), "kf_checkpoint_lag_seconds") >= 0 &&
+             GaugeSum(server.http_port(), "kf_checkpoint_lag_seconds") < 2 &&
+             GaugeSum(server.http_port(),
+                      "kf_sealed_segments{collection_id=\"1\",state=\"unflushed\"}") <= 0)) {
+      if (Clock::now() > deadline) Die("no checkpoint covered the load in 120 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  server.Kill();
+  Restart out;
+  out.wal_bytes = DirBytes(dir + "/data/wal");
+  out.object_bytes = DirBytes(dir + "/data/objects");
+  const auto start = Clock::now();
+  server.Launch();
+  if (!server.WaitHealthy(absl::Seconds(600))) Die("restart failed:\n" + server.Output());
+  out.healthy_s = Seconds(Clock::now() - start);
+  auto client = kingfisher::Client::Connect({.endpoint = server.address()});
+  if (!client.ok()) Die("connect: " + client.status().ToString());
+  strong.deadline = kingfisher::Clock::now() + std::chrono::seconds(600);
+  auto found = (*client)->Search("bench", query, strong);
+  if (!found.ok()) Die("search after restart: " + found.status().ToString());
+  out.first_search_s = Seconds(Clock::now() - start);
+  out.loaded_segments = GaugeSum(server.http_port(), "kf_recovered_segments");
+  server.Stop();
+  return out;
+}
+
+void Print(const char* what, int rows, const Restart& r) {
+  std::printf(
+      "  %-34s %8d rows: healthy %6.2f s, first search %6.2f s; WAL %7.1f MiB, objects %7.1f "
+      "MiB, %3.0f segments loaded\n",
+      what, rows, r.healthy_s, r.first_search_s, static_cast<double>(r.wal_bytes) / (1 << 20),
+      static_cast<double>(r.object_bytes) / (1 << 20), std::max(0.0, r.loaded_segments));
+}
+
+// Flushing a sealed segment of `rows` rows: encode + PUT, against a raw PUT of as many bytes.
+void FlushVersusPut(const std::string& dir, const Flags& f) {
+  const auto dim = static_cast<uint32_t>(f.dim);
+  kf::search::GrowingSegment segment({.dim = dim, .chunk_rows = 8192});
+  std::mt19937 rng(7);
+  std::normal_distribution<float> noise(0, 1);
+  std::vector<int64_t> pks(static_cast<size_t>(f.seal_rows));
+  std::vector<float> vectors(pks.size() * dim);
+  for (size_t i = 0; i < pks.size(); ++i) pks[i] = static_cast<int64_t>(i);
+  for (float& x : vectors) x = noise(rng);
+  segment.Insert(pks, vectors, 1);
+  segment.Seal();
+  auto store = kf::object::LocalObjectStore::Open(kf::fs::DefaultFileSystem(), dir + "/objects");
+  if (!store.ok()) Die("object store: " + store.status().ToString());
+  std::vector<double> flush, put;
+  std::string bytes;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = Clock::now();
+    auto encoded = kf::search::EncodeSealedSegment({.collection_id = 1,
+                                                    .segment_id = i + 1,
+                                                    .vchannel = "kf-dml_0_1v0",
+                                                    .dim = dim,
+                                                    .chunk_rows = 8192},
+                                                   segment.Snapshot());
+    if (!encoded.ok()) Die("encode: " + encoded.status().ToString());
+    if (!(*store)->Put(absl::StrCat("seg/", i), *encoded, {}, absl::InfiniteFuture()).ok()) {
+      Die("put");
+    }
+    flush.push_back(Seconds(Clock::now() - t0));
+    bytes = *std::move(encoded);
+    const auto t1 = Clock::now();
+    if (!(*store)->Put(absl::StrCat("raw/", i), bytes, {}, absl::InfiniteFuture()).ok()) {
+      Die("put");
+    }
+    put.push_back(Seconds(Clock::now() - t1));
+  }
+  const double mib = static_cast<double>(bytes.size()) / (1 << 20);
+  const auto fq = kf::bench::Summarize(flush), pq = kf::bench::Summarize(put);
+  std::printf(
+      "flush of a sealed segment (%d rows, %.1f MiB): p50 %.1f ms (%.0f MiB/s); baseline raw PUT "
+      "of the same bytes p50 %.1f ms (%.0f MiB/s)\n",
+      f.seal_rows, mib, fq.p50 * 1e3, mib / fq.p50, pq.p50 * 1e3, mib / pq.p50);
+}
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  kf::bench::FlagSet flags(argv[0]);
+  flags.Add("--rows", &f.rows, "N", "history H (the long run loads 10 x H)");
+  flags.Add("--dim", &f.dim, "D", "vector dimension");
+  flags.Add("--seal-rows", &f.seal_rows, "N", "rows per sealed segment");
+  flags.AddDirs(&f.dirs, "the servers' data dirs");
+  flags.Parse(argc, argv);
+  if (f.rows < 1000 || f.dim < 1 || f.seal_rows < 8192) {
+    flags.Fail("--rows must be >= 1000, --dim positive, --seal-rows >= 8192");
+  }
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Flags f = ParseFlags(argc, argv);
+  const std::string root = kf::bench::StartRun("recovery_bench", f.dirs);
+  std::printf("recovery_bench: %d-d rows, 1 shard, segments of %d rows, data %s\n", f.dim,
+              f.seal_rows, root.c_str());
+  FlushVersusPut(root + "/flush", f);
+  std::printf("restart after kill -9 (start to healthy, to the first strong search answered):\n");
+  int run = 0;
+  for (const int rows : {f.rows, 10 * f.rows}) {
+    const Restart with = Run(absl::StrCat(root, "/r", run++), f, rows, true);
+    Print("recovery storage", rows, with);
+    const Restart without = Run(absl::StrCat(root, "/r", run++), f, rows, false);
+    Print("baseline: whole-log replay", rows, without);
+  }
+  return 0;
+}
