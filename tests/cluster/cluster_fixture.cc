@@ -152,6 +152,7 @@ void ClusterTest::SetUp() {
     } else if (WalBackend() == "quorum") {
       args.insert(args.end(), {"--wal-backend", WalBackend()});
     }
+    for (const std::string& a : NodeArgs()) args.push_back(a);
     nodes_[id] = std::make_unique<ServerProcess>(
         ServerProcess::Options{.data_dir = dir_.path() + "/data",
                                .extra_args = args,

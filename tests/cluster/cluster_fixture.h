@@ -88,6 +88,8 @@ class ClusterTest : public ::testing::Test {
   // store in the test's dir, the segment metadata in etcd) or "quorum" (3 `kingfisher run
   // logstore` processes found through their etcd registrations).
   virtual std::string WalBackend() const { return "local"; }
+  // More flags for every node.
+  virtual std::vector<std::string> NodeArgs() const { return {}; }
 
   // A client of the coordinator's endpoint with a generous append timeout.
   std::unique_ptr<kingfisher::Client> Connect(

@@ -254,9 +254,43 @@ void ExpectSearchable(kingfisher::Client* client, const std::string& collection,
   }
 }
 
-class SearchCrashClusterTest : public ClusterTest {};
+double MetricSum(int http_port, absl::string_view name);
+
+class SearchCrashClusterTest : public ClusterTest {
+ protected:
+  // With `after_a_flush`, the kill waits until the victim flushed a sealed segment.
+  void KillAShardsNodeUnderLoad(bool after_a_flush = false);
+};
+
+// Recovery storage in a cluster: sealed segments in an object store every node reads (a shared
+// directory here; S3 in production), checkpoints in etcd, the WAL truncated below them; the node
+// that takes a killed node's pchannel loads its segments from the checkpoint.
+class RecoveryClusterTest : public SearchCrashClusterTest {
+ protected:
+  std::vector<std::string> NodeArgs() const override {
+    return {"--object-store",        "file://" + dir_.path() + "/segments",
+            "--segment-seal-rows",   "64",
+            "--search-chunk-rows",   "64",
+            "--checkpoint-interval", "0.1",
+            "--wal-retention",       "0",
+            "--wal-segment-bytes",   "65536"};
+  }
+};
 
 TEST_F(SearchCrashClusterTest, KillingAShardsNodeLosesNoRowAndNoDelete) {
+  KillAShardsNodeUnderLoad();
+}
+
+TEST_F(RecoveryClusterTest, TheNewOwnerOfAKilledNodesShardLoadsItsCheckpoint) {
+  KillAShardsNodeUnderLoad(/*after_a_flush=*/true);
+  double recovered = 0;
+  for (const auto& [id, node] : nodes_) {
+    if (node->Running()) recovered += MetricSum(node->http_port(), "kf_recovered_segments");
+  }
+  EXPECT_GT(recovered, 0) << "the moved shard was rebuilt without its checkpoint";
+}
+
+void SearchCrashClusterTest::KillAShardsNodeUnderLoad(bool after_a_flush) {
   auto collection = client_->CreateCollection({.name = "vecs", .dim = kDim, .shards = 3});
   ASSERT_TRUE(collection.ok()) << collection.status();
   auto pchannel = PChannelOfVChannel(collection->vchannels[0]);
@@ -268,6 +302,12 @@ TEST_F(SearchCrashClusterTest, KillingAShardsNodeLosesNoRowAndNoDelete) {
   SearchLoad load(client_.get(), *collection, kInserts);
   ASSERT_TRUE(
       kf::testing::WaitUntil([&] { return load.acked_inserts() >= kInserts; }, absl::Seconds(60)));
+  if (after_a_flush) {
+    const std::string flushed = absl::StrCat("kf_sealed_segments{collection_id=\"", collection->id,
+                                             "\",state=\"flushed\"}");
+    ASSERT_TRUE(kf::testing::WaitUntil(
+        [&] { return MetricSum(nodes_[victim]->http_port(), flushed) > 0; }, absl::Seconds(30)));
+  }
   const int victim_acked_at_kill = load.acked_inserts(0);
   nodes_[victim]->Kill();
   load.MarkKill();
