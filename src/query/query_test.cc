@@ -610,6 +610,32 @@ TEST_P(QueryModelTest, APartitionEmptyWhileTheLogIsTruncatedRecoversItsLaterRows
   Check(acked_.back());
 }
 
+// After a commit the writer deletes the pchannel's objects no checkpoint names — the orphans of
+// flushes that never committed, written at its term or an older one — but not a newer owner's,
+// which a checkpoint committed after its own may name.
+TEST_P(QueryModelTest, GarbageCollectionDeletesOrphansOfThisTermOrOlderOnly) {
+  const std::string dir = "segments/kf-dml_0/kf-dml_0_42v1/";
+  const std::string older = dir + "5.t0-0000abcd.seg";
+  const std::string mine = dir + "6.t" + std::to_string(term_.value()) + "-0000abcd.del.7";
+  const std::string newer = dir + "7.t999-0000abcd.seg";
+  for (const std::string& key : {older, mine, newer}) {
+    ASSERT_TRUE(objects_->Put(key, "orphan", {}, absl::InfiniteFuture()).ok());
+  }
+  CreateCollection(kVc1, 42, search::Metric::kL2);
+  Check(acked_.back());
+  AwaitCheckpoint();
+  const uint64_t commits = follower_->checkpoint_stats().commits;
+  std::vector<ModelRow> rows;
+  MutableMessage m = RandomInsert(kVc1, &rows);
+  ModelInsert(kVc1, std::move(rows), Append(std::move(m)));
+  Check(acked_.back());
+  ASSERT_TRUE(kf::testing::WaitUntil(
+      [&] { return follower_->checkpoint_stats().commits > commits; }, absl::Seconds(30)));
+  EXPECT_TRUE(absl::IsNotFound(objects_->Head(older, absl::InfiniteFuture()).status()));
+  EXPECT_TRUE(absl::IsNotFound(objects_->Head(mine, absl::InfiniteFuture()).status()));
+  EXPECT_TRUE(objects_->Head(newer, absl::InfiniteFuture()).ok());
+}
+
 TEST_P(QueryModelTest, ASearchBeyondTheAppliedTimestampWaitsAndTimesOut) {
   CreateCollection(kVc0, 42, search::Metric::kL2);
   const uint64_t created = acked_.back();

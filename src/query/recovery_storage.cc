@@ -5,14 +5,18 @@
 #include <random>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/absl_compat.h"
 #include "common/errors.h"
+#include "common/status_macros.h"
 #include "kingfisher/v1/checkpoint.pb.h"
 #include "search/delete_log_format.h"
 #include "search/growing_segment.h"
 #include "search/sealed_segment_format.h"
+#include "spdlog/spdlog.h"
 
 namespace kf::query {
 namespace {
@@ -230,8 +234,73 @@ void CheckpointWriter::Run() {
 
 std::string CheckpointWriter::ObjectKey(const kingfisher::v1::ShardCheckpoint& shard,
                                         uint64_t segment_id) const {
-  return absl::StrCat(options_.object_prefix, "segments/", shard.collection_id(), "/",
-                      shard.vchannel(), "/", segment_id, ".", tag_);
+  return absl::StrCat(ObjectPrefix(), shard.vchannel(), "/", segment_id, ".", tag_);
+}
+
+std::string CheckpointWriter::ObjectPrefix() const {
+  return absl::StrCat(options_.object_prefix, "segments/", pchannel_, "/");
+}
+
+namespace {
+
+// The term in an object name's writer tag ("<id>.t<term>-<random>...."); nullopt if none.
+std::optional<int64_t> TermOfObject(std::string_view key) {
+  const size_t slash = key.rfind('/');
+  std::string_view name = key.substr(slash == std::string_view::npos ? 0 : slash + 1);
+  const size_t dot = name.find(".t");
+  if (dot == std::string_view::npos) return std::nullopt;
+  name.remove_prefix(dot + 2);
+  const size_t dash = name.find('-');
+  int64_t term = 0;
+  if (dash == std::string_view::npos || !absl::SimpleAtoi(ToAbsl(name.substr(0, dash)), &term)) {
+    return std::nullopt;
+  }
+  return term;
+}
+
+}  // namespace
+
+void CheckpointWriter::CollectGarbage(const kingfisher::v1::PChannelCheckpoint& committed) {
+  absl::flat_hash_set<std::string> named;
+  for (const auto& shard : committed.shards()) {
+    for (const auto& partition : shard.partitions()) {
+      for (const auto& segment : partition.flushed()) {
+        named.insert(segment.object());
+        named.insert(segment.delete_logs().begin(), segment.delete_logs().end());
+      }
+    }
+  }
+  // Objects of this pchannel that the checkpoint just committed does not name were written by
+  // a flush that never committed (a crash, a failed write), or belong to a dropped collection.
+  // Only those of this term or an older one go: a newer owner's may be named by a checkpoint
+  // committed after this one (this writer would then be fenced at its next commit).
+  size_t deleted = 0;
+  std::string after;
+  for (;;) {
+    auto page =
+        options_.objects->List(ObjectPrefix(), after, 1000, absl::Now() + options_.io_timeout);
+    if (!page.ok()) {
+      spdlog::warn("garbage collection of {}: {}", ObjectPrefix(), page.status().ToString());
+      return;
+    }
+    for (const object::ObjectInfo& o : page->objects) {
+      const std::optional<int64_t> term = TermOfObject(o.key);
+      if (named.contains(o.key) || !term.has_value() || *term > term_.value()) continue;
+      if (absl::Status s = options_.objects->Delete(o.key, absl::Now() + options_.io_timeout);
+          !s.ok()) {
+        spdlog::warn("garbage collection: deleting {}: {}", o.key, s.ToString());
+        return;
+      }
+      ++deleted;
+    }
+    if (!page->truncated || page->objects.empty()) break;
+    after = page->objects.back().key;
+  }
+  if (deleted > 0) {
+    spdlog::info("garbage collection of {}: deleted {} objects no checkpoint names", ObjectPrefix(),
+                 deleted);
+  }
+  deleted_objects_.fetch_add(deleted, std::memory_order_relaxed);
 }
 
 absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
@@ -283,7 +352,9 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
     *c.add_shards() = sc;
   }
 
-  return Commit(c.SerializeAsString());
+  RETURN_IF_ERROR(Commit(c.SerializeAsString()));
+  CollectGarbage(c);
+  return absl::OkStatus();
 }
 
 absl::Status CheckpointWriter::Commit(const std::string& value) {

@@ -6,14 +6,17 @@
 // (docs/sealed-segment-format.md), the deletes that hit flushed segments since the last
 // checkpoint become delete logs, then the checkpoint (proto/kingfisher/v1/checkpoint.proto)
 // naming them is committed by compare-and-swap on the key's mod revision. A crash before the
-// commit leaves objects no checkpoint names (a later GC removes them); nothing a checkpoint names
+// commit leaves objects no checkpoint names (the garbage collection after a later commit removes
+// them); nothing a checkpoint names
 // is ever overwritten, because every writer names its objects with its own tag (term and a
 // random number). The compare-and-swap fences an owner that lost the pchannel: once another
 // owner committed, this one's commits fail and it stops writing (FENCED).
 //
 // Keys: meta `<meta_prefix><pchannel>`; objects
-// `<object_prefix>segments/<collection_id>/<vchannel>/<segment_id>.<tag>.seg` and
-// `....<tag>.del.<first_ts>` for delete logs.
+// `<object_prefix>segments/<pchannel>/<vchannel>/<segment_id>.<tag>.seg` and
+// `....<tag>.del.<first_ts>` for delete logs. After each commit the writer deletes the
+// pchannel's objects the checkpoint does not name whose tag's term is not above its own
+// (orphans of flushes that never committed, segments of dropped collections).
 //
 // Thread-safety: LoadCheckpoint is a function; a CheckpointWriter is thread-safe.
 // Errors: LoadCheckpoint returns DATA_LOSS naming the object or key that is corrupt or
@@ -21,6 +24,7 @@
 // object) with the key it was reading; nothing is loaded silently.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -94,6 +98,8 @@ class CheckpointWriter {
   bool Submit(CheckpointPlan plan, Done done);
   // True once a commit found the key changed by another owner: later writes fail at once.
   bool fenced() const;
+  // Objects its garbage collection deleted.
+  uint64_t deleted_objects() const { return deleted_objects_.load(std::memory_order_relaxed); }
 
  private:
   void Run();
@@ -102,6 +108,9 @@ class CheckpointWriter {
   // Compare-and-swaps the checkpoint key to `value`.
   absl::Status Commit(const std::string& value);
   std::string ObjectKey(const kingfisher::v1::ShardCheckpoint& shard, uint64_t segment_id) const;
+  std::string ObjectPrefix() const;  // every object of the pchannel
+  // After a commit: deletes this pchannel's objects `committed` does not name (see .cc).
+  void CollectGarbage(const kingfisher::v1::PChannelCheckpoint& committed);
 
   const RecoveryStorageOptions options_;
   const std::string pchannel_;
@@ -113,6 +122,7 @@ class CheckpointWriter {
   std::optional<std::pair<CheckpointPlan, Done>> job_ ABSL_GUARDED_BY(mu_);
   bool busy_ ABSL_GUARDED_BY(mu_) = false;
   int64_t mod_revision_;  // the writer thread's
+  std::atomic<uint64_t> deleted_objects_{0};
   std::thread thread_;
 };
 

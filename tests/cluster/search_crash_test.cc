@@ -22,9 +22,14 @@
 #include "common/testing/loopback.h"
 #include "common/testing/temp_dir.h"
 #include "common/testing/wait_until.h"
+#include "gmock/gmock.h"
 #include "kingfisher/collections.h"
 #include "kingfisher/search.h"
+#include "kingfisher/v1/checkpoint.pb.h"
 #include "message/vchannel_name.h"
+#include "storage/fs/file_system.h"
+#include "storage/meta/embedded_meta_store.h"
+#include "storage/object/local_object_store.h"
 
 namespace kf::cluster_testing {
 namespace {
@@ -359,6 +364,42 @@ double MetricSum(int http_port, absl::string_view name) {
   return sum;
 }
 
+// The objects under a stopped standalone server's data dir that no checkpoint in its metadata
+// store names (garbage collection leaves none behind a commit), and how many are named.
+std::pair<std::vector<std::string>, size_t> Orphans(const std::string& data_dir) {
+  auto meta = meta::EmbeddedMetaStore::Open(data_dir + "/meta", {});
+  EXPECT_TRUE(meta.ok()) << meta.status();
+  if (!meta.ok()) return {};
+  auto checkpoints = (*meta)->Range("kf/kf/checkpoints/", absl::InfiniteFuture());
+  EXPECT_TRUE(checkpoints.ok()) << checkpoints.status();
+  std::set<std::string> named;
+  for (const meta::KeyValue& kv : checkpoints->kvs) {
+    kingfisher::v1::PChannelCheckpoint c;
+    EXPECT_TRUE(c.ParseFromString(kv.value)) << kv.key;
+    for (const auto& shard : c.shards()) {
+      for (const auto& partition : shard.partitions()) {
+        for (const auto& segment : partition.flushed()) {
+          named.insert(segment.object());
+          named.insert(segment.delete_logs().begin(), segment.delete_logs().end());
+        }
+      }
+    }
+  }
+  auto objects = object::LocalObjectStore::Open(fs::DefaultFileSystem(), data_dir + "/objects");
+  EXPECT_TRUE(objects.ok()) << objects.status();
+  auto listed =
+      (*objects)->List("kf/segments/", "", object::ObjectStore::kNoLimit, absl::InfiniteFuture());
+  EXPECT_TRUE(listed.ok()) << listed.status();
+  std::vector<std::string> orphans;
+  for (const object::ObjectInfo& o : listed->objects) {
+    if (!named.contains(o.key)) orphans.push_back(o.key);
+  }
+  for (const std::string& key : named) {
+    EXPECT_TRUE((*objects)->Head(key, absl::InfiniteFuture()).ok()) << "named, missing: " << key;
+  }
+  return {orphans, named.size()};
+}
+
 // Recovery storage (docs/recovery-storage.md): tiny segments sealed, flushed and checkpointed
 // continuously, and the WAL truncated below each checkpoint (64 KiB log segments, no
 // retention), while the standalone server is killed at random points of the load — so kills
@@ -412,6 +453,13 @@ TEST(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
   EXPECT_GT(recovered_segments, 0) << "no restart loaded a sealed segment";
   EXPECT_GT(MetricSum(server.http_port(), "kf_checkpoints"), 0) << "nothing checkpointed";
   EXPECT_GT(truncations, 0) << "the WAL was never truncated";
+
+  // Every object is named by a checkpoint: the flushes the kills cut short left orphans, which
+  // the garbage collection after a later commit removed.
+  ASSERT_EQ(server.Stop().exit_code, 0);
+  const auto [orphans, named] = Orphans(dir.path() + "/data");
+  EXPECT_THAT(orphans, ::testing::IsEmpty());
+  EXPECT_GT(named, 0u);
 }
 
 }  // namespace
