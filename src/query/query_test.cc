@@ -636,6 +636,45 @@ TEST_P(QueryModelTest, GarbageCollectionDeletesOrphansOfThisTermOrOlderOnly) {
   EXPECT_TRUE(objects_->Head(newer, absl::InfiniteFuture()).ok());
 }
 
+// A checkpoint committed meanwhile by an older owner (one that had not noticed the move yet)
+// does not stop this owner's checkpoints; one committed by a newer owner fences it.
+TEST_P(QueryModelTest, AnOlderOwnersCommitIsTakenOverANewerOnesFences) {
+  CreateCollection(kVc1, 42, search::Metric::kL2);
+  Check(acked_.back());
+  AwaitCheckpoint();
+  auto rewrite = [&](int64_t term) {
+    const std::string key = "checkpoints/" + std::string(kPchannel);
+    auto got = meta_->Get(key, absl::InfiniteFuture());
+    ASSERT_TRUE(got.ok()) << got.status();
+    kingfisher::v1::PChannelCheckpoint c;
+    ASSERT_TRUE(c.ParseFromString(got->kv.value));
+    c.set_term(term);
+    c.set_writer("another");
+    ASSERT_TRUE(meta_->Put(key, c.SerializeAsString(), absl::InfiniteFuture()).ok());
+  };
+  auto insert_and_wait_commit = [&] {
+    const uint64_t commits = follower_->checkpoint_stats().commits;
+    std::vector<ModelRow> rows;
+    MutableMessage m = RandomInsert(kVc1, &rows);
+    ModelInsert(kVc1, std::move(rows), Append(std::move(m)));
+    Check(acked_.back());
+    return kf::testing::WaitUntil(
+        [&] {
+          const auto s = follower_->checkpoint_stats();
+          return s.commits > commits || !s.last_error.ok();
+        },
+        absl::Seconds(30));
+  };
+  rewrite(term_.value() - 1);
+  ASSERT_TRUE(insert_and_wait_commit());
+  EXPECT_TRUE(follower_->checkpoint_stats().last_error.ok())
+      << follower_->checkpoint_stats().last_error;
+  rewrite(term_.value() + 1);
+  ASSERT_TRUE(insert_and_wait_commit());
+  EXPECT_EQ(GetStreamingCode(follower_->checkpoint_stats().last_error),
+            StreamingCode::kChannelFenced);
+}
+
 TEST_P(QueryModelTest, ASearchBeyondTheAppliedTimestampWaitsAndTimesOut) {
   CreateCollection(kVc0, 42, search::Metric::kL2);
   const uint64_t created = acked_.back();

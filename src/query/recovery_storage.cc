@@ -366,12 +366,16 @@ absl::Status CheckpointWriter::Commit(const std::string& value) {
                                 absl::Now() + options_.io_timeout);
   if (!txn.ok()) return WithKey(txn.status(), "committing checkpoint", key);
   if (!txn->succeeded) {
-    // Our own earlier commit may have been applied although its call failed: then the key
-    // names this writer and holds its newer revision.
+    // The key changed since this writer read or wrote it. Its own earlier commit may have been
+    // applied although its call failed (the key names this writer), or an older owner that
+    // had not yet noticed the move committed (a lower term; its WAL is fenced, so it can no
+    // longer truncate): this owner's state is as valid, and it goes on from the new revision.
+    // A newer owner's commit fences this writer.
     auto got = options_.meta->Get(key, absl::Now() + options_.io_timeout);
     if (!got.ok()) return WithKey(got.status(), "committing checkpoint", key);
     kingfisher::v1::PChannelCheckpoint stored;
-    if (stored.ParseFromString(got->kv.value) && stored.writer() == tag_ &&
+    if (stored.ParseFromString(got->kv.value) &&
+        (stored.writer() == tag_ || stored.term() < term_.value()) &&
         got->kv.mod_revision != mod_revision_) {
       mod_revision_ = got->kv.mod_revision;
       return Commit(value);

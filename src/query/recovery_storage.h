@@ -9,8 +9,9 @@
 // commit leaves objects no checkpoint names (the garbage collection after a later commit removes
 // them); nothing a checkpoint names
 // is ever overwritten, because every writer names its objects with its own tag (term and a
-// random number). The compare-and-swap fences an owner that lost the pchannel: once another
-// owner committed, this one's commits fail and it stops writing (FENCED).
+// random number). The compare-and-swap fences an owner that lost the pchannel: once a newer
+// owner (a higher term) committed, this one's commits fail and it stops writing (FENCED); a
+// commit of an older owner that had not noticed the move yet is overwritten.
 //
 // Keys: meta `<meta_prefix><pchannel>`; objects
 // `<object_prefix>segments/<pchannel>/<vchannel>/<segment_id>.<tag>.seg` and

@@ -384,6 +384,8 @@ absl::StatusOr<MessageId> LocalBackend::TailStart(uint64_t bytes) {
 
 absl::Status LocalBackend::Truncate(const MessageId& id) {
   if (read_only_) return absl::FailedPreconditionError("local WAL: backend is read-only");
+  // A fenced owner must not reclaim what its successor may still read from.
+  RETURN_IF_ERROR(CheckFence());
   if (id.kind() != WalKind::kLocal) {
     return StreamingError(StreamingCode::kInvalidArgument,
                           "local WAL: message id is not a local id: " + id.ToText());
