@@ -310,8 +310,9 @@ void SearchCrashClusterTest::KillAShardsNodeUnderLoad(bool after_a_flush) {
   if (after_a_flush) {
     const std::string flushed = absl::StrCat("kf_sealed_segments{collection_id=\"", collection->id,
                                              "\",state=\"flushed\"}");
-    ASSERT_TRUE(kf::testing::WaitUntil(
-        [&] { return MetricSum(nodes_[victim]->http_port(), flushed) > 0; }, absl::Seconds(30)));
+    const int port = nodes_[victim]->http_port();
+    ASSERT_TRUE(
+        kf::testing::WaitUntil([&] { return MetricSum(port, flushed) > 0; }, absl::Seconds(30)));
   }
   const int victim_acked_at_kill = load.acked_inserts(0);
   nodes_[victim]->Kill();
