@@ -28,7 +28,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "bench_flags.h"
@@ -56,25 +55,6 @@ struct Flags {
   kf::bench::BenchDirs dirs;
 };
 
-// The sum of a gauge's series on the server's /metrics (`name` may end in a full label set
-// "{...}" to pick one series); -1 if absent.
-double GaugeSum(int http_port, const std::string& name) {
-  const std::string body = kf::testing::HttpGet(http_port, "/metrics");
-  const bool one_series = !name.empty() && name.back() == '}';
-  double sum = -1;
-  for (size_t at = body.find("\n" + name); at != std::string::npos;
-       at = body.find("\n" + name, at + 1)) {
-    const size_t begin = at + 1 + name.size();
-    if (begin >= body.size()) continue;
-    if (body[begin] != ' ' && (one_series || body[begin] != '{')) continue;
-    const size_t end = body.find('\n', begin);
-    const std::string line = body.substr(begin, end - begin);
-    double v = 0;
-    if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) sum = std::max(sum, 0.0) + v;
-  }
-  return sum;
-}
-
 uint64_t DirBytes(const std::string& dir) {
   uint64_t n = 0;
   std::error_code ec;
@@ -97,15 +77,10 @@ struct Restart {
 Restart Run(const std::string& dir, const Flags& f, int rows, bool checkpoints) {
   std::vector<std::string> args = {"--wal-segment-bytes", std::to_string(4 << 20)};
   if (checkpoints) {
-    for (const char* a :
-         {"--segment-seal-rows", "", "--checkpoint-interval", "1", "--wal-retention", "0"}) {
-      args.push_back(a);
-    }
-    args[3] = std::to_string(f.seal_rows);
+    args.insert(args.end(), {"--segment-seal-rows", std::to_string(f.seal_rows),
+                             "--checkpoint-interval", "1", "--wal-retention", "0"});
   } else {
-    for (const char* a : {"--segment-seal-rows", "0", "--checkpoint-interval", "3600"}) {
-      args.push_back(a);
-    }
+    args.insert(args.end(), {"--segment-seal-rows", "0", "--checkpoint-interval", "3600"});
   }
   kf::testing::ServerProcess server({.data_dir = dir + "/data", .extra_args = args});
   if (!server.Start()) Die("server did not start:\n" + server.Output());
@@ -155,10 +130,10 @@ Restart Run(const std::string& dir, const Flags& f, int rows, bool checkpoints) 
   if (checkpoints) {
     // A checkpoint after the load: its lag below 2 s, with every sealed segment flushed.
     const auto deadline = Clock::now() + std::chrono::seconds(120);
-    while (!(GaugeSum(server.http_port(), "kf_checkpoint_lag_seconds") >= 0 &&
-             GaugeSum(server.http_port(), "kf_checkpoint_lag_seconds") < 2 &&
-             GaugeSum(server.http_port(),
-                      "kf_sealed_segments{collection_id=\"1\",state=\"unflushed\"}") <= 0)) {
+    const std::string unflushed = "kf_sealed_segments{collection_id=\"1\",state=\"unflushed\"}";
+    for (;;) {
+      const double lag = kf::testing::MetricSum(server.http_port(), "kf_checkpoint_lag_seconds");
+      if (lag >= 0 && lag < 2 && kf::testing::MetricSum(server.http_port(), unflushed) <= 0) break;
       if (Clock::now() > deadline) Die("no checkpoint covered the load in 120 s");
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -177,7 +152,7 @@ Restart Run(const std::string& dir, const Flags& f, int rows, bool checkpoints) 
   auto found = (*client)->Search("bench", query, strong);
   if (!found.ok()) Die("search after restart: " + found.status().ToString());
   out.first_search_s = Seconds(Clock::now() - start);
-  out.loaded_segments = GaugeSum(server.http_port(), "kf_recovered_segments");
+  out.loaded_segments = kf::testing::MetricSum(server.http_port(), "kf_recovered_segments");
   server.Stop();
   return out;
 }

@@ -37,7 +37,7 @@ absl::Status ChannelApplier::Apply(const ImmutableMessage& m) {
     }
   } else if (absl::Status s = ApplyOne(m, at); !s.ok()) {
     return s;
-  } else if (IsExclusiveType(m.type()) && !(replayed_below_ > 0 && at.ts <= replayed_below_)) {
+  } else if (IsExclusiveType(m.type()) && !Replaying(at.ts)) {
     ReplayWalState(m);
   }
   if (at.from.valid()) applied_from_ = at.from;
@@ -105,7 +105,7 @@ CheckpointPlan ChannelApplier::PlanCheckpoint() const {
 
 absl::Status ChannelApplier::ApplyOne(const ImmutableMessage& m, const SegmentStart& at) {
   const std::string_view payload = m.message().payload();
-  const bool replaying = replayed_below_ > 0 && at.ts <= replayed_below_;
+  const bool replaying = Replaying(at.ts);
   switch (m.type()) {
     case MessageType::kCreateCollection: {
       if (replaying) return absl::OkStatus();  // the checkpoint has the shard, or it was dropped

@@ -96,6 +96,8 @@ class ChannelApplier {
  private:
   // One message (a Txn's body too) at `at`: the timestamp and LCMID of the message applied.
   absl::Status ApplyOne(const ImmutableMessage& message, const SegmentStart& at);
+  // Whether a message at `ts` is one the restored checkpoint already reflects.
+  bool Replaying(uint64_t ts) const { return replayed_below_ > 0 && ts <= replayed_below_; }
   // Keeps the copy of the WAL's state up to date with a DDL.
   void ReplayWalState(const ImmutableMessage& message);
   std::shared_ptr<Shard> MutableShard(std::string_view vchannel) const;

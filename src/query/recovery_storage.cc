@@ -27,6 +27,10 @@ absl::Status WithKey(const absl::Status& s, std::string_view what, std::string_v
   return WithContext(s, absl::StrCat(ToAbsl(what), " ", ToAbsl(key)));
 }
 
+std::string CheckpointKey(const RecoveryStorageOptions& options, std::string_view pchannel) {
+  return absl::StrCat(options.meta_prefix, ToAbsl(pchannel));
+}
+
 absl::Status Corrupt(std::string_view key, std::string_view why) {
   return absl::DataLossError(absl::StrCat("checkpoint object ", ToAbsl(key), ": ", ToAbsl(why)));
 }
@@ -81,7 +85,7 @@ namespace {
 // The checkpoint of `pchannel` as stored, and its key's mod revision; nullopt if absent.
 absl::StatusOr<std::optional<std::pair<kingfisher::v1::PChannelCheckpoint, int64_t>>>
 ReadCheckpoint(const RecoveryStorageOptions& options, std::string_view pchannel) {
-  const std::string key = absl::StrCat(options.meta_prefix, ToAbsl(pchannel));
+  const std::string key = CheckpointKey(options, pchannel);
   auto got = options.meta->Get(key, absl::Now() + options.io_timeout);
   if (absl::IsNotFound(got.status())) return std::nullopt;
   if (!got.ok()) return WithKey(got.status(), "reading checkpoint", key);
@@ -112,7 +116,7 @@ absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
   if (!read.ok()) return read.status();
   if (!read->has_value()) return std::nullopt;
   const kingfisher::v1::PChannelCheckpoint& c = (*read)->first;
-  const std::string key = absl::StrCat(options.meta_prefix, ToAbsl(pchannel));
+  const std::string key = CheckpointKey(options, pchannel);
   RecoveredChannel out;
   out.checkpoint_ts = c.checkpoint_ts();
   out.mod_revision = (*read)->second;
@@ -358,7 +362,7 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
 }
 
 absl::Status CheckpointWriter::Commit(const std::string& value) {
-  const std::string key = absl::StrCat(options_.meta_prefix, pchannel_);
+  const std::string key = CheckpointKey(options_, pchannel_);
   const meta::Compare unchanged = mod_revision_ == 0
                                       ? meta::Compare::Absent(key)
                                       : meta::Compare::ModRevisionIs(key, mod_revision_);

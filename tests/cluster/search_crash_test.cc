@@ -15,9 +15,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "cluster_fixture.h"
 #include "common/testing/loopback.h"
 #include "common/testing/temp_dir.h"
@@ -259,8 +256,6 @@ void ExpectSearchable(kingfisher::Client* client, const std::string& collection,
   }
 }
 
-double MetricSum(int http_port, absl::string_view name);
-
 class SearchCrashClusterTest : public ClusterTest {
  protected:
   // With `after_a_flush`, the kill waits until the victim flushed a sealed segment.
@@ -290,7 +285,9 @@ TEST_F(RecoveryClusterTest, TheNewOwnerOfAKilledNodesShardLoadsItsCheckpoint) {
   KillAShardsNodeUnderLoad(/*after_a_flush=*/true);
   double recovered = 0;
   for (const auto& [id, node] : nodes_) {
-    if (node->Running()) recovered += MetricSum(node->http_port(), "kf_recovered_segments");
+    if (node->Running())
+      recovered +=
+          std::max(0.0, kf::testing::MetricSum(node->http_port(), "kf_recovered_segments"));
   }
   EXPECT_GT(recovered, 0) << "the moved shard was rebuilt without its checkpoint";
 }
@@ -311,8 +308,8 @@ void SearchCrashClusterTest::KillAShardsNodeUnderLoad(bool after_a_flush) {
     const std::string flushed = absl::StrCat("kf_sealed_segments{collection_id=\"", collection->id,
                                              "\",state=\"flushed\"}");
     const int port = nodes_[victim]->http_port();
-    ASSERT_TRUE(
-        kf::testing::WaitUntil([&] { return MetricSum(port, flushed) > 0; }, absl::Seconds(30)));
+    ASSERT_TRUE(kf::testing::WaitUntil([&] { return kf::testing::MetricSum(port, flushed) > 0; },
+                                       absl::Seconds(30)));
   }
   const int victim_acked_at_kill = load.acked_inserts(0);
   nodes_[victim]->Kill();
@@ -350,19 +347,6 @@ TEST(SearchCrashStandaloneTest, KillingTheServerLosesNoRowAndNoDelete) {
   EXPECT_LT(acked_at_kill, 2 * kInserts) << "the kill was not under load";
   EXPECT_GT(load.searches_ok_after_kill, 0) << "no search spanned the restart";
   ExpectSearchable(client->get(), "vecs", load);
-}
-
-// The sum of a gauge's series on a server's /metrics (0 if absent).
-double MetricSum(int http_port, absl::string_view name) {
-  double sum = 0;
-  const std::string text = kf::testing::HttpGet(http_port, "/metrics");
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (!absl::StartsWith(line, name) || line.size() <= name.size()) continue;
-    if (line[name.size()] != '{' && line[name.size()] != ' ') continue;
-    double v = 0;
-    if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) sum += v;
-  }
-  return sum;
 }
 
 // The objects under a stopped standalone server's data dir that no checkpoint in its metadata
@@ -442,8 +426,9 @@ TEST(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
     ASSERT_TRUE(server.Start()) << server.Output();
     load.Join();
     // Followers start at a pchannel's first search: the load's searches after the restart.
-    recovered_segments += MetricSum(server.http_port(), "kf_recovered_segments");
-    truncations += MetricSum(server.http_port(), "kf_wal_truncations");
+    recovered_segments +=
+        std::max(0.0, kf::testing::MetricSum(server.http_port(), "kf_recovered_segments"));
+    truncations += std::max(0.0, kf::testing::MetricSum(server.http_port(), "kf_wal_truncations"));
     total.Merge(load);
     if (round % 5 == 4 || round == kRounds - 1) ExpectSearchable(client->get(), "vecs", total);
   }
@@ -452,7 +437,8 @@ TEST(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
       "truncations\n",
       kRounds, total.live.size(), total.deleted.size(), recovered_segments, truncations);
   EXPECT_GT(recovered_segments, 0) << "no restart loaded a sealed segment";
-  EXPECT_GT(MetricSum(server.http_port(), "kf_checkpoints"), 0) << "nothing checkpointed";
+  EXPECT_GT(kf::testing::MetricSum(server.http_port(), "kf_checkpoints"), 0)
+      << "nothing checkpointed";
   EXPECT_GT(truncations, 0) << "the WAL was never truncated";
 
   // Every object is named by a checkpoint: the flushes the kills cut short left orphans, which

@@ -5,6 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "common/absl_compat.h"
+
 namespace kf::testing {
 namespace {
 
@@ -51,6 +58,20 @@ std::string HttpGet(int port, std::string_view path, absl::Duration timeout) {
   }
   ::close(fd);
   return response;
+}
+
+double MetricSum(int port, std::string_view name) {
+  const std::string body = HttpGet(port, "/metrics");
+  const bool one_series = !name.empty() && name.back() == '}';
+  double sum = -1;
+  for (absl::string_view line : absl::StrSplit(body, '\n')) {
+    if (!absl::StartsWith(line, ToAbsl(name)) || line.size() <= name.size()) continue;
+    const char next = line[name.size()];
+    if (next != ' ' && (one_series || next != '{')) continue;
+    double v = 0;
+    if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) sum = std::max(sum, 0.0) + v;
+  }
+  return sum;
 }
 
 }  // namespace kf::testing

@@ -21,4 +21,9 @@ int FreeLoopbackPort();
 // body), read until the server closes or `timeout` passes without data.
 std::string HttpGet(int port, std::string_view path, absl::Duration timeout = absl::Seconds(5));
 
+// The sum of the values of a metric's series on a server's /metrics at 127.0.0.1:`port`:
+// `name` alone sums every series of the metric, `name{labels}` (the labels exactly as the
+// server prints them) picks one. -1 when no series matches.
+double MetricSum(int port, std::string_view name);
+
 }  // namespace kf::testing
