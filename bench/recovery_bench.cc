@@ -14,10 +14,12 @@
 // disk. Recovery storage holds when its restart time barely moves from H to 10 x H while the
 // baseline's grows with the history.
 //
-// Also: flushing a sealed segment (encode + PUT into the local object store) against a raw
-// PUT of the same bytes, in this process.
+// Also: flushing a sealed segment (encode + PUT) against a raw PUT of the same bytes, in this
+// process, into the local object store and into a real Ceph RGW started on loopback; and a
+// soak (Soak below): RSS, growing memory and WAL bytes under a sustained insert load.
 //
-// Usage: recovery_bench [--rows N] [--dim D] [--seal-rows N] [--dir DIR] [--bin-dir DIR]
+// Usage: recovery_bench [--rows N] [--dim D] [--seal-rows N] [--soak-seconds S]
+//                       [--soak-rate N] [--soak-limit-mib M] [--dir DIR] [--bin-dir DIR]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -41,6 +43,8 @@
 #include "server_process.h"
 #include "storage/fs/file_system.h"
 #include "storage/object/local_object_store.h"
+#include "storage/object/s3_object_store.h"
+#include "storage/object/testing/rgw_process.h"
 
 namespace {
 
@@ -52,8 +56,118 @@ struct Flags {
   int rows = 20000;
   int dim = 128;
   int seal_rows = 16384;
+  int soak_seconds = 600;
+  int soak_rate = 2000;      // rows per second
+  int soak_limit_mib = 256;  // growing_memory_limit
   kf::bench::BenchDirs dirs;
 };
+
+// VmRSS of `pid` in bytes (0 if unreadable).
+uint64_t RssBytes(pid_t pid) {
+  std::FILE* f = std::fopen(absl::StrCat("/proc/", pid, "/status").c_str(), "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  uint64_t kib = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "VmRSS: %lu kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib << 10;
+}
+
+// A sustained insert load at --soak-rate rows/s for --soak-seconds against a server whose
+// growing memory is limited to --soak-limit-mib, segments sealed, flushed and the WAL truncated
+// as they go: the server's RSS, its growing memory and its WAL bytes sampled every second.
+// Inserts beyond the limit must be refused (RESOURCE_EXHAUSTED), never an OOM, and the WAL must
+// not grow with the load.
+void Soak(const std::string& dir, const Flags& f) {
+  const uint64_t limit = static_cast<uint64_t>(f.soak_limit_mib) << 20;
+  kf::testing::ServerProcess server(
+      {.data_dir = dir + "/data",
+       .extra_args = {"--growing-memory-limit", std::to_string(limit), "--segment-seal-rows",
+                      std::to_string(f.seal_rows), "--checkpoint-interval", "1", "--wal-retention",
+                      "0", "--wal-segment-bytes", std::to_string(4 << 20)}});
+  if (!server.Start()) Die("server did not start:\n" + server.Output());
+  const auto dim = static_cast<uint32_t>(f.dim);
+  auto client = kingfisher::Client::Connect({.endpoint = server.address()});
+  if (!client.ok()) Die("connect: " + client.status().ToString());
+  auto info = (*client)->CreateCollection({.name = "soak", .dim = dim, .shards = 1});
+  if (!info.ok()) Die("create: " + info.status().ToString());
+  auto producer = (*client)->CreateProducer();
+  if (!producer.ok()) Die("producer: " + producer.status().ToString());
+  std::printf(
+      "soak: %d rows/s of %d-d vectors for %d s, growing_memory_limit %d MiB "
+      "(t, rows acked, refused, RSS MiB, growing MiB, WAL MiB):\n",
+      f.soak_rate, f.dim, f.soak_seconds, f.soak_limit_mib);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> noise(0, 1);
+  constexpr int kBatch = 100;
+  std::vector<float> vectors(static_cast<size_t>(kBatch) * dim);
+  for (float& x : vectors) x = noise(rng);
+  std::atomic<uint64_t> acked{0}, refused{0}, other{0};
+  std::atomic<int> in_flight{0};
+  uint64_t max_rss = 0, max_wal = 0, max_growing = 0;
+  int64_t next_pk = 0;
+  const auto start = Clock::now();
+  auto next_sample = start;
+  for (int sent = 0;; sent += kBatch) {
+    const double elapsed = Seconds(Clock::now() - start);
+    if (elapsed >= f.soak_seconds) break;
+    // Paced: batch i goes at i * kBatch / rate seconds.
+    const double due = static_cast<double>(sent) / f.soak_rate;
+    if (due > elapsed) std::this_thread::sleep_for(std::chrono::duration<double>(due - elapsed));
+    if (in_flight.load() < 64) {
+      std::vector<int64_t> pks(kBatch);
+      for (int64_t& pk : pks) pk = next_pk++;
+      auto msgs = kingfisher::InsertMessages(*info, pks, vectors);
+      if (!msgs.ok() || msgs->size() != 1) Die("insert messages");  // one shard: one message
+      for (auto& m : *msgs) {
+        in_flight.fetch_add(1);
+        const uint64_t rows = kBatch;
+        (*producer)->AppendAsync(std::move(m),
+                                 [&, rows](absl::StatusOr<kingfisher::AppendResult> r) {
+                                   if (r.ok()) {
+                                     acked.fetch_add(rows);
+                                   } else if (absl::IsResourceExhausted(r.status())) {
+                                     refused.fetch_add(rows);
+                                   } else {
+                                     other.fetch_add(rows);
+                                   }
+                                   in_flight.fetch_sub(1);
+                                 });
+      }
+    }
+    if (Clock::now() >= next_sample) {
+      next_sample += std::chrono::seconds(1);
+      const uint64_t rss = RssBytes(server.pid());
+      const auto wal = static_cast<uint64_t>(
+          std::max(0.0, kf::testing::MetricSum(server.http_port(), "kf_wal_size_bytes")));
+      const auto growing = static_cast<uint64_t>(
+          std::max(0.0, kf::testing::MetricSum(server.http_port(), "kf_growing_memory_bytes")));
+      max_rss = std::max(max_rss, rss);
+      max_wal = std::max(max_wal, wal);
+      max_growing = std::max(max_growing, growing);
+      const int t = static_cast<int>(elapsed);
+      if (t % 60 == 0 || t + 1 >= f.soak_seconds) {
+        std::printf("  %4d s %10lu %10lu %8.1f %8.1f %8.1f\n", t, acked.load(), refused.load(),
+                    static_cast<double>(rss) / (1 << 20), static_cast<double>(growing) / (1 << 20),
+                    static_cast<double>(wal) / (1 << 20));
+        std::fflush(stdout);
+      }
+    }
+  }
+  while (in_flight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (other.load() > 0)
+    Die(absl::StrCat(other.load(), " rows failed other than RESOURCE_EXHAUSTED"));
+  std::printf(
+      "soak: %lu rows acked, %lu refused RESOURCE_EXHAUSTED; max RSS %.1f MiB, max growing %.1f "
+      "MiB against the limit %d MiB; WAL max %.1f MiB (%.1f MiB of rows acked)\n",
+      acked.load(), refused.load(), static_cast<double>(max_rss) / (1 << 20),
+      static_cast<double>(max_growing) / (1 << 20), f.soak_limit_mib,
+      static_cast<double>(max_wal) / (1 << 20),
+      static_cast<double>(acked.load()) * f.dim * sizeof(float) / (1 << 20));
+  server.Stop();
+}
 
 uint64_t DirBytes(const std::string& dir) {
   uint64_t n = 0;
@@ -165,8 +279,9 @@ void Print(const char* what, int rows, const Restart& r) {
       static_cast<double>(r.object_bytes) / (1 << 20), std::max(0.0, r.loaded_segments));
 }
 
-// Flushing a sealed segment of `rows` rows: encode + PUT, against a raw PUT of as many bytes.
-void FlushVersusPut(const std::string& dir, const Flags& f) {
+// Flushing a sealed segment of `rows` rows into `store`: encode + PUT, against a raw PUT of as
+// many bytes.
+void FlushVersusPut(kf::object::ObjectStore& store, const char* name, const Flags& f) {
   const auto dim = static_cast<uint32_t>(f.dim);
   kf::search::GrowingSegment segment({.dim = dim, .chunk_rows = 8192});
   std::mt19937 rng(7);
@@ -177,8 +292,6 @@ void FlushVersusPut(const std::string& dir, const Flags& f) {
   for (float& x : vectors) x = noise(rng);
   segment.Insert(pks, vectors, 1);
   segment.Seal();
-  auto store = kf::object::LocalObjectStore::Open(kf::fs::DefaultFileSystem(), dir + "/objects");
-  if (!store.ok()) Die("object store: " + store.status().ToString());
   std::vector<double> flush, put;
   std::string bytes;
   for (int i = 0; i < 5; ++i) {
@@ -190,23 +303,25 @@ void FlushVersusPut(const std::string& dir, const Flags& f) {
                                                     .chunk_rows = 8192},
                                                    segment.Snapshot());
     if (!encoded.ok()) Die("encode: " + encoded.status().ToString());
-    if (!(*store)->Put(absl::StrCat("seg/", i), *encoded, {}, absl::InfiniteFuture()).ok()) {
-      Die("put");
+    if (auto s = store.Put(absl::StrCat("seg/", i), *encoded, {}, absl::InfiniteFuture());
+        !s.ok()) {
+      Die("put: " + s.status().ToString());
     }
     flush.push_back(Seconds(Clock::now() - t0));
     bytes = *std::move(encoded);
     const auto t1 = Clock::now();
-    if (!(*store)->Put(absl::StrCat("raw/", i), bytes, {}, absl::InfiniteFuture()).ok()) {
-      Die("put");
+    if (auto s = store.Put(absl::StrCat("raw/", i), bytes, {}, absl::InfiniteFuture()); !s.ok()) {
+      Die("put: " + s.status().ToString());
     }
     put.push_back(Seconds(Clock::now() - t1));
   }
   const double mib = static_cast<double>(bytes.size()) / (1 << 20);
   const auto fq = kf::bench::Summarize(flush), pq = kf::bench::Summarize(put);
   std::printf(
-      "flush of a sealed segment (%d rows, %.1f MiB): p50 %.1f ms (%.0f MiB/s); baseline raw PUT "
-      "of the same bytes p50 %.1f ms (%.0f MiB/s)\n",
-      f.seal_rows, mib, fq.p50 * 1e3, mib / fq.p50, pq.p50 * 1e3, mib / pq.p50);
+      "flush of a sealed segment (%d rows, %.1f MiB) to %s: p50 %.1f ms (%.0f MiB/s); baseline "
+      "raw PUT of the same bytes p50 %.1f ms (%.0f MiB/s); ratio %.2f\n",
+      f.seal_rows, mib, name, fq.p50 * 1e3, mib / fq.p50, pq.p50 * 1e3, mib / pq.p50,
+      pq.p50 / fq.p50);
 }
 
 Flags ParseFlags(int argc, char** argv) {
@@ -215,10 +330,16 @@ Flags ParseFlags(int argc, char** argv) {
   flags.Add("--rows", &f.rows, "N", "history H (the long run loads 10 x H)");
   flags.Add("--dim", &f.dim, "D", "vector dimension");
   flags.Add("--seal-rows", &f.seal_rows, "N", "rows per sealed segment");
+  flags.Add("--soak-seconds", &f.soak_seconds, "S", "length of the sustained-load soak (0: none)");
+  flags.Add("--soak-rate", &f.soak_rate, "N", "rows per second of the soak");
+  flags.Add("--soak-limit-mib", &f.soak_limit_mib, "M", "the soak server's growing_memory_limit");
   flags.AddDirs(&f.dirs, "the servers' data dirs");
   flags.Parse(argc, argv);
-  if (f.rows < 1000 || f.dim < 1 || f.seal_rows < 8192) {
-    flags.Fail("--rows must be >= 1000, --dim positive, --seal-rows >= 8192");
+  if (f.rows < 1000 || f.dim < 1 || f.seal_rows < 8192 || f.soak_seconds < 0 || f.soak_rate < 100 ||
+      f.soak_limit_mib < 16) {
+    flags.Fail(
+        "--rows must be >= 1000, --dim positive, --seal-rows >= 8192, --soak-seconds >= 0, "
+        "--soak-rate >= 100, --soak-limit-mib >= 16");
   }
   return f;
 }
@@ -230,7 +351,18 @@ int main(int argc, char** argv) {
   const std::string root = kf::bench::StartRun("recovery_bench", f.dirs);
   std::printf("recovery_bench: %d-d rows, 1 shard, segments of %d rows, data %s\n", f.dim,
               f.seal_rows, root.c_str());
-  FlushVersusPut(root + "/flush", f);
+  {
+    auto local =
+        kf::object::LocalObjectStore::Open(kf::fs::DefaultFileSystem(), root + "/flush/objects");
+    if (!local.ok()) Die("object store: " + local.status().ToString());
+    FlushVersusPut(**local, "the local store", f);
+    if (!kf::object::testing::RgwProcess::BinariesPresent()) Die("Ceph RGW binaries missing");
+    kf::object::testing::RgwProcess rgw(root);
+    if (absl::Status s = rgw.Start(); !s.ok()) Die("rgw: " + s.ToString());
+    auto s3 = kf::object::S3ObjectStore::Create(rgw.s3_options());
+    if (!s3.ok()) Die("s3: " + s3.status().ToString());
+    FlushVersusPut(**s3, "Ceph RGW (S3)", f);
+  }
   std::printf("restart after kill -9 (start to healthy, to the first strong search answered):\n");
   int run = 0;
   for (const int rows : {f.rows, 10 * f.rows}) {
@@ -239,5 +371,6 @@ int main(int argc, char** argv) {
     const Restart without = Run(absl::StrCat(root, "/r", run++), f, rows, false);
     Print("baseline: whole-log replay", rows, without);
   }
+  if (f.soak_seconds > 0) Soak(root + "/soak", f);
   return 0;
 }

@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,11 +84,33 @@ struct NodeStatus {
   std::string address;
   std::string state;
 };
+// One shard of a pchannel the answering server serves (docs/recovery-storage.md).
+struct ShardStatus {
+  std::string vchannel;
+  int64_t collection_id = 0;
+  uint64_t rows = 0;          // in memory, growing and sealed
+  uint64_t memory_bytes = 0;  // rows and indexes
+  uint32_t sealed_segments = 0;
+  uint32_t flushed_segments = 0;  // of those, in the object store
+};
+// What the answering server holds of a pchannel it serves.
+struct PChannelData {
+  uint64_t wal_bytes = 0;  // its log in the backend (0: unknown)
+  uint64_t tsafe = 0;
+  uint64_t checkpoint_timetick = 0;  // 0: no checkpoint
+  double checkpoint_lag_seconds = 0;
+  int64_t last_checkpoint_unix_ms = 0;  // 0: none since it opened there
+  std::string replay_from;              // where a restart reads its log from
+  std::string truncated_below;          // its last truncation point ("": none)
+  std::string last_checkpoint_error;    // "": none
+  std::vector<ShardStatus> shards;
+};
 struct PChannelStatus {
   std::string pchannel;
   int64_t node = 0;
   int64_t term = 0;
-  std::string state;  // UNINITIALIZED | ASSIGNING | ASSIGNED | UNAVAILABLE
+  std::string state;  // UNINITIALIZED | ASSIGNING | ASSIGNED | UNAVAILABLE | RECOVERING
+  std::optional<PChannelData> data;  // only for the pchannels the answering server serves
 };
 struct ClusterStatus {
   std::vector<NodeStatus> nodes;
@@ -120,6 +143,11 @@ class Client {
                                DdlOptions options = {});
   absl::Status DropPartition(const std::string& collection, const std::string& partition,
                              DdlOptions options = {});
+  // Seals every growing segment of the collection and returns once each shard's segments are
+  // in the object store under a committed checkpoint (docs/recovery-storage.md), one entry per
+  // shard. DEADLINE_EXCEEDED if a shard's node has not checkpointed by the deadline (a node
+  // without an object store never does).
+  absl::StatusOr<std::vector<FlushedShard>> Flush(const std::string& name, DdlOptions options = {});
   // The best options.topk rows of `collection` for each query (`queries` row-major, a multiple
   // of the collection's dim), from every shard at one timestamp (search.h).
   // INVALID_ARGUMENT: no queries, a length that is not a multiple of the dim, a NaN or

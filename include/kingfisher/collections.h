@@ -45,6 +45,14 @@ struct CollectionInfo {
 };
 
 // How a DDL call runs.
+// One shard of a Flush: every row acknowledged before the call is in a sealed segment in the
+// object store, named by the pchannel's checkpoint at checkpoint_timetick.
+struct FlushedShard {
+  std::string vchannel;
+  uint64_t flush_timetick = 0;
+  uint64_t checkpoint_timetick = 0;
+};
+
 struct DdlOptions {
   // Fail with RESOURCE_ACQUIRED (ABORTED) instead of waiting while another DDL holds the name.
   bool no_wait = false;

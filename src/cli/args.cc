@@ -187,6 +187,13 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
       ->required()
       ->check(NameCheck("collection"));
   CLI::App* list = collection->add_subcommand("list", "print every collection as one JSON line");
+  CLI::App* flush = app.add_subcommand(
+      "flush",
+      "seal a collection's growing segments and wait until they are in the object store under a "
+      "committed checkpoint; prints each shard's flush and checkpoint timeticks as one JSON line");
+  flush->add_option("name", col.name, "collection name")
+      ->required()
+      ->check(NameCheck("collection"));
 
   InsertArgs& ins = args->insert;
   uint64_t rows = 0;
@@ -289,6 +296,8 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
     args->command = Args::Command::kCollectionDescribe;
   } else if (*list) {
     args->command = Args::Command::kCollectionList;
+  } else if (*flush) {
+    args->command = Args::Command::kFlush;
   } else if (*insert) {
     args->command = Args::Command::kInsert;
     if (!rows_opt->count() && !file_opt->count()) {

@@ -95,6 +95,7 @@ struct Args {
     kCollectionDrop,
     kCollectionDescribe,
     kCollectionList,
+    kFlush,
     kInsert,
     kDelete,
     kSearch,

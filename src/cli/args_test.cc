@@ -165,6 +165,10 @@ TEST(ArgsTest, CollectionDropDescribeList) {
   Args c;
   ASSERT_FALSE(Parse({"collection", "list"}, &c).exit_code);
   EXPECT_EQ(c.command, Args::Command::kCollectionList);
+  Args d;
+  ASSERT_FALSE(Parse({"flush", "orders"}, &d).exit_code);
+  EXPECT_EQ(d.command, Args::Command::kFlush);
+  EXPECT_EQ(d.collection.name, "orders");
 }
 
 TEST(ArgsTest, Insert) {
@@ -227,6 +231,8 @@ TEST(ArgsTest, CollectionUsageErrorsExitTwo) {
       {{"collection", "drop"}, "name is required"},
       {{"collection", "describe", "a", "b"}, "b"},
       {{"collection", "list", "--all"}, "--all"},
+      {{"flush"}, "name is required"},
+      {{"flush", "9orders"}, "collection name '9orders'"},
       {{"collection", "rename", "a"}, "subcommand is required"},
       {{"insert", "orders"}, "insert needs --rows N or --file PATH"},
       {{"insert", "orders", "--rows", "1", "--file", "v.npy"}, "excludes"},

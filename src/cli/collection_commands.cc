@@ -1,4 +1,5 @@
-// kfctl collection create | drop | describe | list: one Client call each, one JSON line out.
+// kfctl collection create | drop | describe | list and kfctl flush: one Client call each, one
+// JSON line out.
 #include <cstdio>
 
 #include "cli/command_util.h"
@@ -41,6 +42,14 @@ int RunCollectionCreate(const Args& args, std::FILE* out, std::FILE* err) {
 int RunCollectionDrop(const Args& args, std::FILE* /*out*/, std::FILE* err) {
   return WithClient(args, err, [&](kingfisher::Client& client) {
     return client.DropCollection(args.collection.name);
+  });
+}
+
+int RunFlush(const Args& args, std::FILE* out, std::FILE* err) {
+  return WithClient(args, err, [&](kingfisher::Client& client) {
+    auto flushed = client.Flush(args.collection.name);
+    if (flushed.ok()) PrintLine(out, RenderFlushed(args.collection.name, *flushed));
+    return flushed.status();
   });
 }
 

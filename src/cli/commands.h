@@ -19,6 +19,9 @@ int RunStatus(const Args& args, std::FILE* out, std::FILE* err);
 // the collection, list prints {"collections":[...]} (render.h).
 int RunCollectionCreate(const Args& args, std::FILE* out, std::FILE* err);
 int RunCollectionDrop(const Args& args, std::FILE* out, std::FILE* err);
+// flush NAME: seals the collection's growing segments and waits until they are in the object
+// store; one JSON line (RenderFlushed).
+int RunFlush(const Args& args, std::FILE* out, std::FILE* err);
 int RunCollectionDescribe(const Args& args, std::FILE* out, std::FILE* err);
 int RunCollectionList(const Args& args, std::FILE* out, std::FILE* err);
 

@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
       return kf::cli::RunCollectionDescribe(args, stdout, stderr);
     case kf::cli::Args::Command::kCollectionList:
       return kf::cli::RunCollectionList(args, stdout, stderr);
+    case kf::cli::Args::Command::kFlush:
+      return kf::cli::RunFlush(args, stdout, stderr);
     case kf::cli::Args::Command::kInsert:
       return kf::cli::RunInsert(args, stdout, stderr);
     case kf::cli::Args::Command::kDelete:
@@ -49,8 +51,8 @@ int main(int argc, char** argv) {
       break;
   }
   std::fputs(
-      "kfctl: a subcommand is required (produce, consume, status, collection, insert, delete, "
-      "search, get)\n",
+      "kfctl: a subcommand is required (produce, consume, status, collection, flush, insert, "
+      "delete, search, get)\n",
       stderr);
   return kf::cli::kExitUsage;
 }

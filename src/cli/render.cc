@@ -163,6 +163,56 @@ std::string RenderCollections(const std::vector<kingfisher::CollectionInfo>& cs)
   return w.str();
 }
 
+std::string RenderFlushed(std::string_view collection,
+                          const std::vector<kingfisher::FlushedShard>& shards) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("collection").String(collection);
+  w.Key("shards").BeginArray();
+  for (const kingfisher::FlushedShard& f : shards) {
+    w.BeginObject();
+    w.Key("vchannel").String(f.vchannel);
+    w.Key("flush_timetick").Uint(f.flush_timetick);
+    w.Key("checkpoint_timetick").Uint(f.checkpoint_timetick);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return w.str();
+}
+
+namespace {
+
+// "data": what the answering server holds of a pchannel it serves.
+void WriteData(const kingfisher::PChannelData& d, JsonWriter* w) {
+  w->Key("data").BeginObject();
+  w->Key("wal_bytes").Uint(d.wal_bytes);
+  w->Key("tsafe").Uint(d.tsafe);
+  w->Key("checkpoint_timetick").Uint(d.checkpoint_timetick);
+  w->Key("checkpoint_lag_seconds").Float(static_cast<float>(d.checkpoint_lag_seconds));
+  w->Key("last_checkpoint_unix_ms").Int(d.last_checkpoint_unix_ms);
+  w->Key("replay_from").String(d.replay_from);
+  w->Key("truncated_below").String(d.truncated_below);
+  if (!d.last_checkpoint_error.empty()) {
+    w->Key("last_checkpoint_error").String(d.last_checkpoint_error);
+  }
+  w->Key("shards").BeginArray();
+  for (const kingfisher::ShardStatus& s : d.shards) {
+    w->BeginObject();
+    w->Key("vchannel").String(s.vchannel);
+    w->Key("collection_id").Int(s.collection_id);
+    w->Key("rows").Uint(s.rows);
+    w->Key("memory_bytes").Uint(s.memory_bytes);
+    w->Key("sealed_segments").Uint(s.sealed_segments);
+    w->Key("flushed_segments").Uint(s.flushed_segments);
+    w->EndObject();
+  }
+  w->EndArray();
+  w->EndObject();
+}
+
+}  // namespace
+
 std::string RenderStatus(const kingfisher::ClusterStatus& s) {
   JsonWriter w;
   w.BeginObject();
@@ -182,6 +232,7 @@ std::string RenderStatus(const kingfisher::ClusterStatus& s) {
     w.Key("node").Int(p.node);
     w.Key("term").Int(p.term);
     w.Key("state").String(p.state);
+    if (p.data.has_value()) WriteData(*p.data, &w);
     w.EndObject();
   }
   w.EndArray();

@@ -25,6 +25,9 @@ std::string RenderStatus(const kingfisher::ClusterStatus& s);
 std::string RenderCollection(const kingfisher::CollectionInfo& c);
 // {"collections":[RenderCollection...]}.
 std::string RenderCollections(const std::vector<kingfisher::CollectionInfo>& cs);
+// {"collection":NAME,"shards":[{"vchannel":..,"flush_timetick":..,"checkpoint_timetick":..}]}.
+std::string RenderFlushed(std::string_view collection,
+                          const std::vector<kingfisher::FlushedShard>& shards);
 
 // Up to this many pks are listed in a rows ack ("pks"); longer messages give null.
 inline constexpr size_t kMaxListedPks = 16;

@@ -119,7 +119,27 @@ absl::StatusOr<ClusterStatus> Client::GetStatus() {
   ClusterStatus out;
   for (const auto& n : resp.nodes()) out.nodes.push_back({n.id(), n.address(), n.state()});
   for (const auto& p : resp.pchannels()) {
-    out.pchannels.push_back({p.pchannel(), p.node(), p.term(), p.state()});
+    PChannelStatus& status = out.pchannels.emplace_back(PChannelStatus{
+        .pchannel = p.pchannel(), .node = p.node(), .term = p.term(), .state = p.state()});
+    if (!p.has_data()) continue;
+    const kingfisher::v1::PChannelDataStatus& d = p.data();
+    PChannelData& data =
+        status.data.emplace(PChannelData{.wal_bytes = d.wal_bytes(),
+                                         .tsafe = d.tsafe(),
+                                         .checkpoint_timetick = d.checkpoint_timetick(),
+                                         .checkpoint_lag_seconds = d.checkpoint_lag_seconds(),
+                                         .last_checkpoint_unix_ms = d.last_checkpoint_unix_ms(),
+                                         .replay_from = d.replay_from(),
+                                         .truncated_below = d.truncated_below(),
+                                         .last_checkpoint_error = d.last_checkpoint_error()});
+    for (const kingfisher::v1::ShardStatus& s : d.shards()) {
+      data.shards.push_back({.vchannel = s.vchannel(),
+                             .collection_id = s.collection_id(),
+                             .rows = s.rows(),
+                             .memory_bytes = s.memory_bytes(),
+                             .sealed_segments = s.sealed_segments(),
+                             .flushed_segments = s.flushed_segments()});
+    }
   }
   return out;
 }

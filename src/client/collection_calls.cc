@@ -119,6 +119,30 @@ absl::Status Client::DropCollection(const std::string& name, DdlOptions options)
                });
 }
 
+absl::StatusOr<std::vector<FlushedShard>> Client::Flush(const std::string& name,
+                                                        DdlOptions options) {
+  if (absl::Status s = kf::client::CheckCollectionName("collection", name); !s.ok()) return s;
+  if (absl::Status s = CheckDatabase(impl_->options_); !s.ok()) return s;
+  v1::FlushRequest req;
+  req.set_database(impl_->options_.database);
+  req.set_name(name);
+  *req.mutable_options() = WireDdlOptions(options);
+  v1::FlushResponse resp;
+  absl::Status s =
+      Unary(*impl_, DdlDeadline(impl_->options_, options), absl::StrCat("Flush '", name, "'"),
+            /*ddl=*/false, [&](const auto& channel, grpc::ClientContext* ctx) {
+              return v1::Collections::NewStub(channel)->Flush(ctx, req, &resp);
+            });
+  if (!s.ok()) return s;
+  std::vector<FlushedShard> out;
+  for (const v1::FlushedVChannel& f : resp.vchannels()) {
+    out.push_back({.vchannel = f.vchannel(),
+                   .flush_timetick = f.flush_timetick(),
+                   .checkpoint_timetick = f.checkpoint_timetick()});
+  }
+  return out;
+}
+
 absl::StatusOr<CollectionInfo> Client::DescribeCollection(const std::string& name) {
   if (absl::Status s = kf::client::CheckCollectionName("collection", name); !s.ok()) return s;
   if (absl::Status s = CheckDatabase(impl_->options_); !s.ok()) return s;

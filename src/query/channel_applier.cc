@@ -75,6 +75,22 @@ void ChannelApplier::ReplayWalState(const ImmutableMessage& m) {
   if (window.size() > wal::kBroadcastWindow) window.pop_front();
 }
 
+std::vector<std::pair<std::shared_ptr<Shard>, std::string>> ChannelApplier::ClaimAgedSeals(
+    uint64_t now_ms) {
+  std::vector<std::shared_ptr<Shard>> shards;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    for (const auto& [vchannel, shard] : shards_) shards.push_back(shard);
+  }
+  std::vector<std::pair<std::shared_ptr<Shard>, std::string>> out;
+  for (auto& shard : shards) {
+    for (std::string& partition : shard->ClaimAgedSeals(now_ms)) {
+      out.emplace_back(shard, std::move(partition));
+    }
+  }
+  return out;
+}
+
 CheckpointPlan ChannelApplier::PlanCheckpoint() const {
   CheckpointPlan plan;
   plan.checkpoint_ts = tsafe();
@@ -142,6 +158,14 @@ absl::Status ChannelApplier::ApplyOne(const ImmutableMessage& m, const SegmentSt
         shard->OpenSegment(partition->partition(), at);
         ++segments_opened_;
       }
+      return absl::OkStatus();
+    }
+    case MessageType::kManualFlush: {
+      if (replaying) return absl::OkStatus();  // the checkpoint holds what it sealed
+      std::shared_ptr<Shard> shard = MutableShard(m.vchannel());
+      if (shard == nullptr) return absl::OkStatus();
+      shard->SealAll(at);
+      ++segments_opened_;  // checkpointed at once, so `kfctl flush` returns promptly
       return absl::OkStatus();
     }
     case MessageType::kInsert: {

@@ -77,8 +77,12 @@ class ChannelApplier {
                const kingfisher::v1::WalState& wal);
   // Apply's thread. Invalid replay_from before the first message.
   CheckpointPlan PlanCheckpoint() const;
-  // CreateSegments applied so far (Apply's thread): a new one means a segment to flush.
+  // CreateSegments and ManualFlushes applied so far (Apply's thread): a new one means segments
+  // to flush.
   uint64_t segments_opened() const { return segments_opened_; }
+  // Apply's thread: the growing segments due to be sealed for their age at `now_ms`, claimed
+  // (Shard::ClaimAgedSeals); the caller asks for their CreateSegments.
+  std::vector<std::pair<std::shared_ptr<Shard>, std::string>> ClaimAgedSeals(uint64_t now_ms);
 
   // Every message with a timetick <= tsafe() is applied (0 before the first).
   uint64_t tsafe() const;

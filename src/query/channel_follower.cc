@@ -45,7 +45,8 @@ ChannelFollower::ChannelFollower(std::shared_ptr<wal::Wal> wal, ShardOptions opt
       scanner_(std::move(scanner)),
       checkpoint_interval_(recovery != nullptr ? recovery->checkpoint_interval
                                                : absl::InfiniteDuration()),
-      wal_retention_(recovery != nullptr ? recovery->wal_retention : absl::InfiniteDuration()) {
+      wal_retention_(recovery != nullptr ? recovery->wal_retention : absl::InfiniteDuration()),
+      wal_retention_bytes_(recovery != nullptr ? recovery->wal_retention_bytes : 0) {
   if (recovery != nullptr) {
     int64_t mod_revision = 0;
     if (recovered.has_value()) {
@@ -108,6 +109,7 @@ void ChannelFollower::Run() {
     }
     stopped = Drain(chase);
     if (!stopped.ok()) break;
+    MaybeSealAged();
     MaybeCheckpoint();
   }
   absl::MutexLock lock(&mu_);
@@ -137,24 +139,48 @@ void ChannelFollower::MaybeCheckpoint() {
   next_checkpoint_ = absl::Now() + checkpoint_interval_;
 }
 
-void ChannelFollower::SampleAge(const MessageId& id, uint64_t ts) {
-  if (wal_retention_ <= absl::ZeroDuration() || wal_retention_ == absl::InfiniteDuration()) return;
+void ChannelFollower::MaybeSealAged() {
+  const absl::Time now = absl::Now();
+  if (now < next_age_check_ || !scanner_->tailing()) return;
+  next_age_check_ = now + absl::Seconds(1);
+  for (const auto& [shard, partition] :
+       applier_.ClaimAgedSeals(static_cast<uint64_t>(absl::ToUnixMillis(now)))) {
+    RequestSeal(shard, partition);
+  }
+}
+
+void ChannelFollower::SampleAge(const MessageId& id, uint64_t ts, size_t bytes) {
+  const uint64_t before = applied_bytes_;
+  applied_bytes_ += bytes;
+  if (wal_retention_ <= absl::ZeroDuration()) return;  // checkpoints alone decide
+  const bool by_time = wal_retention_ != absl::InfiniteDuration();
+  if (!by_time && wal_retention_bytes_ == 0) return;  // never truncated
   const uint64_t ms = PhysicalMs(TimeTick(ts));
-  if (ages_.empty() || ms >= ages_.back().second + 1000) ages_.emplace_back(id, ms);
+  if (ages_.empty() || ms >= ages_.back().ms + 1000 ||
+      (wal_retention_bytes_ != 0 &&
+       before >= ages_.back().bytes_before + wal_retention_bytes_ / 64)) {
+    ages_.push_back({.id = id, .ms = ms, .bytes_before = before});
+  }
 }
 
 MessageId ChannelFollower::TruncationPoint(const MessageId& replay_from) {
-  if (wal_retention_ == absl::InfiniteDuration() || !replay_from.valid()) return MessageId();
+  if (!replay_from.valid()) return MessageId();
   if (wal_retention_ <= absl::ZeroDuration()) return replay_from;  // every message is old enough
-  const auto now_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
-  const auto retention_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(wal_retention_));
-  const uint64_t horizon = now_ms > retention_ms ? now_ms - retention_ms : 0;
-  // The newest sample at or beyond the horizon: everything up to it is old enough to go.
-  while (ages_.size() >= 2 && ages_[1].second <= horizon) ages_.pop_front();
-  // Below the first sample (where this follower started reading) the ages are unknown: the
-  // log there stays until a sample proves it old.
-  if (ages_.empty() || ages_.front().second > horizon) return MessageId();
-  return std::min(replay_from, ages_.front().first);
+  // The log below a sample may go when it is older than the retention time, or when what
+  // follows it already exceeds the size bound: the newest sample either policy lets go.
+  auto may_go = [&](const Sample& s) {
+    if (wal_retention_ != absl::InfiniteDuration()) {
+      const auto now_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
+      const auto retention_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(wal_retention_));
+      if (s.ms + retention_ms <= now_ms) return true;
+    }
+    return wal_retention_bytes_ != 0 && applied_bytes_ - s.bytes_before >= wal_retention_bytes_;
+  };
+  while (ages_.size() >= 2 && may_go(ages_[1])) ages_.pop_front();
+  // Below the first sample (where this follower started reading) ages and sizes are unknown:
+  // the log there stays until a sample proves it may go.
+  if (ages_.empty() || !may_go(ages_.front())) return MessageId();
+  return std::min(replay_from, ages_.front().id);
 }
 
 void ChannelFollower::CheckpointDone(const CheckpointPlan& plan, const absl::Status& status) {
@@ -227,7 +253,7 @@ absl::Status ChannelFollower::Drain(bool chase) {
     }
     if (*m == nullptr) continue;
     if (absl::Status s = applier_.Apply(**m); !s.ok()) return s;
-    SampleAge((*m)->id(), (*m)->timetick().value());
+    SampleAge((*m)->id(), (*m)->timetick().value(), (*m)->message().EncodedSize());
     if (chase) chase = Chasing();
   }
 }

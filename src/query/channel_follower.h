@@ -84,8 +84,12 @@ class ChannelFollower {
   bool Chasing() const ABSL_LOCKS_EXCLUDED(mu_);
   // The follower thread: hands a checkpoint to the writer when one is due and it is idle.
   void MaybeCheckpoint();
-  // The follower thread: remembers the age of the log at `id` (one sample a second).
-  void SampleAge(const MessageId& id, uint64_t ts);
+  // The follower thread, once a second while tailing: asks for the CreateSegments of growing
+  // segments sealed for their age (ShardOptions::seal_lifetime, seal_idle).
+  void MaybeSealAged();
+  // The follower thread: remembers the age and size of the log at `id` (one sample a second,
+  // or per 1/64 of the size bound).
+  void SampleAge(const MessageId& id, uint64_t ts, size_t bytes);
   // Where the WAL may be truncated once `replay_from` is committed: below it, unless messages
   // there are younger than the retention.
   MessageId TruncationPoint(const MessageId& replay_from);
@@ -103,12 +107,22 @@ class ChannelFollower {
   // The follower thread's: when the next periodic checkpoint is due; the sealed segments the
   // last plan saw.
   absl::Time next_checkpoint_ = absl::InfinitePast();
+  absl::Time next_age_check_ = absl::InfinitePast();
   uint64_t planned_seals_ = 0;
   uint64_t planned_ts_ = 0;
-  // (id, physical ms of its timetick) of applied messages, oldest first, a second apart.
-  std::deque<std::pair<MessageId, uint64_t>> ages_;
+  // Applied messages, oldest first, a second (or 1/64 of the size bound) apart: the physical
+  // ms of the timetick, and the bytes applied before it (what a size bound keeps is measured
+  // on them).
+  struct Sample {
+    MessageId id;
+    uint64_t ms = 0;
+    uint64_t bytes_before = 0;
+  };
+  std::deque<Sample> ages_;
+  uint64_t applied_bytes_ = 0;  // of every message applied (encoded sizes)
   const absl::Duration checkpoint_interval_;
   const absl::Duration wal_retention_;
+  const uint64_t wal_retention_bytes_;
   std::unique_ptr<CheckpointWriter> writer_;  // null without recovery storage
   std::thread thread_;
 };

@@ -1,5 +1,6 @@
 #include "query/query_registry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -80,11 +81,17 @@ QueryRegistry::~QueryRegistry() {
 }
 
 void QueryRegistry::Follow(std::shared_ptr<wal::Wal> wal) {
-  std::string pchannel = wal->pchannel();
-  Followed old;  // stopped outside the lock
-  absl::MutexLock lock(&mu_);
-  Followed& slot = followers_[std::move(pchannel)];
-  old = std::exchange(slot, Followed{std::move(wal), nullptr});
+  const std::string pchannel = wal->pchannel();
+  {
+    Followed old;  // stopped outside the lock
+    absl::MutexLock lock(&mu_);
+    Followed& slot = followers_[pchannel];
+    old = std::exchange(slot, Followed{std::move(wal), nullptr});
+  }
+  // With recovery storage every pchannel seals, flushes, checkpoints and truncates its log
+  // whether searched or not: followed at once (a failure is logged by FollowerOf and tried
+  // again at the next search).
+  if (options_.recovery.has_value()) (void)FollowerOf(pchannel);
 }
 
 void QueryRegistry::Unfollow(std::string_view pchannel) {
@@ -133,11 +140,21 @@ std::vector<QueryRegistry::PChannelStats> QueryRegistry::Stats() const {
       continue;
     }
     const ChannelApplier& a = f->applier();
-    out.push_back({.pchannel = name,
-                   .growing_bytes = a.memory_bytes(),
-                   .growing_rows = a.rows(),
-                   .tsafe = a.tsafe(),
-                   .checkpoint = f->checkpoint_stats()});
+    PChannelStats& p = out.emplace_back(PChannelStats{.pchannel = name,
+                                                      .growing_bytes = a.memory_bytes(),
+                                                      .growing_rows = a.rows(),
+                                                      .tsafe = a.tsafe(),
+                                                      .checkpoint = f->checkpoint_stats()});
+    for (const auto& shard : a.shards()) {
+      p.shards.push_back({.vchannel = shard->vchannel(),
+                          .collection_id = shard->schema().collection_id,
+                          .rows = shard->rows(),
+                          .memory_bytes = shard->memory_bytes() + shard->index_bytes(),
+                          .sealed_segments = shard->sealed_segments(),
+                          .flushed_segments = shard->flushed_segments()});
+    }
+    std::sort(p.shards.begin(), p.shards.end(),
+              [](const ShardStats& x, const ShardStats& y) { return x.vchannel < y.vchannel; });
   }
   return out;
 }

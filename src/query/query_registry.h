@@ -61,8 +61,10 @@ class QueryRegistry {
   explicit QueryRegistry(QueryRegistryOptions options);
   ~QueryRegistry();
 
-  // Follows `wal` from the first call that searches its pchannel on (replacing the follower of
-  // an older term): a pchannel nobody searches costs nothing — no reader, no thread.
+  // Follows `wal` (replacing the follower of an older term): with recovery storage at once,
+  // loading its checkpoint (every pchannel seals, flushes and truncates its log, searched or
+  // not); without, from the first call that searches it on (a pchannel nobody searches costs
+  // nothing — no reader, no thread).
   void Follow(std::shared_ptr<wal::Wal> wal);
   // Stops following `pchannel`, if it was.
   void Unfollow(std::string_view pchannel);
@@ -84,12 +86,21 @@ class QueryRegistry {
   }
 
   // What /metrics shows of each followed pchannel (query_metrics.h); zeros until searched.
+  struct ShardStats {
+    std::string vchannel;
+    int64_t collection_id = 0;
+    size_t rows = 0;
+    size_t memory_bytes = 0;  // rows and indexes
+    size_t sealed_segments = 0;
+    size_t flushed_segments = 0;
+  };
   struct PChannelStats {
     std::string pchannel;
     size_t growing_bytes = 0;
     size_t growing_rows = 0;
     uint64_t tsafe = 0;
     ChannelFollower::CheckpointStats checkpoint;
+    std::vector<ShardStats> shards;  // by vchannel
   };
   std::vector<PChannelStats> Stats() const;
   // Of each collection with a shard here: the bytes of its rows and of its indexes.

@@ -5,11 +5,14 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/errors.h"
+#include "common/hybrid_time.h"
 #include "common/testing/wait_until.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -23,6 +26,9 @@
 #include "storage/fs/file_system.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "storage/object/local_object_store.h"
+#include "storage/object/s3_object_store.h"
+#include "storage/object/testing/rgw_process.h"
+#include "storage/object/testing/store_under_test.h"
 #include "storage/tso/timestamp_allocator.h"
 #include "trace/testing/scoped_in_memory_tracing.h"
 #include "trace/traceparent.h"
@@ -175,6 +181,84 @@ TEST(ChannelApplierTest, ACreateSegmentSealsTheFullSegmentAndReplaysTheSame) {
               ElementsAre(1, 3, 4, 5));
 }
 
+// The other seal policies (docs/recovery-storage.md): bytes at Insert; lifetime and idle time on
+// the timeticks of a segment's rows, asked once per segment; a ManualFlush seals every
+// partition holding rows where it is applied, and replays the same.
+TEST(ChannelApplierTest, SegmentsSealByBytesAgeAndIdleTimeAndAManualFlushSealsEveryPartition) {
+  const std::string vc = "kf-dml_0_42v0";
+  std::vector<std::string> requests;
+  auto make = [&](ShardOptions options) {
+    return std::make_unique<ChannelApplier>(
+        "kf-dml_0", options, [&](const std::shared_ptr<Shard>& shard, const std::string& p) {
+          requests.push_back(shard->vchannel() + "/" + p);
+        });
+  };
+  std::vector<MutableMessage> log;
+  uint64_t logical = 0;
+  auto at = [&](uint64_t ms, MutableMessage m) {
+    m.set_timetick(ComposeTimeTick(ms, ++logical));
+    log.push_back(m);
+    return ImmutableMessage(MessageId(), std::move(m));
+  };
+  constexpr uint64_t t0 = 1'800'000'000'000;  // unix ms
+  auto applier = make({.chunk_rows = 2,
+                       .seal_bytes = 1,  // any row fills it
+                       .seal_lifetime = absl::Seconds(60),
+                       .seal_idle = absl::Seconds(10)});
+  ASSERT_TRUE(applier->Apply(at(t0, wal::testing::CreateCollection(vc, 42, 2, 1))).ok());
+  ASSERT_TRUE(applier->Apply(at(t0 + 1, NewInsertMessage(vc, Batch({1}, 2, 0)))).ok());
+  EXPECT_THAT(requests, ElementsAre(vc + "/_default")) << "full by bytes";
+  requests.clear();
+
+  // By age: nothing before either bound, the partition once after.
+  applier =
+      make({.chunk_rows = 2, .seal_lifetime = absl::Seconds(60), .seal_idle = absl::Seconds(10)});
+  ASSERT_TRUE(applier->Apply(at(t0, wal::testing::CreateCollection(vc, 42, 2, 1))).ok());
+  ASSERT_TRUE(applier
+                  ->Apply(at(t0, wal::testing::PartitionDdl(MessageType::kCreatePartition, vc, 42,
+                                                            "p1", 2)))
+                  .ok());
+  EXPECT_THAT(applier->ClaimAgedSeals(t0 + 3'600'000), IsEmpty()) << "empty segments never";
+  for (uint64_t s = 0; s <= 55; s += 5) {  // a row every 5 s: never idle for 10 s
+    ASSERT_TRUE(applier->Apply(at(t0 + s * 1000, NewInsertMessage(vc, Batch({1}, 2, 0)))).ok());
+    EXPECT_THAT(applier->ClaimAgedSeals(t0 + s * 1000 + 4999), IsEmpty()) << s;
+  }
+  auto claimed = applier->ClaimAgedSeals(t0 + 60'000);  // 60 s after the first row
+  ASSERT_EQ(claimed.size(), 1u);
+  EXPECT_EQ(claimed[0].second, "_default");
+  EXPECT_THAT(applier->ClaimAgedSeals(t0 + 120'000), IsEmpty()) << "claimed once";
+  kingfisher::v1::InsertBatch b = Batch({2}, 2, 0);
+  b.set_partition("p1");
+  ASSERT_TRUE(applier->Apply(at(t0 + 61'000, NewInsertMessage(vc, b))).ok());
+  EXPECT_THAT(applier->ClaimAgedSeals(t0 + 70'999), IsEmpty());
+  claimed = applier->ClaimAgedSeals(t0 + 71'000);  // idle for 10 s
+  ASSERT_EQ(claimed.size(), 1u);
+  EXPECT_EQ(claimed[0].second, "p1");
+
+  // A ManualFlush seals both partitions (each its own segment, ids = the flush's timetick).
+  std::shared_ptr<const Shard> shard = applier->shard(vc);
+  const uint64_t opened = applier->segments_opened();
+  MutableMessage flush(MessageType::kManualFlush, "");
+  flush.set_vchannel(vc);
+  ASSERT_TRUE(applier->Apply(at(t0 + 80'000, wal::testing::Broadcast(std::move(flush), 3))).ok());
+  const uint64_t flush_ts = ComposeTimeTick(t0 + 80'000, logical).value();
+  EXPECT_EQ(applier->segments_opened(), opened + 1) << "a checkpoint is due at once";
+  EXPECT_EQ(shard->sealed_segments(), 2u);
+  EXPECT_EQ(shard->growing_segment_id("_default"), flush_ts);
+  EXPECT_EQ(shard->growing_segment_id("p1"), flush_ts);
+  EXPECT_THAT(applier->ClaimAgedSeals(t0 + 3'600'000), IsEmpty()) << "the new ones are empty";
+  const float q[] = {0, 0};
+  EXPECT_EQ(shard->Search(q, 20, 0, {.ts = flush_ts}, std::nullopt)->size(), 13u);
+
+  // Replayed: the same segments.
+  auto again = make({.chunk_rows = 2});
+  for (const MutableMessage& m : log) {
+    ASSERT_TRUE(again->Apply(ImmutableMessage(MessageId(), MutableMessage(m))).ok());
+  }
+  EXPECT_EQ(again->shard(vc)->sealed_segments(), 2u);
+  EXPECT_EQ(again->shard(vc)->growing_segment_id("p1"), flush_ts);
+}
+
 // --- The model test: random histories appended to a real WAL, followed by a ChannelFollower,
 // searched at random timestamps and compared with an exact search over a model of the rows.
 
@@ -216,13 +300,17 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
     tso_ = *TimestampAllocator::Open((dir_ / "tso").string(), {});
     // Small segments, so truncation below a checkpoint reclaims some (the memory log keeps all).
     log_ = std::make_unique<wal::testing::BackendUnderTest>(GetParam(), dir_, kPchannel, 4096);
-    objects_ =
-        *object::LocalObjectStore::Open(fs::DefaultFileSystem(), (dir_ / "objects").string());
+    if (objects_ == nullptr) {  // a derived fixture may bring its own store
+      objects_ =
+          *object::LocalObjectStore::Open(fs::DefaultFileSystem(), (dir_ / "objects").string());
+    }
     meta_ = *meta::EmbeddedMetaStore::Open((dir_ / "meta").string(), {});
     recovery_ = RecoveryStorageOptions{.objects = objects_.get(),
                                        .meta = meta_.get(),
                                        .meta_prefix = "checkpoints/",
+                                       .object_prefix = object_prefix_,
                                        .checkpoint_interval = absl::Milliseconds(1),
+                                       .io_timeout = io_timeout_,
                                        .wal_retention = absl::ZeroDuration()};
     Reopen();
   }
@@ -294,6 +382,13 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
     model_[vc] = ModelShard{.metric = metric};
   }
 
+  // A ManualFlush of `vc` (what `kfctl flush` broadcasts): returns its timetick.
+  uint64_t ManualFlush(const std::string& vc) {
+    MutableMessage m(MessageType::kManualFlush, "");
+    m.set_vchannel(vc);
+    return Append(wal::testing::Broadcast(std::move(m), next_broadcast_++));
+  }
+
   std::vector<float> RandomVector() {
     std::normal_distribution<float> d(0, 1);
     std::vector<float> v(kDim);
@@ -346,7 +441,9 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
   void Step() {
     const std::string vc = Chance(0.5) ? kVc0 : (Chance(0.5) ? kVc1 : kVcCos);
     const double dice = std::uniform_real_distribution<double>(0, 1)(rng_);
-    if (dice < 0.45) {
+    if (dice < 0.02) {
+      ManualFlush(vc);
+    } else if (dice < 0.45) {
       std::vector<ModelRow> rows;
       MutableMessage m = RandomInsert(vc, &rows);
       ModelInsert(vc, std::move(rows), Append(std::move(m)));
@@ -448,7 +545,9 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
   std::filesystem::path dir_;
   std::unique_ptr<TimestampAllocator> tso_;
   std::unique_ptr<wal::testing::BackendUnderTest> log_;
-  std::unique_ptr<object::LocalObjectStore> objects_;
+  std::unique_ptr<object::ObjectStore> objects_;
+  std::string object_prefix_;
+  absl::Duration io_timeout_ = absl::Seconds(30);
   std::unique_ptr<meta::EmbeddedMetaStore> meta_;
   RecoveryStorageOptions recovery_;
   Term term_{0};
@@ -614,7 +713,7 @@ TEST_P(QueryModelTest, APartitionEmptyWhileTheLogIsTruncatedRecoversItsLaterRows
 // flushes that never committed, written at its term or an older one — but not a newer owner's,
 // which a checkpoint committed after its own may name.
 TEST_P(QueryModelTest, GarbageCollectionDeletesOrphansOfThisTermOrOlderOnly) {
-  const std::string dir = "segments/kf-dml_0/kf-dml_0_42v1/";
+  const std::string dir = "segments/kf-dml_0/kf-dml_0_42v1/_default/";
   const std::string older = dir + "5.t0-0000abcd.seg";
   const std::string mine = dir + "6.t" + std::to_string(term_.value()) + "-0000abcd.del.7";
   const std::string newer = dir + "7.t999-0000abcd.seg";
@@ -634,6 +733,79 @@ TEST_P(QueryModelTest, GarbageCollectionDeletesOrphansOfThisTermOrOlderOnly) {
   EXPECT_TRUE(absl::IsNotFound(objects_->Head(older, absl::InfiniteFuture()).status()));
   EXPECT_TRUE(absl::IsNotFound(objects_->Head(mine, absl::InfiniteFuture()).status()));
   EXPECT_TRUE(objects_->Head(newer, absl::InfiniteFuture()).ok());
+}
+
+// A ManualFlush seals every partition holding rows where it is applied; the checkpoint that
+// covers it names them flushed, holding every row inserted before it, and a restart loads them.
+TEST_P(QueryModelTest, AManualFlushPutsEveryEarlierRowInAFlushedSegment) {
+  CreateCollection(kVc0, 42, search::Metric::kL2);
+  Append(
+      wal::testing::PartitionDdl(MessageType::kCreatePartition, kVc0, 42, "p1", next_broadcast_++));
+  size_t inserted = 0;
+  std::set<std::string> partitions;
+  for (int i = 0; i < 8; ++i) {  // at most 32 rows, fewer than seal_rows: only the flush seals
+    std::vector<ModelRow> rows;
+    MutableMessage m = RandomInsert(kVc0, &rows);
+    inserted += rows.size();
+    for (const ModelRow& r : rows) partitions.insert(r.partition);
+    ModelInsert(kVc0, std::move(rows), Append(std::move(m)));
+  }
+  const uint64_t flush = ManualFlush(kVc0);
+  Check(flush);
+  ASSERT_TRUE(kf::testing::WaitUntil(
+      [&] { return follower_->checkpoint_stats().committed_ts >= flush; }, absl::Seconds(30)));
+  auto got = meta_->Get("checkpoints/" + std::string(kPchannel), absl::InfiniteFuture());
+  ASSERT_TRUE(got.ok()) << got.status();
+  kingfisher::v1::PChannelCheckpoint c;
+  ASSERT_TRUE(c.ParseFromString(got->kv.value));
+  ASSERT_EQ(c.shards_size(), 1);
+  size_t flushed_rows = 0;
+  for (const auto& p : c.shards(0).partitions()) {
+    EXPECT_EQ(p.growing_id(), flush) << p.name();
+    for (const auto& f : p.flushed()) {
+      flushed_rows += f.rows();
+      EXPECT_TRUE(objects_->Head(f.object(), absl::InfiniteFuture()).ok()) << f.object();
+    }
+  }
+  EXPECT_EQ(flushed_rows, inserted);
+  Reopen();
+  EXPECT_EQ(follower_->checkpoint_stats().loaded_segments, partitions.size());
+  Check(flush);
+  Check(acked_.back());
+}
+
+// Retention (docs/recovery-storage.md): an hour keeps everything appended now; a size bound
+// lets the log beyond it go however young, never what checkpoints need, and what went is
+// OUT_OF_RANGE.
+TEST_P(QueryModelTest, ASizeBoundTruncatesTheLogBeforeItsRetentionTime) {
+  if (GetParam() != BackendKind::kLocal) GTEST_SKIP() << "the memory log keeps everything";
+  recovery_.wal_retention = absl::Hours(1);
+  Reopen();
+  CreateCollection(kVc1, 42, search::Metric::kL2);
+  auto load = [&] {
+    for (int i = 0; i < 150; ++i) {
+      std::vector<ModelRow> rows;
+      MutableMessage m = RandomInsert(kVc1, &rows);
+      ModelInsert(kVc1, std::move(rows), Append(std::move(m)));
+    }
+    Check(acked_.back());
+    AwaitCheckpoint();
+  };
+  load();
+  EXPECT_EQ(follower_->checkpoint_stats().truncations, 0u) << "nothing is an hour old";
+  recovery_.wal_retention_bytes = 16 << 10;
+  Reopen();
+  load();
+  load();
+  EXPECT_GT(follower_->checkpoint_stats().truncations, 0u);
+  auto scanner = wal_->Read(
+      wal::ScanOptions{.policy = {.kind = wal::DeliverPolicy::Kind::kStartFrom, .id = first_id_}});
+  absl::Status read = scanner.ok() ? (*scanner)->Next({}, absl::Now() + absl::Seconds(5)).status()
+                                   : scanner.status();
+  EXPECT_EQ(read.code(), absl::StatusCode::kOutOfRange) << read;
+  Reopen();
+  Check(acked_.back());
+  Check(RandomAcked());
 }
 
 // A checkpoint committed meanwhile by an older owner (one that had not noticed the move yet)
@@ -875,6 +1047,77 @@ TEST_P(QueryModelTest, EachShardCallIsAServerSpanUnderTheCallersTraceWithItsTSaf
 
 INSTANTIATE_TEST_SUITE_P(Backends, QueryModelTest,
                          ::testing::Values(BackendKind::kMemory, BackendKind::kLocal),
+                         [](const auto& info) { return wal::testing::BackendName(info.param); });
+
+// Recovery storage on a real Ceph RGW (S3), the binary's shared one (rgw_process.h).
+class QueryRgwTest : public QueryModelTest {
+ protected:
+  void SetUp() override {
+    std::string why_not;
+    rgw_ = object::testing::SharedRgw(&why_not);
+    if (rgw_ == nullptr && why_not.rfind("SKIP:", 0) == 0) GTEST_SKIP() << why_not.substr(5);
+    ASSERT_NE(rgw_, nullptr) << why_not;
+    auto store = object::S3ObjectStore::Create(rgw_->s3_options());
+    ASSERT_TRUE(store.ok()) << store.status();
+    objects_ = *std::move(store);
+    object_prefix_ = absl::StrCat("querytest-", ::getpid(), "/");
+    io_timeout_ = absl::Seconds(2);  // a flush against a stopped store fails in seconds
+    QueryModelTest::SetUp();
+  }
+  void TearDown() override {
+    if (rgw_ != nullptr) {
+      absl::Status s = rgw_->StartRgw();  // leave radosgw running for the next test
+      if (!s.ok() && !absl::IsFailedPrecondition(s)) ADD_FAILURE() << s;
+    }
+    QueryModelTest::TearDown();
+  }
+  object::testing::RgwProcess* rgw_ = nullptr;
+};
+
+// The object store stopped mid-run: appends, searches and seals go on, every flush fails and
+// is retried (nothing is committed, nothing truncated), and once radosgw is back the segments
+// sealed meanwhile are flushed and a restart from the checkpoint answers as the model does.
+TEST_P(QueryRgwTest, FlushesRetryWhileTheStoreIsDownAndNothingIsLost) {
+  CreateCollection(kVc0, 42, search::Metric::kL2);
+  CreateCollection(kVc1, 42, search::Metric::kL2);
+  CreateCollection(kVcCos, 43, search::Metric::kCosine);
+  Append(
+      wal::testing::PartitionDdl(MessageType::kCreatePartition, kVc0, 42, "p1", next_broadcast_++));
+  auto flushed = [&] {
+    size_t n = 0;
+    for (const auto& shard : follower_->applier().shards()) n += shard->flushed_segments();
+    return n;
+  };
+  auto sealed = [&] {
+    size_t n = 0;
+    for (const auto& shard : follower_->applier().shards()) n += shard->sealed_segments();
+    return n;
+  };
+  for (int step = 0; step < 80 && !HasFatalFailure(); ++step) Step();
+  Check(acked_.back());
+  AwaitCheckpoint();
+  ASSERT_GT(flushed(), 0u) << "nothing reached RGW before it stopped";
+
+  rgw_->StopRgw();
+  const uint64_t commits = follower_->checkpoint_stats().commits;
+  const size_t sealed_before = sealed();
+  for (int step = 0; step < 80 && !HasFatalFailure(); ++step) Step();
+  Check(acked_.back());  // appends and searches do not wait for the store
+  EXPECT_GT(sealed(), sealed_before) << "no segment sealed while the store was down";
+  ASSERT_TRUE(kf::testing::WaitUntil([&] { return !follower_->checkpoint_stats().last_error.ok(); },
+                                     absl::Seconds(60)));
+  EXPECT_EQ(follower_->checkpoint_stats().commits, commits) << "committed without the store";
+  EXPECT_LT(flushed(), sealed());
+
+  ASSERT_TRUE(rgw_->StartRgw().ok());
+  AwaitCheckpoint();
+  EXPECT_EQ(flushed(), sealed());
+  Reopen();
+  EXPECT_GT(follower_->checkpoint_stats().loaded_segments, 0u);
+  for (int i = 0; i < 5 && !HasFatalFailure(); ++i) Check(i == 0 ? acked_.back() : RandomAcked());
+}
+
+INSTANTIATE_TEST_SUITE_P(Rgw, QueryRgwTest, ::testing::Values(BackendKind::kLocal),
                          [](const auto& info) { return wal::testing::BackendName(info.param); });
 
 }  // namespace

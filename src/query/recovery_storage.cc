@@ -237,8 +237,12 @@ void CheckpointWriter::Run() {
 }
 
 std::string CheckpointWriter::ObjectKey(const kingfisher::v1::ShardCheckpoint& shard,
+                                        const kingfisher::v1::PartitionCheckpoint& partition,
                                         uint64_t segment_id) const {
-  return absl::StrCat(ObjectPrefix(), shard.vchannel(), "/", segment_id, ".", tag_);
+  // Ids are unique per partition (a ManualFlush opens every partition's next segment at its
+  // own timetick), so the partition is part of the key.
+  return absl::StrCat(ObjectPrefix(), shard.vchannel(), "/", partition.name(), "/", segment_id, ".",
+                      tag_);
 }
 
 std::string CheckpointWriter::ObjectPrefix() const {
@@ -338,17 +342,18 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
       // The rows the plan counted: a sealed segment takes no more.
       auto bytes = search::EncodeSealedSegment(meta, snapshot);
       if (!bytes.ok()) return bytes.status();
-      const std::string key = absl::StrCat(ObjectKey(sc, f->id()), ".seg");
+      const std::string key = absl::StrCat(ObjectKey(sc, *pc, f->id()), ".seg");
       auto put = options_.objects->Put(key, *bytes, {}, absl::Now() + options_.io_timeout);
       if (!put.ok()) return WithKey(put.status(), "writing segment object", key);
       f->set_object(key);
     }
     for (const ShardCheckpointPlan::DeleteLog& log : sp.delete_logs) {
-      kingfisher::v1::FlushedSegment* f =
-          sc.mutable_partitions(log.partition)->mutable_flushed(log.flushed);
+      kingfisher::v1::PartitionCheckpoint* pc = sc.mutable_partitions(log.partition);
+      kingfisher::v1::FlushedSegment* f = pc->mutable_flushed(log.flushed);
       auto bytes = search::EncodeDeleteLog(static_cast<int64_t>(f->id()), log.records);
       if (!bytes.ok()) return bytes.status();
-      const std::string key = absl::StrCat(ObjectKey(sc, f->id()), ".del.", log.records.front().ts);
+      const std::string key =
+          absl::StrCat(ObjectKey(sc, *pc, f->id()), ".del.", log.records.front().ts);
       auto put = options_.objects->Put(key, *bytes, {}, absl::Now() + options_.io_timeout);
       if (!put.ok()) return WithKey(put.status(), "writing delete log", key);
       f->add_delete_logs(key);

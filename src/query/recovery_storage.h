@@ -14,7 +14,7 @@
 // commit of an older owner that had not noticed the move yet is overwritten.
 //
 // Keys: meta `<meta_prefix><pchannel>`; objects
-// `<object_prefix>segments/<pchannel>/<vchannel>/<segment_id>.<tag>.seg` and
+// `<object_prefix>segments/<pchannel>/<vchannel>/<partition>/<segment_id>.<tag>.seg` and
 // `....<tag>.del.<first_ts>` for delete logs. After each commit the writer deletes the
 // pchannel's objects the checkpoint does not name whose tag's term is not above its own
 // (orphans of flushes that never committed, segments of dropped collections).
@@ -59,8 +59,11 @@ struct RecoveryStorageOptions {
   absl::Duration checkpoint_interval = absl::Seconds(10);
   absl::Duration io_timeout = absl::Seconds(30);  // per object or metadata call
   // After a checkpoint the WAL is truncated below its replay_from, but never below messages
-  // younger than this (consumers of raw vchannels read them). InfiniteDuration: never truncated.
+  // younger than this (consumers of raw vchannels read them), unless the log after them holds
+  // more than wal_retention_bytes (0: no size bound). InfiniteDuration and no size bound: never
+  // truncated; ZeroDuration: everything checkpoints do not need goes.
   absl::Duration wal_retention = absl::InfiniteDuration();
+  uint64_t wal_retention_bytes = 0;
 };
 
 // A pchannel's state as its checkpoint left it.
@@ -108,7 +111,9 @@ class CheckpointWriter {
   absl::Status Write(CheckpointPlan& plan);
   // Compare-and-swaps the checkpoint key to `value`.
   absl::Status Commit(const std::string& value);
-  std::string ObjectKey(const kingfisher::v1::ShardCheckpoint& shard, uint64_t segment_id) const;
+  std::string ObjectKey(const kingfisher::v1::ShardCheckpoint& shard,
+                        const kingfisher::v1::PartitionCheckpoint& partition,
+                        uint64_t segment_id) const;
   std::string ObjectPrefix() const;  // every object of the pchannel
   // After a commit: deletes this pchannel's objects `committed` does not name (see .cc).
   void CollectGarbage(const kingfisher::v1::PChannelCheckpoint& committed);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/absl_compat.h"
 #include "common/errors.h"
+#include "common/hybrid_time.h"
 #include "search/metric.h"
 #include "search/segment_search.h"
 
@@ -95,7 +96,10 @@ void Shard::Insert(const kingfisher::v1::InsertBatch& batch, const SegmentStart&
       auto it = partitions_.find(ToAbsl(name));
       if (it == partitions_.end() || start.ts < it->second.growing_start.ts) return;
     }
-    segment = PartitionLocked(name, start).growing;
+    Partition& p = PartitionLocked(name, start);
+    segment = p.growing;
+    p.last_row_ms = PhysicalMs(TimeTick(start.ts));
+    if (p.first_row_ms == 0) p.first_row_ms = p.last_row_ms;
   }
   // Outside the lock: readers take it to list segments. Only this writer changes `growing`.
   segment->Insert(std::span(batch.pks().data(), static_cast<size_t>(batch.pks_size())),
@@ -108,25 +112,54 @@ void Shard::OpenSegment(std::string_view partition, const SegmentStart& start) {
   // The partition may have been dropped after the CreateSegment was asked for: nothing to seal.
   auto it = partitions_.find(ToAbsl(PartitionName(partition)));
   if (it == partitions_.end()) return;
-  Partition& p = it->second;
+  OpenSegmentLocked(it->second, start);
+}
+
+void Shard::SealAll(const SegmentStart& start) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, p] : partitions_) OpenSegmentLocked(p, start);
+}
+
+void Shard::OpenSegmentLocked(Partition& p, const SegmentStart& start) {
   if (p.growing->rows() > 0) {
     p.growing->Seal();
     p.sealed.push_back(Sealed{.id = p.growing_start.ts, .segment = std::move(p.growing)});
     p.growing = NewSegment();
   }
   p.growing_start = start;
+  p.first_row_ms = p.last_row_ms = 0;
   p.seal_claimed = false;
 }
 
 bool Shard::ClaimSeal(std::string_view partition) {
-  if (options_.seal_rows == 0) return false;
+  if (options_.seal_rows == 0 && options_.seal_bytes == 0) return false;
   absl::MutexLock lock(&mu_);
   auto it = partitions_.find(ToAbsl(PartitionName(partition)));
   if (it == partitions_.end()) return false;
   Partition& p = it->second;
-  if (p.seal_claimed || p.growing->rows() < options_.seal_rows) return false;
+  const bool full = (options_.seal_rows != 0 && p.growing->rows() >= options_.seal_rows) ||
+                    (options_.seal_bytes != 0 && p.growing->memory_bytes() >= options_.seal_bytes);
+  if (p.seal_claimed || !full) return false;
   p.seal_claimed = true;
   return true;
+}
+
+std::vector<std::string> Shard::ClaimAgedSeals(uint64_t now_ms) {
+  auto ms = [](absl::Duration d) { return static_cast<uint64_t>(absl::ToInt64Milliseconds(d)); };
+  const uint64_t lifetime = ms(options_.seal_lifetime);
+  const uint64_t idle = ms(options_.seal_idle);
+  std::vector<std::string> out;
+  if (lifetime == 0 && idle == 0) return out;
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, p] : partitions_) {
+    if (p.seal_claimed || p.first_row_ms == 0) continue;
+    if ((lifetime != 0 && now_ms >= p.first_row_ms + lifetime) ||
+        (idle != 0 && now_ms >= p.last_row_ms + idle)) {
+      p.seal_claimed = true;
+      out.push_back(name);
+    }
+  }
+  return out;
 }
 
 void Shard::ReleaseSealClaim(std::string_view partition) {

@@ -8,8 +8,10 @@
 // and taking deletes) and opens the next one. A segment's id is the timetick of the message that
 // opened it (the CreateSegment, or for a partition's first one the message that created the
 // partition), unique on the pchannel. The boundaries are WAL messages, so every replay of the
-// log draws them in the same place. Once a growing segment holds `seal_rows` rows, ClaimSeal
-// says so once: the applier then asks for a CreateSegment to be appended.
+// log draws them in the same place. Once a growing segment is full (seal_rows, seal_bytes),
+// ClaimSeal says so once, and once it is old or idle (seal_lifetime, seal_idle, measured on the
+// timeticks of its rows) ClaimAgedSeals does: the follower then appends a CreateSegment. A
+// ManualFlush (`kfctl flush`) seals every partition's growing segment where it is applied.
 //
 // Checkpoints (recovery_storage.h): PlanCheckpoint lists the sealed segments still to flush and
 // the deletes that hit flushed ones since; CheckpointCommitted records what was written. A
@@ -39,6 +41,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "kingfisher/v1/checkpoint.pb.h"
 #include "kingfisher/v1/message.pb.h"
 #include "message/message_id.h"
@@ -63,8 +66,13 @@ struct ShardOptions {
   std::shared_ptr<search::IndexBuilder> indexer;
   // Counts the node's growing bytes (the Insert limit); null: not counted.
   std::shared_ptr<search::MemoryAccount> account;
-  // Rows at which a growing segment is sealed (ClaimSeal); 0: never.
+  // When a growing segment is sealed (docs/recovery-storage.md): at `seal_rows` rows or
+  // `seal_bytes` bytes (ClaimSeal), `seal_lifetime` after its first row or `seal_idle` after
+  // its last (ClaimAgedSeals); 0: never for that reason.
   size_t seal_rows = 0;
+  size_t seal_bytes = 0;
+  absl::Duration seal_lifetime = absl::ZeroDuration();
+  absl::Duration seal_idle = absl::ZeroDuration();
 };
 
 struct ShardSchema {
@@ -141,9 +149,15 @@ class Shard {
   // A CreateSegment of `partition`: seals its growing segment (unless empty) and opens segment
   // `start.ts`. A partition that does not exist (dropped since) is left alone.
   void OpenSegment(std::string_view partition, const SegmentStart& start);
-  // True, once per growing segment, when `partition`'s has reached seal_rows: the caller
-  // appends a CreateSegment, or gives the claim back (ReleaseSealClaim) if it cannot.
+  // A ManualFlush: every partition's growing segment is sealed (unless empty) and the next
+  // one opened by `start` (all with id start.ts: ids are unique per partition).
+  void SealAll(const SegmentStart& start);
+  // True, once per growing segment, when `partition`'s has reached seal_rows or seal_bytes:
+  // the caller appends a CreateSegment, or gives the claim back (ReleaseSealClaim) if it cannot.
   bool ClaimSeal(std::string_view partition);
+  // The partitions whose growing segment holds rows and whose first row is older than
+  // seal_lifetime, or last row older than seal_idle, at `now_ms` (unix ms); claimed as ClaimSeal.
+  std::vector<std::string> ClaimAgedSeals(uint64_t now_ms);
   void ReleaseSealClaim(std::string_view partition);
   // What a checkpoint of this shard as applied so far must write (the applier's thread).
   ShardCheckpointPlan PlanCheckpoint() const;
@@ -186,9 +200,15 @@ class Shard {
     std::vector<Sealed> sealed;  // in id order
     std::shared_ptr<search::GrowingSegment> growing;
     SegmentStart growing_start;
+    // Physical ms of the timeticks of the growing segment's first and last rows (0: empty).
+    uint64_t first_row_ms = 0;
+    uint64_t last_row_ms = 0;
     bool seal_claimed = false;
   };
   std::shared_ptr<search::GrowingSegment> NewSegment() const;
+  // Seals `p`'s growing segment (unless empty) and opens the next at `start`.
+  void OpenSegmentLocked(Partition& p, const SegmentStart& start)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The partition `name`, created (opened by `created`) if missing.
   Partition& PartitionLocked(std::string_view name, const SegmentStart& created)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -134,6 +134,18 @@ grpc::ServerUnaryReactor* CollectionService::DropPartition(grpc::CallbackServerC
   });
 }
 
+grpc::ServerUnaryReactor* CollectionService::Flush(grpc::CallbackServerContext* context,
+                                                   const v1::FlushRequest* request,
+                                                   v1::FlushResponse* response) {
+  return Run(context, [request, response](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+    absl::StatusOr<std::vector<v1::FlushedVChannel>> flushed = catalog.Flush(
+        Database(request->database()), request->name(), MakeCall(request->options(), deadline));
+    if (!flushed.ok()) return flushed.status();
+    for (v1::FlushedVChannel& f : *flushed) *response->add_vchannels() = std::move(f);
+    return absl::OkStatus();
+  });
+}
+
 void CollectionService::BeginShutdown() { workers_.Close(); }
 
 void CollectionService::WaitForCalls(absl::Time deadline) {

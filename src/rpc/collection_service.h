@@ -58,6 +58,9 @@ class CollectionService final : public kingfisher::v1::Collections::CallbackServ
   grpc::ServerUnaryReactor* DropPartition(grpc::CallbackServerContext* context,
                                           const kingfisher::v1::PartitionRequest* request,
                                           kingfisher::v1::PartitionResponse* response) override;
+  grpc::ServerUnaryReactor* Flush(grpc::CallbackServerContext* context,
+                                  const kingfisher::v1::FlushRequest* request,
+                                  kingfisher::v1::FlushResponse* response) override;
 
   // Shutdown, step 1: new calls are refused. Idempotent.
   void BeginShutdown();

@@ -1,10 +1,13 @@
 #include "rpc/coord_service.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 #include <vector>
 
 #include "common/errors.h"
+#include "common/hybrid_time.h"
+#include "query/query_registry.h"
 #include "streaming/cluster_meta.h"
 #include "streaming/coord/tso_oracle.h"
 #include "streaming/node/wal_registry.h"
@@ -22,6 +25,37 @@ class RefusedWatch final : public grpc::ServerWriteReactor<AssignmentSnapshot> {
   explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
   void OnDone() override { delete this; }
 };
+
+// What this process holds of `pchannel` (GetStatus' `data`).
+void FillData(const wal::Wal& wal, const query::QueryRegistry::PChannelStats* stats,
+              kingfisher::v1::PChannelDataStatus* out) {
+  if (auto bytes = wal.StoredBytes()) out->set_wal_bytes(*bytes);
+  if (stats == nullptr) return;
+  const query::ChannelFollower::CheckpointStats& c = stats->checkpoint;
+  out->set_tsafe(stats->tsafe);
+  const uint64_t checkpoint = std::max(c.committed_ts, c.loaded_ts);
+  out->set_checkpoint_timetick(checkpoint);
+  if (checkpoint != 0 && stats->tsafe >= checkpoint) {
+    out->set_checkpoint_lag_seconds(
+        static_cast<double>(PhysicalMs(TimeTick(stats->tsafe)) - PhysicalMs(TimeTick(checkpoint))) /
+        1000);
+  }
+  if (c.commits > 0) out->set_last_checkpoint_unix_ms(absl::ToUnixMillis(c.committed_at));
+  const MessageId& replay_from =
+      c.committed_replay_from.valid() ? c.committed_replay_from : c.loaded_replay_from;
+  if (replay_from.valid()) out->set_replay_from(replay_from.ToText());
+  if (c.truncated_before.valid()) out->set_truncated_below(c.truncated_before.ToText());
+  if (!c.last_error.ok()) out->set_last_checkpoint_error(c.last_error.ToString());
+  for (const query::QueryRegistry::ShardStats& s : stats->shards) {
+    kingfisher::v1::ShardStatus* shard = out->add_shards();
+    shard->set_vchannel(s.vchannel);
+    shard->set_collection_id(s.collection_id);
+    shard->set_rows(s.rows);
+    shard->set_memory_bytes(s.memory_bytes);
+    shard->set_sealed_segments(static_cast<uint32_t>(s.sealed_segments));
+    shard->set_flushed_segments(static_cast<uint32_t>(s.flushed_segments));
+  }
+}
 
 grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& s) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -51,6 +85,10 @@ grpc::ServerUnaryReactor* CoordService::GetStatus(
   if (options_.registry != nullptr) {
     for (auto& p : options_.registry->List()) served[p.pchannel] = std::move(p);
   }
+  std::map<std::string, query::QueryRegistry::PChannelStats> stats;
+  if (options_.queries != nullptr) {
+    for (auto& p : options_.queries->Stats()) stats[p.pchannel] = std::move(p);
+  }
   const std::shared_ptr<const streaming::AssignmentSnapshot> s = options_.view->Current();
   for (const auto& [id, n] : s->nodes) {
     auto* node = response->add_nodes();
@@ -72,6 +110,12 @@ grpc::ServerUnaryReactor* CoordService::GetStatus(
                                 pc.assignment.state() == kingfisher::v1::PCHANNEL_ASSIGNING);
     if (assigned_here && !serving) {
       p->set_state("RECOVERING");
+    }
+    if (serving) {
+      if (auto wal = options_.registry->Get(name); wal.ok()) {
+        auto st = stats.find(name);
+        FillData(**wal, st == stats.end() ? nullptr : &st->second, p->mutable_data());
+      }
     }
   }
   return Reply(context, absl::OkStatus());

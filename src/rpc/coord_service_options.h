@@ -13,6 +13,9 @@ namespace node {
 class WalRegistry;
 }  // namespace node
 }  // namespace streaming
+namespace query {
+class QueryRegistry;
+}  // namespace query
 
 namespace rpc {
 
@@ -28,6 +31,9 @@ struct CoordServiceOptions {
   // (ASSIGNING or ASSIGNED) that `registry` does not serve at the assigned term yet as
   // RECOVERING: the node is still opening (recovering) its WAL, and appends to it wait.
   int64_t node_id = 0;
+  // Per-pchannel data in GetStatus (log bytes, checkpoint, shards) for the pchannels this
+  // process serves. Optional.
+  const query::QueryRegistry* queries = nullptr;
 };
 
 }  // namespace rpc

@@ -68,8 +68,30 @@ absl::StatusOr<std::unique_ptr<GrowingSegment>> GrowingSegment::FromChunks(
   }
   segment->UpdateMemoryLocked();
   segment->rows_.store(rows, std::memory_order_release);
-  segment->Seal();
+  segment->sealed_.store(true, std::memory_order_relaxed);  // its chunks come sized
   return segment;
+}
+
+void GrowingSegment::Seal() {
+  absl::MutexLock lock(&mu_);
+  if (sealed()) return;
+  const size_t rows = rows_.load(std::memory_order_relaxed);
+  const size_t in_last = rows % options_.chunk_rows;
+  if (in_last != 0 && chunks_.back()->capacity_ > in_last) {
+    const Chunk& old = *chunks_.back();
+    auto fit = std::make_shared<Chunk>(in_last, options_.dim, options_.account);
+    std::memcpy(fit->vectors_.get(), old.vectors_.get(), in_last * options_.dim * sizeof(float));
+    std::memcpy(fit->pks_.get(), old.pks_.get(), in_last * sizeof(int64_t));
+    std::memcpy(fit->inserted_.get(), old.inserted_.get(), in_last * sizeof(uint64_t));
+    std::memcpy(fit->previous_of_pk_.get(), old.previous_of_pk_.get(), in_last * sizeof(uint32_t));
+    // Deletes are written under mu_ (held): none is lost between this copy and the swap.
+    for (size_t i = 0; i < in_last; ++i) {
+      fit->deleted_[i].store(old.deleted(i), std::memory_order_relaxed);
+    }
+    chunks_.back() = std::move(fit);
+    UpdateMemoryLocked();
+  }
+  sealed_.store(true, std::memory_order_relaxed);
 }
 
 void GrowingSegment::Insert(std::span<const int64_t> pks, std::span<const float> vectors,

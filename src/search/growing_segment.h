@@ -140,8 +140,10 @@ class GrowingSegment {
   void Insert(std::span<const int64_t> pks, std::span<const float> vectors, uint64_t ts);
   // Hides, from `ts` on, every row of `pk` inserted so far; returns how many it hid.
   size_t Delete(int64_t pk, uint64_t ts);
-  // No more rows: the segment keeps answering searches and taking deletes.
-  void Seal() { sealed_.store(true, std::memory_order_relaxed); }
+  // No more rows: the segment keeps answering searches and taking deletes. A partial last chunk
+  // is copied into one of its size (a segment sealed early, by age or a flush, holds no unused
+  // capacity); readers holding the old one keep it until they let go.
+  void Seal();
   bool sealed() const { return sealed_.load(std::memory_order_relaxed); }
 
   // --- Readers.

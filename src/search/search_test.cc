@@ -136,6 +136,36 @@ TEST(GrowingSegmentTest, InsertsAndDeletesAreVisibleFromTheirTimestamp) {
   EXPECT_THAT(search(30), ElementsAre(Hit{2, 1}, Hit{2, 3}, Hit{50, 2}));
 }
 
+// A segment sealed early (by age or a flush) keeps no unused capacity: its partial last chunk
+// shrinks to its rows, which answer, take deletes and chain their pks as before; a reader's
+// snapshot taken before the seal stays valid.
+TEST(GrowingSegmentTest, SealingShrinksThePartialLastChunkToItsRows) {
+  auto account = std::make_shared<MemoryAccount>();
+  GrowingSegment seg({.dim = 2, .metric = Metric::kL2, .chunk_rows = 64, .account = account});
+  const int64_t pks[] = {1, 2, 1};
+  const float vectors[] = {1, 1, 2, 2, 3, 3};
+  seg.Insert(pks, vectors, 10);
+  const float q[] = {0, 0};
+  auto search = [&](const SegmentSnapshot& snap, uint64_t ts) {
+    TopK top(10);
+    SearchSegment(snap, Metric::kL2, 2, q, {.ts = ts}, 0, &top);
+    return top.Take();
+  };
+  const size_t before = account->bytes();
+  {
+    const SegmentSnapshot old = seg.Snapshot();
+    seg.Seal();
+    EXPECT_THAT(search(old, 15), ElementsAre(Hit{2, 1}, Hit{8, 2}, Hit{18, 1}));
+  }  // the old chunk goes with the last reader holding it
+  EXPECT_EQ(before - account->bytes(), (64 - 3) * Chunk::BytesPerRow(2));
+  EXPECT_EQ(seg.Snapshot().chunks.front()->capacity(), 3u);
+  EXPECT_EQ(seg.Delete(1, 20), 2u);  // both rows of pk 1, chained across the copy
+  EXPECT_THAT(search(seg.Snapshot(), 15), ElementsAre(Hit{2, 1}, Hit{8, 2}, Hit{18, 1}));
+  EXPECT_THAT(search(seg.Snapshot(), 20), ElementsAre(Hit{8, 2}));
+  seg.Seal();  // twice: nothing more
+  EXPECT_EQ(seg.Snapshot().chunks.front()->capacity(), 3u);
+}
+
 TEST(GrowingSegmentTest, ADeleteHidesRowsOfTheSameTimestampAppliedBeforeIt) {
   // One transaction: insert pk 1, delete pk 1, insert pk 1 again, all at its commit.
   GrowingSegment seg({.dim = 1, .metric = Metric::kL2, .chunk_rows = 8});

@@ -85,11 +85,19 @@ const std::vector<SettingInfo>& AllSettings() {
       {"search_chunk_rows", "rows per growing chunk; a full chunk gets an IVF index"},
       {"search_nprobe", "IVF lists a search probes per indexed chunk unless it says"},
       {"segment_seal_rows", "rows at which a growing segment is sealed (0: never)"},
+      {"segment_seal_bytes", "bytes at which a growing segment is sealed (0: never)"},
+      {"segment_max_lifetime",
+       "seconds after its first row at which a growing segment is sealed (0: never)"},
+      {"segment_max_idle",
+       "seconds after its last row at which a growing segment is sealed (0: never)"},
       {"wal_segment_bytes",
        "local backend: bytes after which a log rolls to a new segment file (the unit of "
        "truncation)"},
       {"wal_retention",
        "seconds of WAL kept for consumers beyond what checkpoints need (0: only what they need)"},
+      {"wal_retention_bytes",
+       "bytes of WAL per pchannel beyond which older parts go after a checkpoint, however young "
+       "(0: no size bound)"},
       {"checkpoint_interval",
        "seconds between a pchannel's recovery checkpoints while it changes (a seal: at once)"},
       {"growing_memory_limit",
@@ -219,6 +227,8 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
   const Count kCounts[] = {{"search_chunk_rows", &c.search_chunk_rows, 64, 1u << 20},
                            {"search_nprobe", &c.search_nprobe, 1, 65536},
                            {"segment_seal_rows", &c.segment_seal_rows, 0, 1ull << 31},
+                           {"segment_seal_bytes", &c.segment_seal_bytes, 0, 1ull << 40},
+                           {"wal_retention_bytes", &c.wal_retention_bytes, 0, 1ull << 50},
                            {"growing_memory_limit", &c.growing_memory_limit, 0, ~0ull},
                            {"wal_segment_bytes", &c.wal_segment_bytes, 64ull << 10, 1ull << 30}};
   for (const Count& n : kCounts) {
@@ -238,9 +248,16 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
       {"lease_ttl", &c.lease_ttl},
       {"drain_timeout", &c.drain_timeout},
       {"checkpoint_interval", &c.checkpoint_interval}};
-  if (Source src = Pick("wal_retention", flags, env, file); src.value) {
-    if (!absl::SimpleAtod(ToAbsl(*src.value), &c.wal_retention) ||
-        !(c.wal_retention >= 0 && c.wal_retention <= 10 * 365 * 24 * 3600.0)) {
+  // Durations where 0 means "never" (or "nothing beyond"), up to ten years.
+  const std::pair<const char*, double*> kLongSeconds[] = {
+      {"wal_retention", &c.wal_retention},
+      {"segment_max_lifetime", &c.segment_max_lifetime},
+      {"segment_max_idle", &c.segment_max_idle}};
+  for (const auto& [key, field] : kLongSeconds) {
+    Source src = Pick(key, flags, env, file);
+    if (src.value == nullptr) continue;
+    if (!absl::SimpleAtod(ToAbsl(*src.value), field) ||
+        !(*field >= 0 && *field <= 10 * 365 * 24 * 3600.0)) {
       return Bad(src, "must be a number of seconds in [0, 315360000]");
     }
   }

@@ -51,9 +51,13 @@ struct ServerConfig {
   // list per 64 rows), and the lists a search probes per indexed chunk unless it says.
   uint64_t search_chunk_rows = 8192;
   uint64_t search_nprobe = 16;
-  // Search: rows at which a partition's growing segment is sealed (a CreateSegment appended,
-  // docs/recovery-storage.md); 0: never.
+  // Search: when a partition's growing segment is sealed (a CreateSegment appended,
+  // docs/recovery-storage.md): at this many rows or bytes, this many seconds after its first
+  // row, or after its last; 0: never for that reason.
   uint64_t segment_seal_rows = 1 << 20;
+  uint64_t segment_seal_bytes = 512ull << 20;
+  double segment_max_lifetime = 3600;
+  double segment_max_idle = 600;
   // Seconds between a pchannel's checkpoints while anything changed (docs/recovery-storage.md);
   // a sealed segment is flushed and checkpointed at once.
   double checkpoint_interval = 10;
@@ -63,6 +67,9 @@ struct ServerConfig {
   // Seconds of WAL kept readable for consumers (raw vchannels, CDC) beyond what checkpoints
   // need; older parts are truncated after a checkpoint (docs/recovery-storage.md).
   double wal_retention = 7 * 24 * 3600;
+  // Bytes of WAL beyond which older parts go after a checkpoint even if younger than
+  // wal_retention (Kafka's retention.bytes); 0: no size bound.
+  uint64_t wal_retention_bytes = 0;
   // Search: bytes of growing data (rows and indexes) the node holds before it refuses Inserts
   // RESOURCE_EXHAUSTED. 0: half of the machine's physical memory.
   uint64_t growing_memory_limit = 0;

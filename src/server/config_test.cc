@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kf::server {
 namespace {
@@ -89,6 +91,38 @@ TEST(ConfigTest, CoordinatorSeconds) {
   EXPECT_FALSE(ResolveConfig({}, {}, {{"balance_interval", "soon"}}).ok());
   EXPECT_FALSE(ResolveConfig({}, {}, {{"balance_interval", "0"}}).ok());
   EXPECT_FALSE(ResolveConfig({}, {}, {{"lease_ttl", "nan"}}).ok());
+}
+
+TEST(ConfigTest, RecoveryStorageKnobs) {
+  auto c = ResolveConfig({}, {}, {});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->segment_seal_rows, 1u << 20);
+  EXPECT_EQ(c->segment_seal_bytes, 512u << 20);
+  EXPECT_EQ(c->segment_max_lifetime, 3600);
+  EXPECT_EQ(c->segment_max_idle, 600);
+  EXPECT_EQ(c->wal_retention, 7 * 24 * 3600);
+  c = ResolveConfig({{"segment_max_idle", "0"}, {"wal_retention", "0"}},
+                    {{"segment_seal_bytes", "1"}}, {{"segment_max_lifetime", "86400"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->segment_max_idle, 0);
+  EXPECT_EQ(c->wal_retention, 0);
+  EXPECT_EQ(c->segment_max_lifetime, 86400);
+  EXPECT_EQ(c->segment_seal_bytes, 1u);
+  // Out of range or not a number: refused, naming the setting.
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"wal_retention", "-1"},
+                                                        {"wal_retention", "1e12"},
+                                                        {"wal_retention", "a week"},
+                                                        {"segment_max_lifetime", "-5"},
+                                                        {"segment_max_idle", "nan"},
+                                                        {"segment_seal_bytes", "-1"},
+                                                        {"wal_retention_bytes", "-1"},
+                                                        {"checkpoint_interval", "0"},
+                                                        {"wal_segment_bytes", "1024"}}) {
+    c = ResolveConfig({{key, value}}, {}, {});
+    ASSERT_FALSE(c.ok()) << key << "=" << value;
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status();
+  }
 }
 
 TEST(ConfigTest, LoadsYaml) {

@@ -119,6 +119,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   rpc_options.coord.node_id = config.node_id;
   rpc_options.coord.registry = n->registry.get();
   rpc_options.search.queries = n->queries.get();
+  rpc_options.coord.queries = n->queries.get();
   auto rpc = rpc::RpcServer::Start(std::move(rpc_options));
   if (!rpc.ok()) return rpc.status();
   n->rpc = *std::move(rpc);

@@ -43,6 +43,9 @@ std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& conf
   query::QueryRegistryOptions options;
   options.shard.chunk_rows = config.search_chunk_rows;
   options.shard.seal_rows = config.segment_seal_rows;
+  options.shard.seal_bytes = config.segment_seal_bytes;
+  options.shard.seal_lifetime = absl::Seconds(config.segment_max_lifetime);
+  options.shard.seal_idle = absl::Seconds(config.segment_max_idle);
   options.shard.indexer = std::make_shared<search::IndexBuilder>(
       search::IndexOptions{.nprobe = static_cast<size_t>(config.search_nprobe)});
   options.tso = tso;
@@ -52,24 +55,26 @@ std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& conf
     options.recovery = query::RecoveryStorageOptions{
         .objects = segments,
         .meta = meta,
-        .meta_prefix = streaming::ClusterKeys(config.cluster).root() + "checkpoints/",
+        .meta_prefix = streaming::ClusterKeys(config.cluster).checkpoints_prefix(),
         .object_prefix = config.cluster + "/",
         .checkpoint_interval = absl::Seconds(config.checkpoint_interval),
-        .wal_retention = absl::Seconds(config.wal_retention)};
+        .wal_retention = absl::Seconds(config.wal_retention),
+        .wal_retention_bytes = config.wal_retention_bytes};
     spdlog::info(
         "recovery storage: sealed segments in {}, a checkpoint every {} s, WAL kept {} s beyond "
-        "checkpoints",
+        "checkpoints (size bound: {} bytes, 0 = none)",
         config.object_store.empty() ? "<data-dir>/objects" : config.object_store,
-        config.checkpoint_interval, config.wal_retention);
+        config.checkpoint_interval, config.wal_retention, config.wal_retention_bytes);
   } else {
     spdlog::warn(
         "recovery storage off: no object_store configured, so a pchannel that opens here "
         "replays its whole WAL");
   }
   spdlog::info(
-      "search: chunks of {} rows, nprobe {}, segments sealed at {} rows, growing memory limit {} "
-      "MiB",
+      "search: chunks of {} rows, nprobe {}, segments sealed at {} rows or {} MiB or {} s after "
+      "their first row or {} s after their last (0: never), growing memory limit {} MiB",
       config.search_chunk_rows, config.search_nprobe, config.segment_seal_rows,
+      config.segment_seal_bytes >> 20, config.segment_max_lifetime, config.segment_max_idle,
       options.growing_memory_limit >> 20);
   return std::make_unique<query::QueryRegistry>(std::move(options));
 }

@@ -173,6 +173,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   rpc_options.node.after_durable = hooks.after_durable;
   rpc_options.collections.ddl = s->ddl.get();
   rpc_options.search.queries = s->queries.get();
+  rpc_options.coord.queries = s->queries.get();
   auto rpc = rpc::RpcServer::Start(std::move(rpc_options));
   if (!rpc.ok()) return rpc.status();
   s->rpc = *std::move(rpc);

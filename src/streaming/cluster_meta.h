@@ -42,6 +42,9 @@ class ClusterKeys {
   // The name index: `catalog/names/<database>/<name>` -> decimal collection id.
   std::string collection_name(std::string_view database, std::string_view name) const;
 
+  // Recovery storage (docs/recovery-storage.md): one PChannelCheckpoint per pchannel.
+  std::string checkpoints_prefix() const { return root_ + "checkpoints/"; }
+
   // The node id of a key under nodes_prefix() (nullopt for any other key).
   std::optional<int64_t> NodeIdOf(std::string_view key) const;
   // The pchannel name of a key under pchannels_prefix() (nullopt for any other key).

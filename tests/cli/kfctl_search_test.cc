@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/loopback.h"
 #include "gtest/gtest.h"
 #include "kfctl_fixture.h"
 #include "kingfisher/client.h"
@@ -94,6 +95,43 @@ TEST_F(KfctlSearchTest, AckedRowsAreSearchableAtOnceAndAfterAKill9) {
   server().Kill();
   ASSERT_TRUE(server().Start()) << server().Output();
   ExpectSearchable(vectors, deleted);
+
+  // kfctl flush (docs/recovery-storage.md): every shard's rows sealed and in the object store
+  // under a committed checkpoint when it returns; a restart loads them from there (at open,
+  // before any search) and answers the same.
+  auto flushed = Run({"flush", "vecs"});
+  ASSERT_EQ(flushed.exit_code, 0) << Describe(flushed);
+  ASSERT_EQ(flushed.lines.size(), 1u) << Describe(flushed);
+  const auto& shards = flushed.lines[0]["shards"];
+  ASSERT_EQ(shards.size(), 2u) << Describe(flushed);
+  std::map<std::string, uint64_t> flush_ts;
+  for (const auto& s : shards) {
+    EXPECT_GE(s["checkpoint_timetick"].get<uint64_t>(), s["flush_timetick"].get<uint64_t>())
+        << Describe(flushed);
+    flush_ts[s["vchannel"]] = s["flush_timetick"];
+  }
+  // kfctl status shows each shard's segments flushed and its pchannel's checkpoint past the
+  // flush.
+  auto status = Run({"status"});
+  ASSERT_EQ(status.exit_code, 0) << Describe(status);
+  size_t shards_seen = 0;
+  for (const auto& p : status.lines.at(0)["pchannels"]) {
+    ASSERT_TRUE(p.contains("data")) << "the standalone serves " << p["pchannel"];
+    for (const auto& s : p["data"]["shards"]) {
+      auto it = flush_ts.find(s["vchannel"]);
+      if (it == flush_ts.end()) continue;
+      ++shards_seen;
+      EXPECT_GE(p["data"]["checkpoint_timetick"].get<uint64_t>(), it->second) << p.dump();
+      EXPECT_GE(s["flushed_segments"].get<uint64_t>(), 1u) << p.dump();
+      EXPECT_EQ(s["flushed_segments"], s["sealed_segments"]) << p.dump();
+      EXPECT_GT(p["data"]["wal_bytes"].get<uint64_t>(), 0u) << p.dump();
+    }
+  }
+  EXPECT_EQ(shards_seen, 2u) << Describe(status);
+  server().Kill();
+  ASSERT_TRUE(server().Start()) << server().Output();
+  EXPECT_GE(MetricSum(server().http_port(), "kf_recovered_segments"), 2) << server().Output();
+  ExpectSearchable(vectors, deleted);
 }
 
 TEST_F(KfctlSearchTest, BadInputGetsAClearErrorAndChangesNothing) {
@@ -120,6 +158,8 @@ TEST_F(KfctlSearchTest, BadInputGetsAClearErrorAndChangesNothing) {
       {{"search", "bad", "--vector", "1,2,3,4", "--consistency", "sometimes"}, 2, "consistency"},
       {{"search", "bad"}, 2, "--vector"},
       {{"get", "bad", "--pks", "x"}, 2, "--pks"},
+      {{"flush", "nope"}, 1, "COLLECTION_NOT_FOUND"},
+      {{"flush", "bad", "extra"}, 2, "extra"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = c.args;

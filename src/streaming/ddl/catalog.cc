@@ -7,8 +7,10 @@
 #include "absl/strings/str_join.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "kingfisher/v1/checkpoint.pb.h"
 #include "message/payload.h"
 #include "message/validate.h"
+#include "message/vchannel_name.h"
 #include "spdlog/spdlog.h"
 
 namespace kf::streaming::ddl {
@@ -190,20 +192,13 @@ absl::Status Catalog::DropPartition(const std::string& database, const std::stri
 
 absl::Status Catalog::PartitionDdl(const std::string& database, const std::string& collection,
                                    const std::string& partition, bool create, const Call& call) {
-  RETURN_IF_ERROR(CheckName("database", database));
-  RETURN_IF_ERROR(CheckName("collection", collection));
   RETURN_IF_ERROR(CheckName("partition", partition));
   if (!create && partition == kDefaultPartition) {
     return StreamingError(StreamingCode::kInvalidArgument,
                           "the _default partition cannot be dropped");
   }
-  ASSIGN_OR_RETURN(ResourceKeyLocks::Guard locks,
-                   broadcaster_->Lock({ResourceKey::Collection(database, collection)},
-                                      call.blocking, call.deadline));
-  ASSIGN_OR_RETURN(Loaded current, LoadByName(database, collection, StoreDeadline(call.deadline)));
-  if (current.info.state() != kingfisher::v1::COLLECTION_CREATED) {
-    return CollectionNotFound(database, collection);
-  }
+  ASSIGN_OR_RETURN(Locked locked, LockCreated(database, collection, call));
+  auto& [locks, current] = locked;
   CollectionInfo updated = current.info;
   PartitionInfo* existing = FindPartition(updated, partition);
   const std::string what = absl::StrCat("partition ", partition, " of ", database, ".", collection);
@@ -227,6 +222,76 @@ absl::Status Catalog::PartitionDdl(const std::string& database, const std::strin
                create ? "created" : "dropped", partition, database, collection,
                payload.collection_id(), broadcast_id);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<kingfisher::v1::FlushedVChannel>> Catalog::Flush(
+    const std::string& database, const std::string& name, const Call& call) {
+  ASSIGN_OR_RETURN(Locked locked, LockCreated(database, name, call));
+  auto& [locks, current] = locked;
+  Broadcaster::Request request;
+  request.ctx = call.ctx;
+  request.message = MutableMessage(MessageType::kManualFlush, "");
+  request.vchannels.assign(current.info.schema().vchannels().begin(),
+                           current.info.schema().vchannels().end());
+  ASSIGN_OR_RETURN(Broadcaster::Result done,
+                   broadcaster_->Broadcast(std::move(locks), std::move(request), call.deadline));
+  // The lock is released: other DDL proceeds while the nodes flush.
+  std::vector<kingfisher::v1::FlushedVChannel> out;
+  for (const kingfisher::v1::BroadcastAck& ack : done.acks) {
+    ASSIGN_OR_RETURN(std::string pchannel, PChannelOfVChannel(ack.vchannel()));
+    ASSIGN_OR_RETURN(uint64_t checkpoint, AwaitCheckpoint(pchannel, ack.timetick(), call.deadline));
+    kingfisher::v1::FlushedVChannel& f = out.emplace_back();
+    f.set_vchannel(ack.vchannel());
+    f.set_flush_timetick(ack.timetick());
+    f.set_checkpoint_timetick(checkpoint);
+  }
+  spdlog::info("catalog: flushed collection {}.{} id={} broadcast={}", database, name,
+               current.info.schema().collection_id(), done.broadcast_id);
+  return out;
+}
+
+absl::StatusOr<Catalog::Locked> Catalog::LockCreated(const std::string& database,
+                                                     const std::string& name,
+                                                     const Call& call) const {
+  RETURN_IF_ERROR(CheckName("database", database));
+  RETURN_IF_ERROR(CheckName("collection", name));
+  ASSIGN_OR_RETURN(
+      ResourceKeyLocks::Guard locks,
+      broadcaster_->Lock({ResourceKey::Collection(database, name)}, call.blocking, call.deadline));
+  ASSIGN_OR_RETURN(Loaded current, LoadByName(database, name, StoreDeadline(call.deadline)));
+  if (current.info.state() != kingfisher::v1::COLLECTION_CREATED) {
+    return CollectionNotFound(database, name);
+  }
+  return Locked{std::move(locks), std::move(current)};
+}
+
+absl::StatusOr<uint64_t> Catalog::AwaitCheckpoint(const std::string& pchannel, uint64_t ts,
+                                                  absl::Time deadline) const {
+  const std::string key = keys_.checkpoints_prefix() + pchannel;
+  constexpr absl::Duration kPoll = absl::Milliseconds(50);
+  uint64_t seen = 0;
+  for (;;) {
+    absl::StatusOr<meta::GetResult> got =
+        broadcaster_->store().store()->Get(key, StoreDeadline(deadline));
+    if (got.ok()) {
+      kingfisher::v1::PChannelCheckpoint checkpoint;
+      if (!checkpoint.ParseFromString(got->kv.value)) {
+        return absl::DataLossError(absl::StrCat("metadata key ", key, ": not a checkpoint"));
+      }
+      seen = checkpoint.checkpoint_ts();
+      if (seen >= ts) return seen;
+    } else if (!absl::IsNotFound(got.status())) {
+      return got.status();
+    }
+    if (absl::Now() + kPoll > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("flush: the checkpoint of ", pchannel, " is at timetick ", seen,
+                       ", below the flush at ", ts,
+                       " (still flushing, or its node has no object store: recovery storage off; "
+                       "docs/recovery-storage.md)"));
+    }
+    absl::SleepFor(kPoll);
+  }
 }
 
 absl::StatusOr<uint64_t> Catalog::BroadcastChange(ResourceKeyLocks::Guard locks,

@@ -14,6 +14,8 @@
 //   Create/DropPartition: the same on the collection's vchannels (PartitionPayload); a
 //     partition is CREATING -> CREATED, DROPPING -> removed. "_default" exists from the start
 //     and cannot be dropped.
+//   Flush: lock -> NOT_FOUND unless CREATED -> broadcast ManualFlush (no catalog change) ->
+//     wait for each pchannel's recovery checkpoint to pass it (docs/recovery-storage.md).
 // Every DDL locks ResourceKey::Collection(database, name) (and so, shared, its database and
 // the cluster). Reads (Describe, List) go to the store: they see the last committed state.
 // A DDL that completes for its caller is logged at info (names, id, vchannels, broadcast id);
@@ -38,6 +40,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "kingfisher/v1/collections.pb.h"
 #include "kingfisher/v1/ddl.pb.h"
 #include "streaming/cluster_meta.h"
 #include "streaming/ddl/broadcaster.h"
@@ -85,6 +88,13 @@ class Catalog {
                                const std::string& partition, const Call& call);
   absl::Status DropPartition(const std::string& database, const std::string& collection,
                              const std::string& partition, const Call& call);
+  // Broadcasts a ManualFlush to the collection's vchannels (each node seals every growing
+  // segment of the shard where it applies it), then waits until each vchannel's pchannel
+  // committed a checkpoint at or above its timetick (`checkpoints/<pchannel>`, written by the
+  // node's recovery storage). DEADLINE_EXCEEDED names the pchannels still behind.
+  absl::StatusOr<std::vector<kingfisher::v1::FlushedVChannel>> Flush(const std::string& database,
+                                                                     const std::string& name,
+                                                                     const Call& call);
 
  private:
   struct Loaded {
@@ -92,6 +102,13 @@ class Catalog {
     int64_t mod_revision = 0;
   };
   absl::StatusOr<Loaded> LoadById(int64_t id, absl::Time deadline) const;
+  // The collection under its DDL lock; COLLECTION_NOT_FOUND unless CREATED.
+  struct Locked {
+    ResourceKeyLocks::Guard locks;
+    Loaded current;
+  };
+  absl::StatusOr<Locked> LockCreated(const std::string& database, const std::string& name,
+                                     const Call& call) const;
   absl::StatusOr<Loaded> LoadByName(const std::string& database, const std::string& name,
                                     absl::Time deadline) const;
   // Live vchannels per pchannel.
@@ -111,6 +128,9 @@ class Catalog {
   using Mutation = std::function<bool(kingfisher::v1::CollectionInfo& info, AckWrites& extra)>;
   absl::StatusOr<AckWrites> UpdateCollection(int64_t id, const Mutation& mutate) const;
   absl::Time StoreDeadline(absl::Time deadline) const;
+  // The timetick of `pchannel`'s checkpoint once it is at or above `ts`.
+  absl::StatusOr<uint64_t> AwaitCheckpoint(const std::string& pchannel, uint64_t ts,
+                                           absl::Time deadline) const;
 
   Broadcaster* const broadcaster_;
   const ClusterKeys keys_;

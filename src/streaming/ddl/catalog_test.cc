@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
+#include "kingfisher/v1/checkpoint.pb.h"
 #include "message/payload.h"
 #include "message/validate.h"
 #include "streaming/ddl/testing/ddl_test_util.h"
@@ -225,6 +226,47 @@ TEST_F(CatalogTest, Partitions) {
   }
   // The name can be created again.
   EXPECT_TRUE(catalog_->CreatePartition("default", "orders", "p2024", Call()).ok());
+}
+
+// Flush: a ManualFlush on every vchannel of the collection, then a wait until each vchannel's
+// pchannel committed a checkpoint at or above the flush (what a node's recovery storage writes).
+TEST_F(CatalogTest, FlushBroadcastsAManualFlushAndWaitsForEachPChannelsCheckpoint) {
+  auto c = catalog_->CreateCollection(Spec("orders"), Call());
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto checkpoint_at = [&](uint64_t ts) {
+    kingfisher::v1::PChannelCheckpoint checkpoint;
+    checkpoint.set_checkpoint_ts(ts);
+    for (const std::string& p : kPChannels) {
+      ASSERT_TRUE(
+          store_->Put(keys_.checkpoints_prefix() + p, checkpoint.SerializeAsString(), Deadline())
+              .ok());
+    }
+  };
+  checkpoint_at(1000);  // below every flush (the fake appender's timeticks are 1000 + n)
+  Catalog::Call quick = Call();
+  quick.deadline = absl::Now() + absl::Milliseconds(300);
+  auto behind = catalog_->Flush("default", "orders", quick);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(behind.status())) << behind.status();
+  EXPECT_NE(behind.status().message().find("is at timetick 1000, below the flush"),
+            std::string::npos)
+      << behind.status();
+  checkpoint_at(1'000'000);
+  auto flushed = catalog_->Flush("default", "orders", Call());
+  ASSERT_TRUE(flushed.ok()) << flushed.status();
+  ASSERT_EQ(flushed->size(), 2u);
+  for (size_t i = 0; i < flushed->size(); ++i) {
+    const kingfisher::v1::FlushedVChannel& f = (*flushed)[i];
+    EXPECT_EQ(f.vchannel(), c->schema().vchannels(static_cast<int>(i)));
+    EXPECT_EQ(f.checkpoint_timetick(), 1'000'000u);
+    EXPECT_GT(f.flush_timetick(), 1000u);
+    EXPECT_EQ(Types(f.vchannel()),
+              (std::vector<MessageType>{MessageType::kCreateCollection, MessageType::kManualFlush,
+                                        MessageType::kManualFlush}));
+  }
+  EXPECT_EQ(GetStreamingCode(catalog_->Flush("default", "nope", Call()).status()),
+            StreamingCode::kCollectionNotFound);
+  EXPECT_EQ(GetStreamingCode(catalog_->Flush("default", "9bad", Call()).status()),
+            StreamingCode::kInvalidArgument);
 }
 
 // The DROPPING mark is in the store (with the task) before any DropCollection append.
