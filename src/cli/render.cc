@@ -1,5 +1,7 @@
 #include "cli/render.h"
 
+#include <cmath>
+
 #include "cli/json_writer.h"
 
 namespace kf::cli {
@@ -189,7 +191,7 @@ void WriteData(const kingfisher::PChannelData& d, JsonWriter* w) {
   w->Key("wal_bytes").Uint(d.wal_bytes);
   w->Key("tsafe").Uint(d.tsafe);
   w->Key("checkpoint_timetick").Uint(d.checkpoint_timetick);
-  w->Key("checkpoint_lag_seconds").Float(static_cast<float>(d.checkpoint_lag_seconds));
+  w->Key("checkpoint_lag_ms").Int(std::llround(d.checkpoint_lag_seconds * 1000));
   w->Key("last_checkpoint_unix_ms").Int(d.last_checkpoint_unix_ms);
   w->Key("replay_from").String(d.replay_from);
   w->Key("truncated_below").String(d.truncated_below);
