@@ -99,6 +99,7 @@ struct PChannelData {
   uint64_t tsafe = 0;
   uint64_t checkpoint_timetick = 0;  // 0: no checkpoint
   double checkpoint_lag_seconds = 0;
+  uint64_t checkpoint_lag_messages = 0;
   int64_t last_checkpoint_unix_ms = 0;  // 0: none since it opened there
   std::string replay_from;              // where a restart reads its log from
   std::string truncated_below;          // its last truncation point ("": none)

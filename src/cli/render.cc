@@ -192,6 +192,7 @@ void WriteData(const kingfisher::PChannelData& d, JsonWriter* w) {
   w->Key("tsafe").Uint(d.tsafe);
   w->Key("checkpoint_timetick").Uint(d.checkpoint_timetick);
   w->Key("checkpoint_lag_ms").Int(std::llround(d.checkpoint_lag_seconds * 1000));
+  w->Key("checkpoint_lag_messages").Uint(d.checkpoint_lag_messages);
   w->Key("last_checkpoint_unix_ms").Int(d.last_checkpoint_unix_ms);
   w->Key("replay_from").String(d.replay_from);
   w->Key("truncated_below").String(d.truncated_below);

@@ -128,6 +128,7 @@ absl::StatusOr<ClusterStatus> Client::GetStatus() {
                                          .tsafe = d.tsafe(),
                                          .checkpoint_timetick = d.checkpoint_timetick(),
                                          .checkpoint_lag_seconds = d.checkpoint_lag_seconds(),
+                                         .checkpoint_lag_messages = d.checkpoint_lag_messages(),
                                          .last_checkpoint_unix_ms = d.last_checkpoint_unix_ms(),
                                          .replay_from = d.replay_from(),
                                          .truncated_below = d.truncated_below(),

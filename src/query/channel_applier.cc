@@ -193,7 +193,7 @@ absl::Status ChannelApplier::ApplyOne(const ImmutableMessage& m, const SegmentSt
       return absl::OkStatus();
     }
     default:
-      return absl::OkStatus();  // TimeTicks, txn control, flushes: only the tSafe moves
+      return absl::OkStatus();  // TimeTicks, txn control: only the tSafe moves
   }
 }
 

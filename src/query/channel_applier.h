@@ -58,6 +58,7 @@ struct CheckpointPlan {
   std::optional<kingfisher::v1::WalState> wal;  // nullopt before the first message
   // Once committed, the WAL below this may go (invalid: keep it all): the follower's choice.
   MessageId truncate_before;
+  uint64_t applied_messages = 0;  // the follower's count when it planned this
 };
 
 class ChannelApplier {

@@ -7,6 +7,7 @@
 #include "message/builders.h"
 #include "spdlog/spdlog.h"
 #include "trace/context.h"
+#include "wal/txn/txn_message.h"
 
 namespace kf::query {
 
@@ -118,20 +119,28 @@ void ChannelFollower::Run() {
 
 ChannelFollower::CheckpointStats ChannelFollower::checkpoint_stats() const {
   absl::MutexLock lock(&mu_);
-  return checkpoint_stats_;
+  CheckpointStats out = checkpoint_stats_;
+  out.applied_messages = applied_messages_.load(std::memory_order_relaxed);
+  return out;
 }
 
 void ChannelFollower::MaybeCheckpoint() {
   if (writer_ == nullptr) return;
   const bool sealed = applier_.segments_opened() != planned_seals_;
-  const bool due = absl::Now() >= next_checkpoint_ && applier_.tsafe() != planned_ts_;
+  // A failed write is tried again after the interval even if nothing was applied since.
+  const bool due = absl::Now() >= next_checkpoint_ &&
+                   (applier_.tsafe() != planned_ts_ || retry_checkpoint_.load());
   if (!sealed && !due) return;
   CheckpointPlan plan = applier_.PlanCheckpoint();
   plan.truncate_before = TruncationPoint(plan.replay_from);
+  plan.applied_messages = applied_messages_.load(std::memory_order_relaxed);
   const uint64_t seals = applier_.segments_opened();
   const uint64_t ts = plan.checkpoint_ts;
+  // Cleared before the submit: this write's own failure (on the writer's thread) sets it again.
+  const bool retry = retry_checkpoint_.exchange(false);
   if (!writer_->Submit(std::move(plan),
                        [this](const CheckpointPlan& p, absl::Status s) { CheckpointDone(p, s); })) {
+    if (retry) retry_checkpoint_.store(true);
     return;  // a write is in progress: asked again after the next drain
   }
   planned_seals_ = seals;
@@ -148,6 +157,22 @@ void ChannelFollower::MaybeSealAged() {
     RequestSeal(shard, partition);
   }
 }
+
+namespace {
+
+// What `m` occupies in the log, about: a Txn's begin, bodies and commit (its own message is
+// only the commit); TimeTicks count nothing (most are never written).
+size_t LogBytes(const ImmutableMessage& m) {
+  if (m.type() == MessageType::kTimeTick) return 0;
+  if (m.type() != MessageType::kTxn) return m.message().EncodedSize();
+  size_t n = 0;
+  for (const ImmutableMessagePtr& inner : wal::AsTxnMessage(m)->inner()) {
+    n += inner->message().EncodedSize();
+  }
+  return n;
+}
+
+}  // namespace
 
 void ChannelFollower::SampleAge(const MessageId& id, uint64_t ts, size_t bytes) {
   const uint64_t before = applied_bytes_;
@@ -204,14 +229,17 @@ void ChannelFollower::CheckpointDone(const CheckpointPlan& plan, const absl::Sta
   if (status.ok()) {
     checkpoint_stats_.committed_ts = plan.checkpoint_ts;
     checkpoint_stats_.committed_replay_from = plan.replay_from;
+    checkpoint_stats_.committed_messages = plan.applied_messages;
     checkpoint_stats_.committed_at = absl::Now();
     ++checkpoint_stats_.commits;
+    checkpoint_stats_.last_error = absl::OkStatus();
     if (truncated.ok()) {
       checkpoint_stats_.truncated_before = plan.truncate_before;
       ++checkpoint_stats_.truncations;
     }
   } else {
     checkpoint_stats_.last_error = status;
+    retry_checkpoint_.store(true);
   }
 }
 
@@ -228,7 +256,7 @@ void ChannelFollower::RequestSeal(const std::shared_ptr<Shard>& shard,
         if (r.ok()) return;
         spdlog::warn(
             "sealing the growing segment of {} partition {}: {} (asked again at the next "
-            "insert)",
+            "insert or age check)",
             vchannel, partition, r.status().ToString());
         if (auto s = weak.lock()) s->ReleaseSealClaim(partition);
       });
@@ -253,7 +281,8 @@ absl::Status ChannelFollower::Drain(bool chase) {
     }
     if (*m == nullptr) continue;
     if (absl::Status s = applier_.Apply(**m); !s.ok()) return s;
-    SampleAge((*m)->id(), (*m)->timetick().value(), (*m)->message().EncodedSize());
+    applied_messages_.fetch_add(1, std::memory_order_relaxed);
+    SampleAge((*m)->id(), (*m)->timetick().value(), LogBytes(**m));
     if (chase) chase = Chasing();
   }
 }

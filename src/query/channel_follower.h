@@ -22,6 +22,8 @@
 // Thread-safety: thread-safe. Ownership: shares the Wal (closing it is its owner's job).
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -65,6 +67,13 @@ class ChannelFollower {
     MessageId committed_replay_from;
     absl::Time committed_at = absl::InfinitePast();
     uint64_t commits = 0;
+    // Messages applied since it opened here, and when its last commit was planned: their
+    // difference is what a restart would replay beyond the checkpoint.
+    uint64_t applied_messages = 0;
+    uint64_t committed_messages = 0;
+    uint64_t lag_messages() const {
+      return applied_messages - std::min(applied_messages, committed_messages);
+    }
     absl::Status last_error;     // of the last write that failed
     MessageId truncated_before;  // the last truncation of the WAL
     uint64_t truncations = 0;
@@ -120,6 +129,8 @@ class ChannelFollower {
   };
   std::deque<Sample> ages_;
   uint64_t applied_bytes_ = 0;  // of every message applied (encoded sizes)
+  std::atomic<uint64_t> applied_messages_{0};
+  std::atomic<bool> retry_checkpoint_{false};  // the last write failed (the writer's thread)
   const absl::Duration checkpoint_interval_;
   const absl::Duration wal_retention_;
   const uint64_t wal_retention_bytes_;

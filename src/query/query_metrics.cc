@@ -76,6 +76,11 @@ std::vector<metrics::CallbackHandle> RegisterQueryGauges(metrics::Registry& regi
           e.Emit({p.pchannel}, std::max(0.0, lag_ms / 1000));
         }
       }));
+  handles.push_back(PerPChannel(
+      registry, queries, "kf_checkpoint_lag_messages",
+      "Messages a pchannel applied since its last committed checkpoint was planned (a restart "
+      "replays about this many beyond it)",
+      [](const Stats& p) { return static_cast<double>(p.checkpoint.lag_messages()); }));
   handles.push_back(
       PerPChannel(registry, queries, "kf_checkpoints",
                   "Checkpoints a pchannel committed since it was opened here",

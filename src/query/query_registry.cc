@@ -86,11 +86,11 @@ void QueryRegistry::Follow(std::shared_ptr<wal::Wal> wal) {
     Followed old;  // stopped outside the lock
     absl::MutexLock lock(&mu_);
     Followed& slot = followers_[pchannel];
-    old = std::exchange(slot, Followed{std::move(wal), nullptr});
+    old = std::exchange(slot, Followed{.wal = std::move(wal)});
   }
   // With recovery storage every pchannel seals, flushes, checkpoints and truncates its log
-  // whether searched or not: followed at once (a failure is logged by FollowerOf and tried
-  // again at the next search).
+  // whether searched or not: followed at once (a failure is logged by FollowerOf, shown by
+  // Stats and tried again at the next search).
   if (options_.recovery.has_value()) (void)FollowerOf(pchannel);
 }
 
@@ -105,38 +105,63 @@ void QueryRegistry::Unfollow(std::string_view pchannel) {
 
 absl::StatusOr<std::shared_ptr<const ChannelFollower>> QueryRegistry::FollowerOf(
     std::string_view pchannel) const {
-  absl::MutexLock lock(&mu_);
-  auto it = followers_.find(pchannel);
-  if (it == followers_.end()) {
+  auto not_served = [&] {
     return StreamingError(StreamingCode::kChannelNotExist,
                           absl::StrCat(ToAbsl(pchannel), " is not served by this node"));
+  };
+  std::shared_ptr<wal::Wal> wal;
+  std::shared_ptr<absl::Mutex> starting;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = followers_.find(pchannel);
+    if (it == followers_.end()) return not_served();
+    if (it->second.follower != nullptr) return it->second.follower;
+    wal = it->second.wal;
+    starting = it->second.starting;
   }
-  Followed& f = it->second;
-  if (f.follower == nullptr) {
-    absl::StatusOr<std::unique_ptr<ChannelFollower>> started =
-        ChannelFollower::Start(f.wal, options_.shard, absl::Milliseconds(50),
-                               options_.recovery ? &*options_.recovery : nullptr);
-    if (!started.ok()) {
-      // E.g. a corrupt segment object (DATA_LOSS): every search of the pchannel fails with it
-      // (and tries again) until an operator repairs the store; nothing is served half-loaded.
-      spdlog::error("query: cannot follow {}: {}", it->first, started.status().ToString());
-      return WithContext(started.status(), absl::StrCat("recovering ", it->first));
-    }
-    f.follower = *std::move(started);
+  // One start at a time per pchannel, outside mu_: loading a checkpoint reads every flushed
+  // segment, and searches, stats and other pchannels must not wait for it.
+  absl::MutexLock start(starting.get());
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = followers_.find(pchannel);
+    if (it == followers_.end() || it->second.wal != wal) return not_served();
+    if (it->second.follower != nullptr) return it->second.follower;  // started meanwhile
   }
-  return f.follower;
+  absl::StatusOr<std::unique_ptr<ChannelFollower>> started =
+      ChannelFollower::Start(wal, options_.shard, absl::Milliseconds(50),
+                             options_.recovery ? &*options_.recovery : nullptr);
+  absl::MutexLock lock(&mu_);  // released before `started` goes, if it is not installed
+  auto it = followers_.find(pchannel);
+  if (it == followers_.end() || it->second.wal != wal) return not_served();  // closed meanwhile
+  if (!started.ok()) {
+    // E.g. a corrupt segment object (DATA_LOSS): every search of the pchannel fails with it
+    // (and tries again) until an operator repairs the store; nothing is served half-loaded.
+    spdlog::error("query: cannot follow {}: {}", it->first, started.status().ToString());
+    it->second.start_error = WithContext(started.status(), absl::StrCat("recovering ", it->first));
+    return it->second.start_error;
+  }
+  it->second.start_error = absl::OkStatus();
+  it->second.follower = *std::move(started);
+  return it->second.follower;
 }
 
 std::vector<QueryRegistry::PChannelStats> QueryRegistry::Stats() const {
-  std::vector<std::pair<std::string, std::shared_ptr<ChannelFollower>>> followed;
+  struct Entry {
+    std::string name;
+    std::shared_ptr<ChannelFollower> follower;
+    absl::Status start_error;
+  };
+  std::vector<Entry> followed;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [name, f] : followers_) followed.emplace_back(name, f.follower);
+    for (const auto& [name, f] : followers_) followed.push_back({name, f.follower, f.start_error});
   }
   std::vector<PChannelStats> out;
-  for (const auto& [name, f] : followed) {
+  for (const auto& [name, f, start_error] : followed) {
     if (f == nullptr) {
-      out.push_back({.pchannel = name});
+      PChannelStats& p = out.emplace_back(PChannelStats{.pchannel = name});
+      p.checkpoint.last_error = start_error;
       continue;
     }
     const ChannelApplier& a = f->applier();

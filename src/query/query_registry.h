@@ -85,7 +85,8 @@ class QueryRegistry {
     return options_.shard.indexer == nullptr ? 0 : options_.shard.indexer->pending();
   }
 
-  // What /metrics shows of each followed pchannel (query_metrics.h); zeros until searched.
+  // What /metrics and kfctl status show of each followed pchannel (query_metrics.h); zeros
+  // until its follower started (a failed start: checkpoint.last_error says why).
   struct ShardStats {
     std::string vchannel;
     int64_t collection_id = 0;
@@ -140,7 +141,10 @@ class QueryRegistry {
   mutable absl::Mutex mu_;
   struct Followed {
     std::shared_ptr<wal::Wal> wal;
-    std::shared_ptr<ChannelFollower> follower;  // null until the first search
+    std::shared_ptr<ChannelFollower> follower;  // null until started (FollowerOf)
+    // Held by the one FollowerOf starting it (outside mu_).
+    std::shared_ptr<absl::Mutex> starting = std::make_shared<absl::Mutex>();
+    absl::Status start_error;  // of the last start that failed
   };
   // Mutable: FollowerOf starts a follower on first use.
   mutable std::map<std::string, Followed, std::less<>> followers_ ABSL_GUARDED_BY(mu_);

@@ -1099,17 +1099,19 @@ TEST_P(QueryRgwTest, FlushesRetryWhileTheStoreIsDownAndNothingIsLost) {
   ASSERT_GT(flushed(), 0u) << "nothing reached RGW before it stopped";
 
   rgw_->StopRgw();
-  const uint64_t commits = follower_->checkpoint_stats().commits;
   const size_t sealed_before = sealed();
   for (int step = 0; step < 80 && !HasFatalFailure(); ++step) Step();
   Check(acked_.back());  // appends and searches do not wait for the store
   EXPECT_GT(sealed(), sealed_before) << "no segment sealed while the store was down";
+  // A checkpoint with segments to flush fails (one with none, metadata only, may commit).
   ASSERT_TRUE(kf::testing::WaitUntil([&] { return !follower_->checkpoint_stats().last_error.ok(); },
                                      absl::Seconds(60)));
-  EXPECT_EQ(follower_->checkpoint_stats().commits, commits) << "committed without the store";
   EXPECT_LT(flushed(), sealed());
 
   ASSERT_TRUE(rgw_->StartRgw().ok());
+  const absl::Status reachable =
+      objects_->List(object_prefix_, "", 1, absl::Now() + absl::Seconds(10)).status();
+  ASSERT_TRUE(reachable.ok()) << "radosgw restarted but does not answer: " << reachable;
   AwaitCheckpoint();
   EXPECT_EQ(flushed(), sealed());
   Reopen();

@@ -137,8 +137,11 @@ bool Shard::ClaimSeal(std::string_view partition) {
   auto it = partitions_.find(ToAbsl(PartitionName(partition)));
   if (it == partitions_.end()) return false;
   Partition& p = it->second;
-  const bool full = (options_.seal_rows != 0 && p.growing->rows() >= options_.seal_rows) ||
-                    (options_.seal_bytes != 0 && p.growing->memory_bytes() >= options_.seal_bytes);
+  // Bytes of rows, not of allocated chunks: a segment's size does not jump by a chunk.
+  const size_t rows = p.growing->rows();
+  const bool full = (options_.seal_rows != 0 && rows >= options_.seal_rows) ||
+                    (options_.seal_bytes != 0 &&
+                     rows * search::Chunk::BytesPerRow(schema_.dim) >= options_.seal_bytes);
   if (p.seal_claimed || !full) return false;
   p.seal_claimed = true;
   return true;

@@ -6,9 +6,9 @@
 // Segments (docs/recovery-storage.md): a partition's rows go to its growing segment until a
 // CreateSegment message of the partition is applied; that seals it (it keeps answering searches
 // and taking deletes) and opens the next one. A segment's id is the timetick of the message that
-// opened it (the CreateSegment, or for a partition's first one the message that created the
-// partition), unique on the pchannel. The boundaries are WAL messages, so every replay of the
-// log draws them in the same place. Once a growing segment is full (seal_rows, seal_bytes),
+// opened it (the CreateSegment or ManualFlush, or for a partition's first one the message that
+// created the partition), unique per partition. The boundaries are WAL messages, so every replay of
+// the log draws them in the same place. Once a growing segment is full (seal_rows, seal_bytes),
 // ClaimSeal says so once, and once it is old or idle (seal_lifetime, seal_idle, measured on the
 // timeticks of its rows) ClaimAgedSeals does: the follower then appends a CreateSegment. A
 // ManualFlush (`kfctl flush`) seals every partition's growing segment where it is applied.
@@ -67,8 +67,8 @@ struct ShardOptions {
   // Counts the node's growing bytes (the Insert limit); null: not counted.
   std::shared_ptr<search::MemoryAccount> account;
   // When a growing segment is sealed (docs/recovery-storage.md): at `seal_rows` rows or
-  // `seal_bytes` bytes (ClaimSeal), `seal_lifetime` after its first row or `seal_idle` after
-  // its last (ClaimAgedSeals); 0: never for that reason.
+  // `seal_bytes` bytes of rows (ClaimSeal), `seal_lifetime` after its first row or `seal_idle`
+  // after its last (ClaimAgedSeals); 0: never for that reason.
   size_t seal_rows = 0;
   size_t seal_bytes = 0;
   absl::Duration seal_lifetime = absl::ZeroDuration();

@@ -40,6 +40,7 @@ void FillData(const wal::Wal& wal, const query::QueryRegistry::PChannelStats* st
         static_cast<double>(PhysicalMs(TimeTick(stats->tsafe)) - PhysicalMs(TimeTick(checkpoint))) /
         1000);
   }
+  out->set_checkpoint_lag_messages(c.lag_messages());
   if (c.commits > 0) out->set_last_checkpoint_unix_ms(absl::ToUnixMillis(c.committed_at));
   const MessageId& replay_from =
       c.committed_replay_from.valid() ? c.committed_replay_from : c.loaded_replay_from;

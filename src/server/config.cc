@@ -238,6 +238,11 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
       return Bad(src, absl::StrCat("must be an integer in [", n.min, ", ", n.max, "]"));
     }
   }
+  // A segment sealed every few rows would cost a CreateSegment, a flush and a checkpoint each.
+  if (c.segment_seal_bytes != 0 && c.segment_seal_bytes < (1u << 20)) {
+    return Bad(Pick("segment_seal_bytes", flags, env, file),
+               "must be 0 or at least 1048576 (1 MiB)");
+  }
   // A sealed segment keeps its chunks allocated whole: segments smaller than a chunk waste it.
   if (c.segment_seal_rows != 0 && c.segment_seal_rows < c.search_chunk_rows) {
     return Bad(Pick("segment_seal_rows", flags, env, file),

@@ -102,12 +102,12 @@ TEST(ConfigTest, RecoveryStorageKnobs) {
   EXPECT_EQ(c->segment_max_idle, 600);
   EXPECT_EQ(c->wal_retention, 7 * 24 * 3600);
   c = ResolveConfig({{"segment_max_idle", "0"}, {"wal_retention", "0"}},
-                    {{"segment_seal_bytes", "1"}}, {{"segment_max_lifetime", "86400"}});
+                    {{"segment_seal_bytes", "1048576"}}, {{"segment_max_lifetime", "86400"}});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->segment_max_idle, 0);
   EXPECT_EQ(c->wal_retention, 0);
   EXPECT_EQ(c->segment_max_lifetime, 86400);
-  EXPECT_EQ(c->segment_seal_bytes, 1u);
+  EXPECT_EQ(c->segment_seal_bytes, 1u << 20);
   // Out of range or not a number: refused, naming the setting.
   for (const auto& [key, value] :
        std::vector<std::pair<std::string, std::string>>{{"wal_retention", "-1"},
@@ -116,6 +116,7 @@ TEST(ConfigTest, RecoveryStorageKnobs) {
                                                         {"segment_max_lifetime", "-5"},
                                                         {"segment_max_idle", "nan"},
                                                         {"segment_seal_bytes", "-1"},
+           {"segment_seal_bytes", "1048575"},
                                                         {"wal_retention_bytes", "-1"},
                                                         {"checkpoint_interval", "0"},
                                                         {"wal_segment_bytes", "1024"}}) {

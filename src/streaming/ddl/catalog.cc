@@ -287,7 +287,8 @@ absl::StatusOr<uint64_t> Catalog::AwaitCheckpoint(const std::string& pchannel, u
       return absl::DeadlineExceededError(
           absl::StrCat("flush: the checkpoint of ", pchannel, " is at timetick ", seen,
                        ", below the flush at ", ts,
-                       " (still flushing, or its node has no object store: recovery storage off; "
+                       " (still flushing; or its node cannot checkpoint it: no object store, or "
+                       "a recovery or checkpoint error that `kfctl status` on that node shows; "
                        "docs/recovery-storage.md)"));
     }
     absl::SleepFor(kPoll);

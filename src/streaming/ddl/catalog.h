@@ -91,7 +91,8 @@ class Catalog {
   // Broadcasts a ManualFlush to the collection's vchannels (each node seals every growing
   // segment of the shard where it applies it), then waits until each vchannel's pchannel
   // committed a checkpoint at or above its timetick (`checkpoints/<pchannel>`, written by the
-  // node's recovery storage). DEADLINE_EXCEEDED names the pchannels still behind.
+  // node's recovery storage), polling until `call.deadline`. DEADLINE_EXCEEDED names the first
+  // pchannel still behind.
   absl::StatusOr<std::vector<kingfisher::v1::FlushedVChannel>> Flush(const std::string& database,
                                                                      const std::string& name,
                                                                      const Call& call);
