@@ -60,7 +60,26 @@ absl::StatusOr<Response> Finish(trace::Span& span, absl::StatusOr<Response> out)
 }  // namespace
 
 QueryRegistry::QueryRegistry(QueryRegistryOptions options)
-    : options_(WithAccount(std::move(options))) {}
+    : options_(WithAccount(std::move(options))) {
+  if (options_.recovery.has_value()) starter_ = std::thread([this] { RunStarter(); });
+}
+
+void QueryRegistry::RunStarter() {
+  for (;;) {
+    std::string pchannel;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !to_start_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (stopping_) return;
+      pchannel = std::move(to_start_.front());
+      to_start_.pop_front();
+    }
+    (void)FollowerOf(pchannel);  // a failure is logged and kept for Stats
+  }
+}
 
 absl::Status QueryRegistry::AdmitInsert() const {
   const size_t limit = options_.growing_memory_limit;
@@ -76,6 +95,11 @@ absl::Status QueryRegistry::AdmitInsert() const {
 }
 
 QueryRegistry::~QueryRegistry() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (starter_.joinable()) starter_.join();
   absl::MutexLock lock(&mu_);
   followers_.clear();
 }
@@ -87,11 +111,12 @@ void QueryRegistry::Follow(std::shared_ptr<wal::Wal> wal) {
     absl::MutexLock lock(&mu_);
     Followed& slot = followers_[pchannel];
     old = std::exchange(slot, Followed{.wal = std::move(wal)});
+    // With recovery storage every pchannel seals, flushes, checkpoints and truncates its log
+    // whether searched or not: its follower starts now, on the starter thread, so the WAL is
+    // served while the checkpoint loads (searches wait for it; a failure is logged, shown by
+    // Stats and tried again at the next search).
+    if (options_.recovery.has_value()) to_start_.push_back(pchannel);
   }
-  // With recovery storage every pchannel seals, flushes, checkpoints and truncates its log
-  // whether searched or not: followed at once (a failure is logged by FollowerOf, shown by
-  // Stats and tried again at the next search).
-  if (options_.recovery.has_value()) (void)FollowerOf(pchannel);
 }
 
 void QueryRegistry::Unfollow(std::string_view pchannel) {

@@ -16,12 +16,14 @@
 // the followed WALs. Errors: search.proto's table.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -61,10 +63,11 @@ class QueryRegistry {
   explicit QueryRegistry(QueryRegistryOptions options);
   ~QueryRegistry();
 
-  // Follows `wal` (replacing the follower of an older term): with recovery storage at once,
-  // loading its checkpoint (every pchannel seals, flushes and truncates its log, searched or
-  // not); without, from the first call that searches it on (a pchannel nobody searches costs
-  // nothing — no reader, no thread).
+  // Follows `wal` (replacing the follower of an older term): with recovery storage from now
+  // on, its checkpoint loading on the registry's starter thread while the WAL is served
+  // (every pchannel seals, flushes and truncates its log, searched or not; a search waits for
+  // the load); without, from the first call that searches it on (a pchannel nobody searches
+  // costs nothing — no reader, no thread).
   void Follow(std::shared_ptr<wal::Wal> wal);
   // Stops following `pchannel`, if it was.
   void Unfollow(std::string_view pchannel);
@@ -137,8 +140,14 @@ class QueryRegistry {
   absl::StatusOr<std::shared_ptr<const ChannelFollower>> FollowerOf(
       std::string_view pchannel) const;
 
+  // With recovery storage: starts the followers of the pchannels in to_start_, one at a time.
+  void RunStarter();
+
   const QueryRegistryOptions options_;
   mutable absl::Mutex mu_;
+  std::deque<std::string> to_start_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread starter_;
   struct Followed {
     std::shared_ptr<wal::Wal> wal;
     std::shared_ptr<ChannelFollower> follower;  // null until started (FollowerOf)

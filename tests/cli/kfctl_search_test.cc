@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/testing/loopback.h"
+#include "common/testing/wait_until.h"
 #include "gtest/gtest.h"
 #include "kfctl_fixture.h"
 #include "kingfisher/client.h"
@@ -130,7 +131,11 @@ TEST_F(KfctlSearchTest, AckedRowsAreSearchableAtOnceAndAfterAKill9) {
   EXPECT_EQ(shards_seen, 2u) << Describe(status);
   server().Kill();
   ASSERT_TRUE(server().Start()) << server().Output();
-  EXPECT_GE(MetricSum(server().http_port(), "kf_recovered_segments"), 2) << server().Output();
+  // Loaded at open, in the background, without a search asking.
+  EXPECT_TRUE(
+      WaitUntil([&] { return MetricSum(server().http_port(), "kf_recovered_segments") >= 2; },
+                absl::Seconds(30), absl::Milliseconds(100)))
+      << server().Output();
   ExpectSearchable(vectors, deleted);
 }
 
