@@ -105,6 +105,23 @@ void Soak(const std::string& dir, const Flags& f) {
   std::vector<float> vectors(static_cast<size_t>(kBatch) * dim);
   for (float& x : vectors) x = noise(rng);
   std::atomic<uint64_t> acked{0}, refused{0}, other{0};
+  absl::Mutex first_error_mu;
+  std::string first_error;
+  // The client retries RESOURCE_EXHAUSTED until its deadline, then reports DEADLINE_EXCEEDED
+  // naming the last error.
+  auto Record = [&](const absl::Status& s, uint64_t rows) {
+    const std::string text = s.ToString();
+    if (s.ok()) {
+      acked.fetch_add(rows);
+    } else if (absl::IsResourceExhausted(s) ||
+               text.find("RESOURCE_EXHAUSTED") != std::string::npos) {
+      refused.fetch_add(rows);
+    } else {
+      other.fetch_add(rows);
+      absl::MutexLock lock(&first_error_mu);
+      if (first_error.empty()) first_error = text;
+    }
+  };
   std::atomic<int> in_flight{0};
   uint64_t max_rss = 0, max_wal = 0, max_growing = 0;
   int64_t next_pk = 0;
@@ -126,13 +143,7 @@ void Soak(const std::string& dir, const Flags& f) {
         const uint64_t rows = kBatch;
         (*producer)->AppendAsync(std::move(m),
                                  [&, rows](absl::StatusOr<kingfisher::AppendResult> r) {
-                                   if (r.ok()) {
-                                     acked.fetch_add(rows);
-                                   } else if (absl::IsResourceExhausted(r.status())) {
-                                     refused.fetch_add(rows);
-                                   } else {
-                                     other.fetch_add(rows);
-                                   }
+                                   Record(r.status(), rows);
                                    in_flight.fetch_sub(1);
                                  });
       }
