@@ -32,6 +32,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
 #include "bench_flags.h"
 #include "bench_util.h"
 #include "kingfisher/client.h"
@@ -168,8 +169,11 @@ void Soak(const std::string& dir, const Flags& f) {
     }
   }
   while (in_flight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (other.load() > 0)
-    Die(absl::StrCat(other.load(), " rows failed other than RESOURCE_EXHAUSTED"));
+  if (other.load() > 0) {
+    absl::MutexLock lock(&first_error_mu);
+    Die(absl::StrCat(other.load(), " rows failed other than RESOURCE_EXHAUSTED, e.g. ",
+                     first_error));
+  }
   std::printf(
       "soak: %lu rows acked, %lu refused RESOURCE_EXHAUSTED; max RSS %.1f MiB, max growing %.1f "
       "MiB against the limit %d MiB; WAL max %.1f MiB (%.1f MiB of rows acked)\n",
