@@ -116,7 +116,7 @@ TEST(ConfigTest, RecoveryStorageKnobs) {
                                                         {"segment_max_lifetime", "-5"},
                                                         {"segment_max_idle", "nan"},
                                                         {"segment_seal_bytes", "-1"},
-           {"segment_seal_bytes", "1048575"},
+                                                        {"segment_seal_bytes", "1048575"},
                                                         {"wal_retention_bytes", "-1"},
                                                         {"checkpoint_interval", "0"},
                                                         {"wal_segment_bytes", "1024"}}) {
