@@ -77,13 +77,8 @@ void ChannelApplier::ReplayWalState(const ImmutableMessage& m) {
 
 std::vector<std::pair<std::shared_ptr<Shard>, std::string>> ChannelApplier::ClaimAgedSeals(
     uint64_t now_ms) {
-  std::vector<std::shared_ptr<Shard>> shards;
-  {
-    absl::ReaderMutexLock lock(&mu_);
-    for (const auto& [vchannel, shard] : shards_) shards.push_back(shard);
-  }
   std::vector<std::pair<std::shared_ptr<Shard>, std::string>> out;
-  for (auto& shard : shards) {
+  for (auto& shard : MutableShards()) {
     for (std::string& partition : shard->ClaimAgedSeals(now_ms)) {
       out.emplace_back(shard, std::move(partition));
     }
@@ -104,12 +99,7 @@ CheckpointPlan ChannelApplier::PlanCheckpoint() const {
       for (const kingfisher::v1::WalBroadcast& b : window) *wal.add_broadcasts() = b;
     }
   }
-  std::vector<std::shared_ptr<Shard>> shards;
-  {
-    absl::ReaderMutexLock lock(&mu_);
-    for (const auto& [vchannel, shard] : shards_) shards.push_back(shard);
-  }
-  for (auto& shard : shards) {
+  for (auto& shard : MutableShards()) {
     ShardCheckpointPlan s = shard->PlanCheckpoint();
     if (s.replay_from.has_value() && *s.replay_from < plan.replay_from) {
       plan.replay_from = *s.replay_from;
@@ -224,8 +214,13 @@ bool ChannelApplier::AwaitTSafe(uint64_t ts, absl::Time deadline) const {
 }
 
 std::vector<std::shared_ptr<const Shard>> ChannelApplier::shards() const {
+  std::vector<std::shared_ptr<Shard>> all = MutableShards();
+  return {all.begin(), all.end()};
+}
+
+std::vector<std::shared_ptr<Shard>> ChannelApplier::MutableShards() const {
   absl::ReaderMutexLock lock(&mu_);
-  std::vector<std::shared_ptr<const Shard>> out;
+  std::vector<std::shared_ptr<Shard>> out;
   for (const auto& [vchannel, shard] : shards_) out.push_back(shard);
   return out;
 }

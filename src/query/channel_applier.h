@@ -106,6 +106,7 @@ class ChannelApplier {
   // Keeps the copy of the WAL's state up to date with a DDL.
   void ReplayWalState(const ImmutableMessage& message);
   std::shared_ptr<Shard> MutableShard(std::string_view vchannel) const;
+  std::vector<std::shared_ptr<Shard>> MutableShards() const;  // a snapshot
   void AdvanceTSafe(uint64_t ts);
 
   const std::string pchannel_;

@@ -193,13 +193,11 @@ MessageId ChannelFollower::TruncationPoint(const MessageId& replay_from) {
   if (wal_retention_ <= absl::ZeroDuration()) return replay_from;  // every message is old enough
   // The log below a sample may go when it is older than the retention time, or when what
   // follows it already exceeds the size bound: the newest sample either policy lets go.
+  const bool by_time = wal_retention_ != absl::InfiniteDuration();
+  const int64_t horizon_ms = by_time ? absl::ToUnixMillis(absl::Now() - wal_retention_) : 0;
   auto may_go = [&](const Sample& s) {
-    if (wal_retention_ != absl::InfiniteDuration()) {
-      const auto now_ms = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
-      const auto retention_ms = static_cast<uint64_t>(absl::ToInt64Milliseconds(wal_retention_));
-      if (s.ms + retention_ms <= now_ms) return true;
-    }
-    return wal_retention_bytes_ != 0 && applied_bytes_ - s.bytes_before >= wal_retention_bytes_;
+    return (by_time && static_cast<int64_t>(s.ms) <= horizon_ms) ||
+           (wal_retention_bytes_ != 0 && applied_bytes_ - s.bytes_before >= wal_retention_bytes_);
   };
   while (ages_.size() >= 2 && may_go(ages_[1])) ages_.pop_front();
   // Below the first sample (where this follower started reading) ages and sizes are unknown:

@@ -1,9 +1,6 @@
 #include "query/query_metrics.h"
 
-#include <algorithm>
 #include <string>
-
-#include "common/hybrid_time.h"
 
 namespace kf::query {
 namespace {
@@ -69,11 +66,7 @@ std::vector<metrics::CallbackHandle> RegisterQueryGauges(metrics::Registry& regi
       "How far a pchannel's last checkpoint is behind what is applied (a restart replays this)",
       {"pchannel"}, [queries](metrics::GaugeEmitter& e) {
         for (const auto& p : queries->Stats()) {
-          const uint64_t from = std::max(p.checkpoint.committed_ts, p.checkpoint.loaded_ts);
-          if (p.tsafe == 0 || from == 0) continue;
-          const double lag_ms = static_cast<double>(PhysicalMs(TimeTick(p.tsafe))) -
-                                static_cast<double>(PhysicalMs(TimeTick(from)));
-          e.Emit({p.pchannel}, std::max(0.0, lag_ms / 1000));
+          if (auto lag = p.checkpoint_lag_seconds()) e.Emit({p.pchannel}, *lag);
         }
       }));
   handles.push_back(PerPChannel(

@@ -171,6 +171,14 @@ absl::StatusOr<std::shared_ptr<const ChannelFollower>> QueryRegistry::FollowerOf
   return it->second.follower;
 }
 
+std::optional<double> QueryRegistry::PChannelStats::checkpoint_lag_seconds() const {
+  const uint64_t from = checkpoint_ts();
+  if (tsafe == 0 || from == 0) return std::nullopt;
+  const double lag_ms = static_cast<double>(PhysicalMs(TimeTick(tsafe))) -
+                        static_cast<double>(PhysicalMs(TimeTick(from)));
+  return std::max(0.0, lag_ms / 1000);
+}
+
 std::vector<QueryRegistry::PChannelStats> QueryRegistry::Stats() const {
   struct Entry {
     std::string name;

@@ -16,6 +16,7 @@
 // the followed WALs. Errors: search.proto's table.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <map>
@@ -105,6 +106,14 @@ class QueryRegistry {
     uint64_t tsafe = 0;
     ChannelFollower::CheckpointStats checkpoint;
     std::vector<ShardStats> shards;  // by vchannel
+    // The checkpoint a restart would start from: the last committed here, else the loaded one
+    // (0: none).
+    uint64_t checkpoint_ts() const {
+      return std::max(checkpoint.committed_ts, checkpoint.loaded_ts);
+    }
+    // How far the applied timetick is past that checkpoint (what a restart replays beyond it);
+    // nullopt before either exists.
+    std::optional<double> checkpoint_lag_seconds() const;
   };
   std::vector<PChannelStats> Stats() const;
   // Of each collection with a shard here: the bytes of its rows and of its indexes.

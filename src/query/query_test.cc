@@ -26,7 +26,6 @@
 #include "storage/fs/file_system.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "storage/object/local_object_store.h"
-#include "storage/object/s3_object_store.h"
 #include "storage/object/testing/rgw_process.h"
 #include "storage/object/testing/store_under_test.h"
 #include "storage/tso/timestamp_allocator.h"
@@ -1055,13 +1054,12 @@ INSTANTIATE_TEST_SUITE_P(Backends, QueryModelTest,
 class QueryRgwTest : public QueryModelTest {
  protected:
   void SetUp() override {
+    object::testing::StoreUnderTest s3 = object::testing::MakeStoreUnderTest("s3");
+    if (s3.skip) GTEST_SKIP() << s3.skip_reason;
+    ASSERT_NE(s3.store, nullptr) << s3.skip_reason;
     std::string why_not;
-    rgw_ = object::testing::SharedRgw(&why_not);
-    if (rgw_ == nullptr && why_not.rfind("SKIP:", 0) == 0) GTEST_SKIP() << why_not.substr(5);
-    ASSERT_NE(rgw_, nullptr) << why_not;
-    auto store = object::S3ObjectStore::Create(rgw_->s3_options());
-    ASSERT_TRUE(store.ok()) << store.status();
-    objects_ = *std::move(store);
+    rgw_ = object::testing::SharedRgw(&why_not);  // the one the store talks to
+    objects_ = std::move(s3.store);
     object_prefix_ = absl::StrCat("querytest-", ::getpid(), "/");
     io_timeout_ = absl::Seconds(2);  // a flush against a stopped store fails in seconds
     QueryModelTest::SetUp();

@@ -1,12 +1,10 @@
 #include "rpc/coord_service.h"
 
-#include <algorithm>
 #include <map>
 #include <utility>
 #include <vector>
 
 #include "common/errors.h"
-#include "common/hybrid_time.h"
 #include "query/query_registry.h"
 #include "streaming/cluster_meta.h"
 #include "streaming/coord/tso_oracle.h"
@@ -33,13 +31,8 @@ void FillData(const wal::Wal& wal, const query::QueryRegistry::PChannelStats* st
   if (stats == nullptr) return;
   const query::ChannelFollower::CheckpointStats& c = stats->checkpoint;
   out->set_tsafe(stats->tsafe);
-  const uint64_t checkpoint = std::max(c.committed_ts, c.loaded_ts);
-  out->set_checkpoint_timetick(checkpoint);
-  if (checkpoint != 0 && stats->tsafe >= checkpoint) {
-    out->set_checkpoint_lag_seconds(
-        static_cast<double>(PhysicalMs(TimeTick(stats->tsafe)) - PhysicalMs(TimeTick(checkpoint))) /
-        1000);
-  }
+  out->set_checkpoint_timetick(stats->checkpoint_ts());
+  if (auto lag = stats->checkpoint_lag_seconds()) out->set_checkpoint_lag_seconds(*lag);
   out->set_checkpoint_lag_messages(c.lag_messages());
   if (c.commits > 0) out->set_last_checkpoint_unix_ms(absl::ToUnixMillis(c.committed_at));
   const MessageId& replay_from =

@@ -153,12 +153,8 @@ absl::StatusOr<CollectionInfo> Catalog::CreateCollection(const CollectionSpec& s
 
 absl::Status Catalog::DropCollection(const std::string& database, const std::string& name,
                                      const Call& call) {
-  RETURN_IF_ERROR(CheckName("database", database));
-  RETURN_IF_ERROR(CheckName("collection", name));
-  ASSIGN_OR_RETURN(
-      ResourceKeyLocks::Guard locks,
-      broadcaster_->Lock({ResourceKey::Collection(database, name)}, call.blocking, call.deadline));
-  ASSIGN_OR_RETURN(Loaded current, LoadByName(database, name, StoreDeadline(call.deadline)));
+  ASSIGN_OR_RETURN(Locked locked, LockCollection(database, name, call));
+  auto& [locks, current] = locked;
   if (current.info.state() != kingfisher::v1::COLLECTION_CREATED) {
     // Under the lock only a finished DDL is visible; anything else is a broken store.
     return absl::FailedPreconditionError(
@@ -250,19 +246,26 @@ absl::StatusOr<std::vector<kingfisher::v1::FlushedVChannel>> Catalog::Flush(
   return out;
 }
 
-absl::StatusOr<Catalog::Locked> Catalog::LockCreated(const std::string& database,
-                                                     const std::string& name,
-                                                     const Call& call) const {
+absl::StatusOr<Catalog::Locked> Catalog::LockCollection(const std::string& database,
+                                                        const std::string& name,
+                                                        const Call& call) const {
   RETURN_IF_ERROR(CheckName("database", database));
   RETURN_IF_ERROR(CheckName("collection", name));
   ASSIGN_OR_RETURN(
       ResourceKeyLocks::Guard locks,
       broadcaster_->Lock({ResourceKey::Collection(database, name)}, call.blocking, call.deadline));
   ASSIGN_OR_RETURN(Loaded current, LoadByName(database, name, StoreDeadline(call.deadline)));
-  if (current.info.state() != kingfisher::v1::COLLECTION_CREATED) {
+  return Locked{std::move(locks), std::move(current)};
+}
+
+absl::StatusOr<Catalog::Locked> Catalog::LockCreated(const std::string& database,
+                                                     const std::string& name,
+                                                     const Call& call) const {
+  ASSIGN_OR_RETURN(Locked locked, LockCollection(database, name, call));
+  if (locked.current.info.state() != kingfisher::v1::COLLECTION_CREATED) {
     return CollectionNotFound(database, name);
   }
-  return Locked{std::move(locks), std::move(current)};
+  return locked;
 }
 
 absl::StatusOr<uint64_t> Catalog::AwaitCheckpoint(const std::string& pchannel, uint64_t ts,

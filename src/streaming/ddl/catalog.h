@@ -103,11 +103,14 @@ class Catalog {
     int64_t mod_revision = 0;
   };
   absl::StatusOr<Loaded> LoadById(int64_t id, absl::Time deadline) const;
-  // The collection under its DDL lock; COLLECTION_NOT_FOUND unless CREATED.
+  // The collection (names checked) under its DDL lock, in whatever state; LockCreated:
+  // COLLECTION_NOT_FOUND unless CREATED.
   struct Locked {
     ResourceKeyLocks::Guard locks;
     Loaded current;
   };
+  absl::StatusOr<Locked> LockCollection(const std::string& database, const std::string& name,
+                                        const Call& call) const;
   absl::StatusOr<Locked> LockCreated(const std::string& database, const std::string& name,
                                      const Call& call) const;
   absl::StatusOr<Loaded> LoadByName(const std::string& database, const std::string& name,
