@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/absl_compat.h"
+#include "common/crash_point.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "kingfisher/v1/checkpoint.pb.h"
@@ -148,6 +149,7 @@ absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
       jobs[i].loaded = LoadSegment(options, *jobs[i].shard, *jobs[i].segment, shard_options);
+      CrashPoint("recovery.segment_loaded");
     }
   };
   {
@@ -299,6 +301,7 @@ void CheckpointWriter::CollectGarbage(const kingfisher::v1::PChannelCheckpoint& 
         spdlog::warn("garbage collection: deleting {}: {}", o.key, s.ToString());
         return;
       }
+      CrashPoint("checkpoint.orphan_deleted");
       ++deleted;
     }
     if (!page->truncated || page->objects.empty()) break;
@@ -325,6 +328,7 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
   c.set_written_unix_ms(absl::ToUnixMillis(absl::Now()));
   c.set_writer(tag_);
   if (plan.wal.has_value()) *c.mutable_wal() = *plan.wal;
+  size_t objects_written = 0;
   for (auto& [shard, sp] : plan.shards) {
     kingfisher::v1::ShardCheckpoint& sc = sp.checkpoint;
     for (const ShardCheckpointPlan::Segment& seg : sp.segments) {
@@ -345,6 +349,8 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
       const std::string key = absl::StrCat(ObjectKey(sc, *pc, f->id()), ".seg");
       auto put = options_.objects->Put(key, *bytes, {}, absl::Now() + options_.io_timeout);
       if (!put.ok()) return WithKey(put.status(), "writing segment object", key);
+      ++objects_written;
+      CrashPoint("checkpoint.object_written");
       f->set_object(key);
     }
     for (const ShardCheckpointPlan::DeleteLog& log : sp.delete_logs) {
@@ -356,12 +362,16 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
           absl::StrCat(ObjectKey(sc, *pc, f->id()), ".del.", log.records.front().ts);
       auto put = options_.objects->Put(key, *bytes, {}, absl::Now() + options_.io_timeout);
       if (!put.ok()) return WithKey(put.status(), "writing delete log", key);
+      ++objects_written;
+      CrashPoint("checkpoint.object_written");
       f->add_delete_logs(key);
     }
     *c.add_shards() = sc;
   }
 
+  if (objects_written > 0) CrashPoint("checkpoint.objects_written");
   RETURN_IF_ERROR(Commit(c.SerializeAsString()));
+  CrashPoint("checkpoint.committed");
   CollectGarbage(c);
   return absl::OkStatus();
 }

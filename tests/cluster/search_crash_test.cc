@@ -6,9 +6,13 @@
 // row is found by `get` and by a strong search for its own vector exactly once, and every
 // acknowledged delete still hides its row. Searches issued while the shard moves wait for it
 // and answer correctly.
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -27,6 +31,7 @@
 #include "storage/fs/file_system.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "storage/object/local_object_store.h"
+#include "wal/backends/local/layout.h"
 
 namespace kf::cluster_testing {
 namespace {
@@ -109,6 +114,8 @@ class SearchLoad : public RowSets {
   int acked_inserts(uint32_t shard) const { return acked_by_shard_[shard].load(); }
   // From now on, count the searches that start and succeed (killed_searches_ok).
   void MarkKill() { killed_ = true; }
+  // The writers stop after the append they are in (for a load of more inserts than it needs).
+  void StopWriting() { stop_writing_ = true; }
 
   // The RowSets are filled by the threads; read them after Join.
   int searches_ok_after_kill = 0;  // started after MarkKill: each waited for the moved shard
@@ -118,7 +125,7 @@ class SearchLoad : public RowSets {
     auto producer = client_->CreateProducer();
     if (!producer.ok()) return Error(producer.status().ToString());
     int64_t next = pk_base_ + 1'000'000 * (shard + 1);
-    for (int i = 0; i < inserts && !abandon_; ++i) {
+    for (int i = 0; i < inserts && !abandon_ && !stop_writing_; ++i) {
       std::vector<int64_t> pks;
       std::vector<float> vectors;
       while (pks.size() < kRowsPerInsert) {
@@ -197,6 +204,7 @@ class SearchLoad : public RowSets {
   std::atomic<int> acked_by_shard_[8] = {};  // collections of the tests have <= 8 shards
   std::atomic<bool> stop_{false};
   std::atomic<bool> abandon_{false};
+  std::atomic<bool> stop_writing_{false};
   std::atomic<bool> killed_{false};
   std::vector<std::thread> writers_;
   std::thread searcher_;
@@ -256,6 +264,13 @@ void ExpectSearchable(kingfisher::Client* client, const std::string& collection,
   }
 }
 
+// The flags of the recovery storage tests: tiny segments sealed, flushed and checkpointed
+// continuously, and the WAL truncated below each checkpoint (64 KiB log segments, no
+// retention).
+const std::vector<std::string> kTinyRecoveryStorage = {
+    "--segment-seal-rows", "64", "--search-chunk-rows", "64",   "--checkpoint-interval", "0.1",
+    "--wal-retention",     "0",  "--wal-segment-bytes", "65536"};
+
 class SearchCrashClusterTest : public ClusterTest {
  protected:
   // With `after_a_flush`, the kill waits until the victim flushed a sealed segment.
@@ -268,12 +283,9 @@ class SearchCrashClusterTest : public ClusterTest {
 class RecoveryClusterTest : public SearchCrashClusterTest {
  protected:
   std::vector<std::string> NodeArgs() const override {
-    return {"--object-store",        "file://" + dir_.path() + "/segments",
-            "--segment-seal-rows",   "64",
-            "--search-chunk-rows",   "64",
-            "--checkpoint-interval", "0.1",
-            "--wal-retention",       "0",
-            "--wal-segment-bytes",   "65536"};
+    std::vector<std::string> args = {"--object-store", "file://" + dir_.path() + "/segments"};
+    args.insert(args.end(), kTinyRecoveryStorage.begin(), kTinyRecoveryStorage.end());
+    return args;
   }
 };
 
@@ -325,18 +337,39 @@ void SearchCrashClusterTest::KillAShardsNodeUnderLoad(bool after_a_flush) {
   ExpectSearchable(client_.get(), "vecs", load);
 }
 
-TEST(SearchCrashStandaloneTest, KillingTheServerLosesNoRowAndNoDelete) {
-  kf::testing::TempDir dir;
-  kf::testing::ServerProcess server({.data_dir = dir.path() + "/data"});
-  ASSERT_TRUE(server.Start()) << server.Output();
-  auto client = kingfisher::Client::Connect(
-      {.endpoint = server.address(), .append_timeout = std::chrono::seconds(60)});
-  ASSERT_TRUE(client.ok()) << client.status();
-  auto collection = (*client)->CreateCollection({.name = "vecs", .dim = kDim, .shards = 2});
-  ASSERT_TRUE(collection.ok()) << collection.status();
+// A standalone server with a collection "vecs", and a client of it.
+class StandaloneCrashTest : public ::testing::Test {
+ protected:
+  void StartWithCollection(kf::testing::ServerProcess::Options options, uint32_t shards) {
+    options.data_dir = data_dir();
+    server_.emplace(std::move(options));
+    ASSERT_TRUE(server_->Start()) << server_->Output();
+    auto client = kingfisher::Client::Connect(
+        {.endpoint = server_->address(), .append_timeout = std::chrono::seconds(60)});
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+    auto collection = client_->CreateCollection({.name = "vecs", .dim = kDim, .shards = shards});
+    ASSERT_TRUE(collection.ok()) << collection.status();
+    collection_ = *std::move(collection);
+  }
+  std::string data_dir() const { return dir_.path() + "/data"; }
+
+  kf::testing::TempDir dir_;
+  std::optional<kf::testing::ServerProcess> server_;
+  std::unique_ptr<kingfisher::Client> client_;
+  kingfisher::CollectionInfo collection_;
+};
+
+class SearchCrashStandaloneTest : public StandaloneCrashTest {};
+class RecoveryCrashTest : public StandaloneCrashTest {};
+
+TEST_F(SearchCrashStandaloneTest, KillingTheServerLosesNoRowAndNoDelete) {
+  StartWithCollection({}, /*shards=*/2);
+  if (HasFatalFailure()) return;
+  kf::testing::ServerProcess& server = *server_;
 
   constexpr int kInserts = 60;
-  SearchLoad load(client->get(), *collection, kInserts);
+  SearchLoad load(client_.get(), collection_, kInserts);
   ASSERT_TRUE(kf::testing::WaitUntil([&] { return load.acked_inserts() >= kInserts / 2; },
                                      absl::Seconds(60)));
   const int acked_at_kill = load.acked_inserts();
@@ -346,21 +379,29 @@ TEST(SearchCrashStandaloneTest, KillingTheServerLosesNoRowAndNoDelete) {
   load.Join();
   EXPECT_LT(acked_at_kill, 2 * kInserts) << "the kill was not under load";
   EXPECT_GT(load.searches_ok_after_kill, 0) << "no search spanned the restart";
-  ExpectSearchable(client->get(), "vecs", load);
+  ExpectSearchable(client_.get(), "vecs", load);
 }
 
-// The objects under a stopped standalone server's data dir that no checkpoint in its metadata
-// store names (garbage collection leaves none behind a commit), and how many are named.
-std::pair<std::vector<std::string>, size_t> Orphans(const std::string& data_dir) {
+// The checkpoints in a stopped standalone server's metadata store.
+std::vector<kingfisher::v1::PChannelCheckpoint> Checkpoints(const std::string& data_dir) {
   auto meta = meta::EmbeddedMetaStore::Open(data_dir + "/meta", {});
   EXPECT_TRUE(meta.ok()) << meta.status();
   if (!meta.ok()) return {};
   auto checkpoints = (*meta)->Range("kf/kf/checkpoints/", absl::InfiniteFuture());
   EXPECT_TRUE(checkpoints.ok()) << checkpoints.status();
-  std::set<std::string> named;
+  if (!checkpoints.ok()) return {};
+  std::vector<kingfisher::v1::PChannelCheckpoint> out;
   for (const meta::KeyValue& kv : checkpoints->kvs) {
-    kingfisher::v1::PChannelCheckpoint c;
-    EXPECT_TRUE(c.ParseFromString(kv.value)) << kv.key;
+    EXPECT_TRUE(out.emplace_back().ParseFromString(kv.value)) << kv.key;
+  }
+  return out;
+}
+
+// The objects under a stopped standalone server's data dir that no checkpoint in its metadata
+// store names (garbage collection leaves none behind a commit), and how many are named.
+std::pair<std::vector<std::string>, size_t> Orphans(const std::string& data_dir) {
+  std::set<std::string> named;
+  for (const kingfisher::v1::PChannelCheckpoint& c : Checkpoints(data_dir)) {
     for (const auto& shard : c.shards()) {
       for (const auto& partition : shard.partitions()) {
         for (const auto& segment : partition.flushed()) {
@@ -385,6 +426,29 @@ std::pair<std::vector<std::string>, size_t> Orphans(const std::string& data_dir)
   return {orphans, named.size()};
 }
 
+// The WAL was never truncated above a checkpoint: the first segment file of each pchannel's log
+// in a stopped standalone server's data dir starts at or below its checkpoint's replay_from.
+void ExpectEachLogHoldsItsCheckpointsReplay(const std::string& data_dir) {
+  int checked = 0;
+  for (const kingfisher::v1::PChannelCheckpoint& c : Checkpoints(data_dir)) {
+    if (c.replay_from().empty()) continue;
+    auto replay_from = kingfisher::MessageId::Decode(c.replay_from());
+    ASSERT_TRUE(replay_from.ok()) << replay_from.status();
+    uint64_t first = UINT64_MAX;
+    for (const auto& file :
+         std::filesystem::directory_iterator(data_dir + "/wal/" + c.pchannel())) {
+      uint64_t base;
+      Term term;
+      if (wal::local::ParseSegmentFileName(file.path().filename().string(), &base, &term)) {
+        first = std::min(first, base);
+      }
+    }
+    EXPECT_LE(first, replay_from->entry()) << c.pchannel() << " truncated above its checkpoint";
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
 // Recovery storage (docs/recovery-storage.md): tiny segments sealed, flushed and checkpointed
 // continuously, and the WAL truncated below each checkpoint (64 KiB log segments, no
 // retention), while the standalone server is killed at random points of the load — so kills
@@ -394,21 +458,12 @@ std::pair<std::vector<std::string>, size_t> Orphans(const std::string& data_dir)
 // hides its row (a truncation above a checkpoint would lose rows: the restart reads the log
 // from the checkpoint); the restarted server loaded sealed segments from its checkpoints
 // instead of replaying their rows.
-TEST(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
-  kf::testing::TempDir dir;
-  kf::testing::ServerProcess server(
-      {.data_dir = dir.path() + "/data",
-       .extra_args = {"--segment-seal-rows", "64", "--search-chunk-rows", "64",
-                      "--checkpoint-interval", "0.1", "--wal-retention", "0", "--wal-segment-bytes",
-                      "65536"}});
-  ASSERT_TRUE(server.Start()) << server.Output();
-  auto client = kingfisher::Client::Connect(
-      {.endpoint = server.address(), .append_timeout = std::chrono::seconds(60)});
-  ASSERT_TRUE(client.ok()) << client.status();
+TEST_F(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
   // 6 shards on 4 pchannels: a pchannel's checkpoint covers shards sealed at different points,
   // so a replay starts below some of their flushed rows (which it must skip).
-  auto collection = (*client)->CreateCollection({.name = "vecs", .dim = kDim, .shards = 6});
-  ASSERT_TRUE(collection.ok()) << collection.status();
+  StartWithCollection({.extra_args = kTinyRecoveryStorage}, /*shards=*/6);
+  if (HasFatalFailure()) return;
+  kf::testing::ServerProcess& server = *server_;
 
   constexpr int kRounds = 20;
   constexpr int kInserts = 20;  // per shard and round: 80 rows, a seal every 16 inserts
@@ -417,7 +472,7 @@ TEST(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
   double recovered_segments = 0;
   double truncations = 0;  // reported by each server run at the end of its round
   for (int round = 0; round < kRounds && !::testing::Test::HasFailure(); ++round) {
-    SearchLoad load(client->get(), *collection, kInserts, int64_t{100'000'000} * (round + 1));
+    SearchLoad load(client_.get(), collection_, kInserts, int64_t{100'000'000} * (round + 1));
     const int kill_at = std::uniform_int_distribution<int>(1, 6 * kInserts - 1)(rng);
     ASSERT_TRUE(
         kf::testing::WaitUntil([&] { return load.acked_inserts() >= kill_at; }, absl::Seconds(60)));
@@ -430,7 +485,7 @@ TEST(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
         std::max(0.0, kf::testing::MetricSum(server.http_port(), "kf_recovered_segments"));
     truncations += std::max(0.0, kf::testing::MetricSum(server.http_port(), "kf_wal_truncations"));
     total.Merge(load);
-    if (round % 5 == 4 || round == kRounds - 1) ExpectSearchable(client->get(), "vecs", total);
+    if (round % 5 == 4 || round == kRounds - 1) ExpectSearchable(client_.get(), "vecs", total);
   }
   std::printf(
       "%d rounds: %zu live rows, %zu deleted; %.0f sealed segments loaded at restarts, %.0f "
@@ -444,9 +499,99 @@ TEST(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
   // Every object is named by a checkpoint: the flushes the kills cut short left orphans, which
   // the garbage collection after a later commit removed.
   ASSERT_EQ(server.Stop().exit_code, 0);
-  const auto [orphans, named] = Orphans(dir.path() + "/data");
+  const auto [orphans, named] = Orphans(data_dir());
   EXPECT_THAT(orphans, ::testing::IsEmpty());
   EXPECT_GT(named, 0u);
+  ExpectEachLogHoldsItsCheckpointsReplay(data_dir());
+}
+
+// A server of the test build that must have killed itself at `point`.
+void ExpectCrashedAt(const kf::testing::ProcessResult& died, const char* point) {
+  ASSERT_TRUE(died.exited) << "crash point " << point << " never reached";
+  EXPECT_EQ(died.term_signal, SIGKILL) << died.output;
+  EXPECT_THAT(died.output, ::testing::HasSubstr(absl::StrCat("crash point ", point)));
+}
+
+// Named crash points (common/crash_point.h): the standalone server's test build
+// (kingfisher-crash-hook) kills itself with SIGKILL exactly where a crash hurts recovery most —
+// after some of a flush's objects are written, after all of them but before the checkpoint
+// commit, after the commit but before its garbage collection, inside the garbage collection,
+// between two segment files of a WAL truncation, and while a restart loads sealed segments —
+// each 5 times, at a random pass of the point (25 rounds). The load of a round runs until the
+// server dies; it restarts without a crash point and the round's searches wait for it. Every
+// few rounds every acknowledged row of every round is found exactly once and every
+// acknowledged delete hides its row; at the end no object is left that no checkpoint names.
+TEST_F(RecoveryCrashTest, DiesAtEachNamedCrashPointAndLosesNothing) {
+  struct Point {
+    const char* name;
+    int max_pass;                // reached by every round's load
+    const char* then = nullptr;  // the first pass of this kills the restart after the crash
+  };
+  // A crash at objects_written leaves orphans; the restart after it meets orphan_deleted.
+  constexpr Point kPoints[] = {{"checkpoint.object_written", 8},
+                               {"checkpoint.objects_written", 3, "checkpoint.orphan_deleted"},
+                               {"checkpoint.committed", 3, "recovery.segment_loaded"},
+                               {"wal.segment_truncated", 2},
+                               {"recovery.segment_loaded", 4}};
+  constexpr int kRounds = 5 * std::size(kPoints);
+  StartWithCollection({.extra_args = kTinyRecoveryStorage, .binary = "kingfisher-crash-hook"},
+                      /*shards=*/6);
+  if (HasFatalFailure()) return;
+  kf::testing::ServerProcess& server = *server_;
+
+  std::mt19937 rng(::testing::UnitTest::GetInstance()->random_seed());
+  RowSets total;
+  for (int round = 0; round < kRounds && !::testing::Test::HasFailure(); ++round) {
+    const Point& point = kPoints[round % std::size(kPoints)];
+    const int pass = std::uniform_int_distribution<int>(1, point.max_pass)(rng);
+    SCOPED_TRACE(absl::StrCat("round ", round, ": crash point ", point.name, " pass ", pass));
+    const absl::Time round_start = absl::Now();
+    server.Kill();  // the previous round's server, with no crash point: as any kill -9
+    server.set_env({{"KINGFISHER_TEST_CRASH_AT", absl::StrCat(point.name, ":", pass)}});
+    server.Launch();
+    // A recovery crash may come before the server serves; the others come under the load.
+    std::optional<SearchLoad> load;
+    if (server.WaitHealthy()) {
+      load.emplace(client_.get(), collection_, /*inserts=*/100'000,
+                   int64_t{100'000'000} * (round + 1));
+    }
+    const kf::testing::ProcessResult died = server.WaitForExit(absl::Seconds(60));
+    if (load) {
+      load->StopWriting();
+      load->MarkKill();
+    }
+    ExpectCrashedAt(died, point.name);
+    if (point.then != nullptr) {
+      server.set_env({{"KINGFISHER_TEST_CRASH_AT", point.then}});
+      server.Launch();
+      ExpectCrashedAt(server.WaitForExit(absl::Seconds(60)), point.then);
+    }
+    server.set_env({});
+    ASSERT_TRUE(server.Start()) << server.Output();
+    if (load) {
+      load->Join();
+      total.Merge(*load);
+    }
+    std::printf("round %d: %s:%d%s%s, %.1f s\n", round, point.name, pass,
+                point.then != nullptr ? " then " : "", point.then != nullptr ? point.then : "",
+                absl::ToDoubleSeconds(absl::Now() - round_start));
+    if (round % 5 == 4) ExpectSearchable(client_.get(), "vecs", total);
+  }
+  // Rows in every shard: each pchannel commits a checkpoint after the last crash, and its
+  // garbage collection removes what the crashes left unnamed.
+  {
+    SearchLoad last(client_.get(), collection_, 20, int64_t{100'000'000} * (kRounds + 1));
+    last.Join();
+    total.Merge(last);
+  }
+  ExpectSearchable(client_.get(), "vecs", total);
+  std::printf("%d rounds: %zu live rows, %zu deleted, %zu uncertain\n", kRounds, total.live.size(),
+              total.deleted.size(), total.uncertain.size());
+  ASSERT_EQ(server.Stop().exit_code, 0);
+  const auto [orphans, named] = Orphans(data_dir());
+  EXPECT_THAT(orphans, ::testing::IsEmpty());
+  EXPECT_GT(named, 0u);
+  ExpectEachLogHoldsItsCheckpointsReplay(data_dir());
 }
 
 }  // namespace

@@ -2,10 +2,14 @@
 // server to die at the worst moment of an append (tests/e2e/idempotency_test.cc,
 // tests/server/standalone_server_test.cc). KINGFISHER_TEST_CRASH_AFTER_DURABLE=N makes the
 // process die (std::_Exit(137), as if SIGKILLed) right after its N-th append became durable
-// and before that ack is written. KINGFISHER_TEST_HOLD_WAL_OPEN=<path> holds every WAL open
-// until <path> exists, so a test sees the server while it recovers. Built with the tests, never
-// installed.
+// and before that ack is written. KINGFISHER_TEST_CRASH_AT=<point>[:<n>] SIGKILLs the process
+// the n-th time (default 1) it passes the named crash point <point> (common/crash_point.h;
+// tests/cluster/search_crash_test.cc). KINGFISHER_TEST_HOLD_WAL_OPEN=<path> holds every WAL
+// open until <path> exists, so a test sees the server while it recovers. Built with the tests,
+// never installed.
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,12 +17,45 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "common/crash_point.h"
 #include "server/server_main.h"
 
+namespace {
+
+std::string crash_point;    // set before any thread starts, read-only after
+int64_t crash_at_pass = 0;  // which pass of it kills
+std::atomic<int64_t> passes{0};
+
+void CrashAt(std::string_view point) {
+  if (point != crash_point || passes.fetch_add(1) + 1 != crash_at_pass) return;
+  std::cerr << "kingfisher-crash-hook: crash point " << point << " pass " << crash_at_pass
+            << ": SIGKILL" << std::endl;
+  kill(getpid(), SIGKILL);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (const char* at = std::getenv("KINGFISHER_TEST_CRASH_AT"); at != nullptr) {
+    std::vector<std::string> parts = absl::StrSplit(at, ':');
+    crash_point = parts[0];
+    crash_at_pass = 1;
+    if (crash_point.empty() || parts.size() > 2 ||
+        (parts.size() == 2 && (!absl::SimpleAtoi(parts[1], &crash_at_pass) || crash_at_pass < 1))) {
+      std::cerr << "kingfisher-crash-hook: KINGFISHER_TEST_CRASH_AT=" << at
+                << ": expected <point>[:<n>] with n >= 1\n";
+      return 2;
+    }
+    std::cerr << "kingfisher-crash-hook: SIGKILL at pass " << crash_at_pass << " of crash point "
+              << crash_point << "\n";
+    kf::crash_point_handler.store(&CrashAt);
+  }
   kf::server::ServerHooks hooks;
   int64_t n = 0;
   const char* env = std::getenv("KINGFISHER_TEST_CRASH_AFTER_DURABLE");

@@ -64,18 +64,21 @@ std::string ReadFile(const std::string& path) {
 }
 
 // Polls waitpid until the child exits or the deadline passes.
+ProcessResult Exited(int status) {
+  ProcessResult r;
+  r.exited = true;
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
+  return r;
+}
+
 ProcessResult Reap(pid_t pid, absl::Duration timeout) {
   ProcessResult r;
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
     int status = 0;
     pid_t got = waitpid(pid, &status, WNOHANG);
-    if (got == pid) {
-      r.exited = true;
-      if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
-      return r;
-    }
+    if (got == pid) return Exited(status);
     if (absl::Now() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
@@ -114,6 +117,7 @@ bool ServerProcess::Start(absl::Duration timeout) {
 }
 
 void ServerProcess::Launch() {
+  reaped_.reset();
   // A restart keeps the addresses, so clients reconnect to the same endpoint.
   if (address_.empty()) {
     address_ = options_.listen.empty() ? "127.0.0.1:" + std::to_string(FreeLoopbackPort())
@@ -139,6 +143,7 @@ bool ServerProcess::WaitHealthy(absl::Duration timeout) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
+      reaped_ = Exited(status);
       return false;  // exited during startup
     }
     httplib::Result r = http.Get("/healthz");
@@ -185,7 +190,11 @@ ProcessResult ServerProcess::Stop(absl::Duration timeout) {
 }
 
 ProcessResult ServerProcess::WaitForExit(absl::Duration timeout) {
-  if (pid_ <= 0) return {};
+  if (pid_ <= 0) {
+    ProcessResult r = reaped_.value_or(ProcessResult{});
+    if (reaped_) r.output = Output();
+    return r;
+  }
   ProcessResult r = Reap(pid_, timeout);
   pid_ = -1;
   r.output = Output();
@@ -205,6 +214,7 @@ bool ServerProcess::Running() {
   int status = 0;
   if (waitpid(pid_, &status, WNOHANG) == pid_) {
     pid_ = -1;
+    reaped_ = Exited(status);
     return false;
   }
   return true;

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -60,9 +61,12 @@ class ServerProcess {
   bool WaitHealthy(absl::Duration timeout = absl::Seconds(30));
   // SIGTERM, then waits for the exit.
   ProcessResult Stop(absl::Duration timeout = absl::Seconds(30));
-  // Waits for the process to exit on its own (e.g. a test crash hook).
+  // Waits for the process to exit on its own (e.g. a test crash hook); how it exited also when
+  // WaitHealthy or Running already saw it go.
   ProcessResult WaitForExit(absl::Duration timeout = absl::Seconds(30));
   void Kill();
+  // The environment added to the next Start or Launch.
+  void set_env(std::map<std::string, std::string> env) { options_.env = std::move(env); }
   // True while the process has not exited.
   bool Running();
 
@@ -86,6 +90,7 @@ class ServerProcess {
   int http_port_ = 0;
   std::string log_path_;
   pid_t pid_ = -1;
+  std::optional<ProcessResult> reaped_;  // the exit WaitHealthy or Running saw, since Launch
 };
 
 }  // namespace kf::testing

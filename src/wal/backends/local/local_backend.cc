@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/absl_compat.h"
 #include "common/coding.h"
+#include "common/crash_point.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "format/record_batch.h"
@@ -409,6 +410,7 @@ absl::Status LocalBackend::Truncate(const MessageId& id) {
   for (const auto& seg : victims) {
     absl::Status s = fs_->RemoveFile(seg->path);
     if (!s.ok() && !absl::IsNotFound(s)) return s;
+    CrashPoint("wal.segment_truncated");
   }
   if (!victims.empty()) RETURN_IF_ERROR(fs_->SyncDir(state_->dir()));
   return absl::OkStatus();
