@@ -91,8 +91,8 @@ const std::vector<SettingInfo>& AllSettings() {
       {"segment_max_idle",
        "seconds after its last row at which a growing segment is sealed (0: never)"},
       {"wal_segment_bytes",
-       "local backend: bytes after which a log rolls to a new segment file (the unit of "
-       "truncation)"},
+       "bytes after which a pchannel's log rolls to a new segment (local: a file, objectstore: "
+       "its blocks, quorum: an ensemble's file), the unit of truncation"},
       {"wal_retention",
        "seconds of WAL kept for consumers beyond what checkpoints need (0: only what they need)"},
       {"wal_retention_bytes",

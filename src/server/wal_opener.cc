@@ -52,6 +52,7 @@ absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std:
     options.meta = meta;
     options.root = config.cluster + "/wal";
     options.meta_prefix = streaming::ClusterKeys(config.cluster).root() + "wal/objectstore/";
+    options.segment_bytes = config.wal_segment_bytes;
     options.max_entry_bytes = std::max(options.max_entry_bytes, max_entry);
     out.opener = wal::objectstore::NewObjectOpener(options);
     return out;
@@ -70,6 +71,7 @@ absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std:
     options.logstores = absl::StrSplit(config.logstores, ',', absl::SkipEmpty());
     options.object_store = out.objects.get();
     options.object_prefix = absl::StrCat(config.cluster, "/wal/quorum");
+    options.segment_bytes = config.wal_segment_bytes;
     options.max_entry_bytes = std::max(options.max_entry_bytes, max_entry);
     out.opener = wal::quorum::NewQuorumOpener(std::move(options));
     return out;

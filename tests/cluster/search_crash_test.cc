@@ -264,27 +264,42 @@ void ExpectSearchable(kingfisher::Client* client, const std::string& collection,
   }
 }
 
-// The flags of the recovery storage tests: tiny segments sealed, flushed and checkpointed
-// continuously, and the WAL truncated below each checkpoint (64 KiB log segments, no
-// retention).
-const std::vector<std::string> kTinyRecoveryStorage = {
-    "--segment-seal-rows", "64", "--search-chunk-rows", "64",   "--checkpoint-interval", "0.1",
-    "--wal-retention",     "0",  "--wal-segment-bytes", "65536"};
+// The flags of the recovery storage tests: small segments sealed every `seal_rows` rows,
+// flushed and checkpointed continuously, and the WAL truncated below each checkpoint (64 KiB
+// log segments, no retention).
+std::vector<std::string> TinyRecoveryStorage(int seal_rows = 64) {
+  return {"--segment-seal-rows",   std::to_string(seal_rows),
+          "--search-chunk-rows",   "64",
+          "--checkpoint-interval", "0.1",
+          "--wal-retention",       "0",
+          "--wal-segment-bytes",   "65536"};
+}
 
 class SearchCrashClusterTest : public ClusterTest {
  protected:
-  // With `after_a_flush`, the kill waits until the victim flushed a sealed segment.
-  void KillAShardsNodeUnderLoad(bool after_a_flush = false);
+  // What the kill waits for, besides a load on every shard: nothing more, or until the victim
+  // flushed a sealed segment and truncated its WAL below a checkpoint.
+  enum class KillAfter { kLoad, kTruncation };
+  void KillAShardsNodeUnderLoad(KillAfter after = KillAfter::kLoad);
 };
 
-// Recovery storage in a cluster: sealed segments in an object store every node reads (a shared
-// directory here; S3 in production), checkpoints in etcd, the WAL truncated below them; the node
-// that takes a killed node's pchannel loads its segments from the checkpoint.
-class RecoveryClusterTest : public SearchCrashClusterTest {
+// Recovery storage in a cluster on each WAL backend: sealed segments in an object store every
+// node reads (a shared directory here; S3 in production), checkpoints in etcd, the WAL
+// truncated below them; the node that takes a killed node's pchannel loads its segments from
+// the checkpoint and replays the rest of the truncated log.
+class RecoveryClusterTest : public SearchCrashClusterTest,
+                            public ::testing::WithParamInterface<std::string> {
  protected:
+  std::string WalBackend() const override { return GetParam(); }
   std::vector<std::string> NodeArgs() const override {
-    std::vector<std::string> args = {"--object-store", "file://" + dir_.path() + "/segments"};
-    args.insert(args.end(), kTinyRecoveryStorage.begin(), kTinyRecoveryStorage.end());
+    std::vector<std::string> args;
+    // The objectstore backend's store (in the fixture's args) holds the segments too.
+    if (WalBackend() != "objectstore") {
+      args = {"--object-store", "file://" + dir_.path() + "/segments"};
+    }
+    // A shard's growing rows span more than a log segment: a truncation above the checkpoint
+    // would lose some of them.
+    for (std::string& a : TinyRecoveryStorage(/*seal_rows=*/1024)) args.push_back(std::move(a));
     return args;
   }
 };
@@ -293,8 +308,8 @@ TEST_F(SearchCrashClusterTest, KillingAShardsNodeLosesNoRowAndNoDelete) {
   KillAShardsNodeUnderLoad();
 }
 
-TEST_F(RecoveryClusterTest, TheNewOwnerOfAKilledNodesShardLoadsItsCheckpoint) {
-  KillAShardsNodeUnderLoad(/*after_a_flush=*/true);
+TEST_P(RecoveryClusterTest, TheNewOwnerOfAKilledNodesTruncatedShardLoadsItsCheckpoint) {
+  KillAShardsNodeUnderLoad(KillAfter::kTruncation);
   double recovered = 0;
   for (const auto& [id, node] : nodes_) {
     if (node->Running())
@@ -304,7 +319,11 @@ TEST_F(RecoveryClusterTest, TheNewOwnerOfAKilledNodesShardLoadsItsCheckpoint) {
   EXPECT_GT(recovered, 0) << "the moved shard was rebuilt without its checkpoint";
 }
 
-void SearchCrashClusterTest::KillAShardsNodeUnderLoad(bool after_a_flush) {
+INSTANTIATE_TEST_SUITE_P(Backends, RecoveryClusterTest,
+                         ::testing::Values("local", "objectstore", "quorum"),
+                         [](const auto& info) { return info.param; });
+
+void SearchCrashClusterTest::KillAShardsNodeUnderLoad(KillAfter after) {
   auto collection = client_->CreateCollection({.name = "vecs", .dim = kDim, .shards = 3});
   ASSERT_TRUE(collection.ok()) << collection.status();
   auto pchannel = PChannelOfVChannel(collection->vchannels[0]);
@@ -312,20 +331,36 @@ void SearchCrashClusterTest::KillAShardsNodeUnderLoad(bool after_a_flush) {
   const auto [victim, old_term] = Owners().at(*pchannel);
   ASSERT_GT(victim, 0);
 
-  constexpr int kInserts = 60;
+  // Until a truncation: a load without end, stopped at the kill.
+  const int kInserts = after == KillAfter::kLoad ? 60 : 1'000'000;
   SearchLoad load(client_.get(), *collection, kInserts);
   ASSERT_TRUE(
-      kf::testing::WaitUntil([&] { return load.acked_inserts() >= kInserts; }, absl::Seconds(60)));
-  if (after_a_flush) {
+      kf::testing::WaitUntil([&] { return load.acked_inserts() >= 60; }, absl::Seconds(60)));
+  if (after == KillAfter::kTruncation) {
+    const int port = nodes_[victim]->http_port();
     const std::string flushed = absl::StrCat("kf_sealed_segments{collection_id=\"", collection->id,
                                              "\",state=\"flushed\"}");
-    const int port = nodes_[victim]->http_port();
-    ASSERT_TRUE(kf::testing::WaitUntil([&] { return kf::testing::MetricSum(port, flushed) > 0; },
-                                       absl::Seconds(30)));
+    // The log's size falls below what it was: whole segments went.
+    const std::string size = absl::StrCat("kf_wal_size_bytes{pchannel=\"", *pchannel, "\"}");
+    const std::string rows_metric = absl::StrCat("kf_growing_rows{pchannel=\"", *pchannel, "\"}");
+    double largest = 0;
+    ASSERT_TRUE(kf::testing::WaitUntil(
+        [&] {
+          const double now = kf::testing::MetricSum(port, size);
+          largest = std::max(largest, now);
+          // And the rows of the growing segment (sealed every 1024) span more than a log
+          // segment (~350 bytes an insert of 4 rows): a truncation above the checkpoint would
+          // drop some of them.
+          const auto rows = static_cast<int64_t>(kf::testing::MetricSum(port, rows_metric));
+          return now < largest && kf::testing::MetricSum(port, flushed) > 0 && rows % 1024 >= 800;
+        },
+        absl::Seconds(60)))
+        << "no truncation of " << *pchannel << " (largest " << largest << " bytes)";
   }
   const int victim_acked_at_kill = load.acked_inserts(0);
   nodes_[victim]->Kill();
   load.MarkKill();
+  load.StopWriting();
   load.Join();
   EXPECT_LT(victim_acked_at_kill, kInserts) << "shard 0 was not being written when killed";
   EXPECT_GT(load.searches_ok_after_kill, 0) << "no search spanned the move";
@@ -461,7 +496,7 @@ void ExpectEachLogHoldsItsCheckpointsReplay(const std::string& data_dir) {
 TEST_F(RecoveryCrashTest, KillsAtRandomPointsOfFlushesAndCheckpointsLoseNothing) {
   // 6 shards on 4 pchannels: a pchannel's checkpoint covers shards sealed at different points,
   // so a replay starts below some of their flushed rows (which it must skip).
-  StartWithCollection({.extra_args = kTinyRecoveryStorage}, /*shards=*/6);
+  StartWithCollection({.extra_args = TinyRecoveryStorage()}, /*shards=*/6);
   if (HasFatalFailure()) return;
   kf::testing::ServerProcess& server = *server_;
 
@@ -534,7 +569,7 @@ TEST_F(RecoveryCrashTest, DiesAtEachNamedCrashPointAndLosesNothing) {
                                {"wal.segment_truncated", 2},
                                {"recovery.segment_loaded", 4}};
   constexpr int kRounds = 5 * std::size(kPoints);
-  StartWithCollection({.extra_args = kTinyRecoveryStorage, .binary = "kingfisher-crash-hook"},
+  StartWithCollection({.extra_args = TinyRecoveryStorage(), .binary = "kingfisher-crash-hook"},
                       /*shards=*/6);
   if (HasFatalFailure()) return;
   kf::testing::ServerProcess& server = *server_;

@@ -19,15 +19,21 @@ absl::StatusOr<Entry> ObjectScanner::Next(absl::Time deadline) {
   return e;
 }
 
+absl::Status ObjectScanner::TruncatedError() const {
+  // Never a silent skip (docs/recovery-storage.md "Truncation").
+  return absl::OutOfRangeError(absl::StrCat(
+      "objectstore WAL ", view_->layout().pchannel(), ": segment ", segment_,
+      " was truncated; the earliest readable id is ",
+      IdOf(view_->segments.empty() ? view_->truncated_segments : view_->segments.front().id, 0)
+          .ToText()));
+}
+
 absl::Status ObjectScanner::Advance(absl::Time deadline) {
   bool refresh = false;
   {
     absl::MutexLock l(&view_->mu);
     if (view_->closed) return absl::CancelledError("objectstore WAL: backend closed");
-    if (segment_ < view_->truncated_segments) {
-      return absl::NotFoundError(absl::StrCat("objectstore WAL ", view_->layout().pchannel(),
-                                              ": segment ", segment_, " was truncated"));
-    }
+    if (segment_ < view_->truncated_segments) return TruncatedError();
     const size_t i = view_->FindSegment(segment_);
     if (i < view_->segments.size()) {
       const SegmentView& seg = view_->segments[i];
@@ -127,10 +133,7 @@ absl::Status ObjectScanner::Decode(std::string_view bytes, uint64_t block) {
 absl::Status ObjectScanner::Missing(uint64_t block, const std::string& key, absl::Time deadline) {
   if (view_->read_only()) RETURN_IF_ERROR(view_->Refresh(view_->RequestDeadline(deadline)));
   absl::MutexLock l(&view_->mu);
-  if (segment_ < view_->truncated_segments) {
-    return absl::NotFoundError(absl::StrCat("objectstore WAL ", view_->layout().pchannel(),
-                                            ": segment ", segment_, " was truncated"));
-  }
+  if (segment_ < view_->truncated_segments) return TruncatedError();
   const size_t i = view_->FindSegment(segment_);
   if (i < view_->segments.size() && view_->segments[i].id == segment_) {
     const MergedRun* run = view_->segments[i].MergedAt(block);

@@ -12,6 +12,7 @@
 #include <deque>
 #include <memory>
 
+#include "absl/base/thread_annotations.h"
 #include "wal/backend.h"
 #include "wal/backends/objectstore/log_view.h"
 
@@ -35,8 +36,10 @@ class ObjectScanner final : public BackendScanner {
   // Queues the entries of the verified block `bytes` at `block` of segment_.
   absl::Status Decode(std::string_view bytes, uint64_t block);
   // After a durable object came back NOT_FOUND: OK when it was compacted meanwhile (the caller
-  // reads again), NOT_FOUND when truncated, else DATA_LOSS.
+  // reads again), OUT_OF_RANGE when truncated, else DATA_LOSS.
   absl::Status Missing(uint64_t block, const std::string& key, absl::Time deadline);
+  // OUT_OF_RANGE: segment_ was truncated; names the earliest readable id.
+  absl::Status TruncatedError() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(view_->mu);
 
   std::shared_ptr<LogView> view_;
   uint64_t segment_;

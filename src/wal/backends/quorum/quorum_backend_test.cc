@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "common/testing/wait_until.h"
 #include "format/segment_object.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "wal/backends/quorum/quorum_meta.h"
 #include "wal/backends/quorum/test_util.h"
@@ -329,6 +330,13 @@ TEST(QuorumBackendTest, TruncateDropsWholeSealedSegments) {
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_LE(first->id, MessageId(WalKind::kQuorum, cut.segment() + 1, 0));
   EXPECT_GT(first->id.segment(), 0u);
+  // Below the first segment left: OUT_OF_RANGE naming it, never a silent skip.
+  auto below = (*b)->Read({.start = ReadOptions::Start::kFrom, .id = ids[0]});
+  ASSERT_TRUE(below.ok()) << below.status();
+  auto next = (*below)->Next(absl::Now() + absl::Seconds(5));
+  EXPECT_TRUE(absl::IsOutOfRange(next.status())) << next.status();
+  EXPECT_THAT(std::string(next.status().message()),
+              ::testing::HasSubstr("the earliest readable id is " + first->id.ToText()));
   auto tail = (*b)->TailStart(1);
   ASSERT_TRUE(tail.ok());
   EXPECT_EQ(tail->segment(), ids.back().segment());

@@ -35,7 +35,15 @@ absl::StatusOr<Entry> QuorumScanner::Next(absl::Time deadline) {
       auto it = view_->segments.lower_bound(segment_);
       if (it != view_->segments.end()) {
         if (it->first > segment_) {
-          segment_ = it->first;  // earlier segments were truncated, or ended
+          // Segment ids are consecutive and only truncation removes them, as a prefix: never
+          // a silent skip (docs/recovery-storage.md "Truncation").
+          if (it == view_->segments.begin()) {
+            return absl::OutOfRangeError(absl::StrCat(
+                "quorum WAL ", log_, ": ", MessageId(WalKind::kQuorum, segment_, entry_).ToText(),
+                " was truncated; the earliest readable id is ",
+                MessageId(WalKind::kQuorum, it->first, 0).ToText()));
+          }
+          segment_ = it->first;
           entry_ = 0;
         }
         if (entry_ < it->second.end) {
