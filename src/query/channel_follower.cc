@@ -237,6 +237,7 @@ void ChannelFollower::CheckpointDone(const CheckpointPlan& plan, const absl::Sta
     }
   } else {
     checkpoint_stats_.last_error = status;
+    ++checkpoint_stats_.failures;
     retry_checkpoint_.store(true);
   }
 }

@@ -75,6 +75,7 @@ class ChannelFollower {
       return applied_messages - std::min(applied_messages, committed_messages);
     }
     absl::Status last_error;     // of the last write that failed
+    uint64_t failures = 0;       // writes that failed
     MessageId truncated_before;  // the last truncation of the WAL
     uint64_t truncations = 0;
   };

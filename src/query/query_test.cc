@@ -25,6 +25,7 @@
 #include "search/metric.h"
 #include "storage/fs/file_system.h"
 #include "storage/meta/embedded_meta_store.h"
+#include "storage/object/fault_object_store.h"
 #include "storage/object/local_object_store.h"
 #include "storage/object/testing/rgw_process.h"
 #include "storage/object/testing/store_under_test.h"
@@ -1051,6 +1052,119 @@ INSTANTIATE_TEST_SUITE_P(Backends, QueryModelTest,
                          [](const auto& info) { return wal::testing::BackendName(info.param); });
 
 // Recovery storage on a real Ceph RGW (S3), the binary's shared one (rgw_process.h).
+// Recovery storage over an object store that errs: every kind of failure object storage has
+// (docs/object-store.md), injected by FaultObjectStore in front of the local store.
+class QueryFaultTest : public QueryModelTest {
+ protected:
+  void SetUp() override {
+    const std::string dir =
+        std::filesystem::temp_directory_path() / ("kf-query-faults-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    base_ = *object::LocalObjectStore::Open(fs::DefaultFileSystem(), dir);
+    base_dir_ = dir;
+    auto faults = std::make_unique<object::FaultObjectStore>(base_.get());
+    faults_ = faults.get();
+    objects_ = std::move(faults);
+    io_timeout_ = absl::Seconds(1);  // a Put slower than this fails
+    QueryModelTest::SetUp();
+  }
+  void TearDown() override {
+    QueryModelTest::TearDown();
+    std::filesystem::remove_all(base_dir_);
+  }
+  // Steps of the random history while checkpoints fail with `code`; checks the model, which
+  // neither appends nor searches waited for the store.
+  void StepWhileFlushesFail(absl::StatusCode code) {
+    const uint64_t failures = follower_->checkpoint_stats().failures;
+    for (int step = 0; step < 40 && !HasFatalFailure(); ++step) Step();
+    Check(acked_.back());
+    ASSERT_TRUE(kf::testing::WaitUntil(
+        [&] {
+          const auto stats = follower_->checkpoint_stats();
+          return stats.failures > failures && stats.last_error.code() == code;
+        },
+        absl::Seconds(30)))
+        << follower_->checkpoint_stats().last_error;
+  }
+  size_t Flushed() const {
+    size_t n = 0;
+    for (const auto& shard : follower_->applier().shards()) n += shard->flushed_segments();
+    return n;
+  }
+  size_t Sealed() const {
+    size_t n = 0;
+    for (const auto& shard : follower_->applier().shards()) n += shard->sealed_segments();
+    return n;
+  }
+
+  std::unique_ptr<object::ObjectStore> base_;
+  std::string base_dir_;
+  object::FaultObjectStore* faults_ = nullptr;  // objects_
+};
+
+// Errors (503s), timeouts, PUTs slower than the I/O timeout, PUTs applied whose answer was
+// lost, failing LISTs and DELETEs of the garbage collection: appends and searches go on, each
+// failed checkpoint is tried again, none commits a segment it did not write, and once the
+// store behaves every sealed segment is flushed, no object is left unnamed, and a restart from
+// the checkpoint answers as the model does.
+TEST_P(QueryFaultTest, ErrorsTimeoutsAndSlowOrLostPutsAreRetriedAndNothingIsLost) {
+  using Op = object::FaultObjectStore::Op;
+  CreateCollection(kVc0, 42, search::Metric::kL2);
+  CreateCollection(kVc1, 42, search::Metric::kL2);
+  CreateCollection(kVcCos, 43, search::Metric::kCosine);
+  Append(
+      wal::testing::PartitionDdl(MessageType::kCreatePartition, kVc0, 42, "p1", next_broadcast_++));
+  for (int step = 0; step < 400 && Sealed() == 0 && !HasFatalFailure(); ++step) Step();
+  AwaitCheckpoint();
+  ASSERT_GT(Flushed(), 0u);
+
+  faults_->FailNext(Op::kPut, absl::UnavailableError("injected: 503 SlowDown"), 50);
+  StepWhileFlushesFail(absl::StatusCode::kUnavailable);
+  faults_->TimeoutNext(Op::kPut, 2);
+  StepWhileFlushesFail(absl::StatusCode::kDeadlineExceeded);
+  faults_->SetPutDelay(absl::Seconds(2));  // beyond the I/O timeout: never applied
+  StepWhileFlushesFail(absl::StatusCode::kDeadlineExceeded);
+  for (int step = 0; step < 400 && Flushed() == Sealed() && !HasFatalFailure(); ++step) Step();
+  EXPECT_LT(Flushed(), Sealed()) << "no segment sealed while flushes failed";
+
+  // Slow but within the timeout, answers lost after the PUT applied, a failing garbage
+  // collection: checkpoints still commit.
+  faults_->SetPutDelay(absl::Milliseconds(100));
+  for (int i = 0; i < 3; ++i) faults_->LoseNextPutAnswer();
+  faults_->FailNext(Op::kList, absl::UnavailableError("injected: LIST 503"), 2);
+  faults_->FailNext(Op::kDelete, absl::UnavailableError("injected: DELETE 503"), 2);
+  for (int step = 0; step < 40 && !HasFatalFailure(); ++step) Step();
+  Check(acked_.back());
+  AwaitCheckpoint();
+  faults_->SetPutDelay(absl::ZeroDuration());
+  // One more commit with nothing failing: its garbage collection removes every orphan.
+  std::vector<ModelRow> rows;
+  MutableMessage m = RandomInsert(kVc1, &rows);
+  ModelInsert(kVc1, std::move(rows), Append(std::move(m)));
+  AwaitCheckpoint();
+  EXPECT_EQ(Flushed(), Sealed());
+
+  auto committed = meta_->Get(std::string("checkpoints/") + kPchannel, absl::InfiniteFuture());
+  ASSERT_TRUE(committed.ok()) << committed.status();
+  kingfisher::v1::PChannelCheckpoint checkpoint;
+  ASSERT_TRUE(checkpoint.ParseFromString(committed->kv.value));
+  const absl::flat_hash_set<std::string> named = ObjectsNamedBy(checkpoint);
+  EXPECT_FALSE(named.empty());
+  auto listed =
+      base_->List(object_prefix_, "", object::ObjectStore::kNoLimit, absl::InfiniteFuture());
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  for (const object::ObjectInfo& o : listed->objects) {
+    EXPECT_TRUE(named.contains(o.key)) << "orphan " << o.key;
+  }
+
+  Reopen();
+  EXPECT_GT(follower_->checkpoint_stats().loaded_segments, 0u);
+  for (int i = 0; i < 5 && !HasFatalFailure(); ++i) Check(i == 0 ? acked_.back() : RandomAcked());
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, QueryFaultTest, ::testing::Values(BackendKind::kLocal),
+                         [](const auto& info) { return wal::testing::BackendName(info.param); });
+
 class QueryRgwTest : public QueryModelTest {
  protected:
   void SetUp() override {

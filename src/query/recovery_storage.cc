@@ -270,9 +270,10 @@ std::optional<int64_t> TermOfObject(std::string_view key) {
 
 }  // namespace
 
-void CheckpointWriter::CollectGarbage(const kingfisher::v1::PChannelCheckpoint& committed) {
+absl::flat_hash_set<std::string> ObjectsNamedBy(
+    const kingfisher::v1::PChannelCheckpoint& checkpoint) {
   absl::flat_hash_set<std::string> named;
-  for (const auto& shard : committed.shards()) {
+  for (const auto& shard : checkpoint.shards()) {
     for (const auto& partition : shard.partitions()) {
       for (const auto& segment : partition.flushed()) {
         named.insert(segment.object());
@@ -280,6 +281,11 @@ void CheckpointWriter::CollectGarbage(const kingfisher::v1::PChannelCheckpoint& 
       }
     }
   }
+  return named;
+}
+
+void CheckpointWriter::CollectGarbage(const kingfisher::v1::PChannelCheckpoint& committed) {
+  const absl::flat_hash_set<std::string> named = ObjectsNamedBy(committed);
   // Objects of this pchannel that the checkpoint just committed does not name were written by
   // a flush that never committed (a crash, a failed write), or belong to a dropped collection.
   // Only those of this term or an older one go: a newer owner's may be named by a checkpoint

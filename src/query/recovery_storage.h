@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -85,6 +86,10 @@ absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
 // none. DATA_LOSS for a checkpoint that does not parse.
 absl::StatusOr<std::optional<kingfisher::v1::WalState>> LoadWalState(
     const RecoveryStorageOptions& options, std::string_view pchannel);
+
+// Every object (segment and delete log) `checkpoint` names.
+absl::flat_hash_set<std::string> ObjectsNamedBy(
+    const kingfisher::v1::PChannelCheckpoint& checkpoint);
 
 class CheckpointWriter {
  public:
