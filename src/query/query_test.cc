@@ -1072,19 +1072,14 @@ class QueryFaultTest : public QueryModelTest {
     QueryModelTest::TearDown();
     std::filesystem::remove_all(base_dir_);
   }
-  // Steps of the random history while checkpoints fail with `code`; checks the model, which
+  // Steps of the random history until `n` more checkpoints failed; checks the model, which
   // neither appends nor searches waited for the store.
-  void StepWhileFlushesFail(absl::StatusCode code) {
-    const uint64_t failures = follower_->checkpoint_stats().failures;
-    for (int step = 0; step < 40 && !HasFatalFailure(); ++step) Step();
+  void StepWhileFlushesFail(int n) {
+    const uint64_t failures = follower_->checkpoint_stats().failures + n;
+    auto failed = [&] { return follower_->checkpoint_stats().failures >= failures; };
+    for (int step = 0; step < 2000 && !failed() && !HasFatalFailure(); ++step) Step();
     Check(acked_.back());
-    ASSERT_TRUE(kf::testing::WaitUntil(
-        [&] {
-          const auto stats = follower_->checkpoint_stats();
-          return stats.failures > failures && stats.last_error.code() == code;
-        },
-        absl::Seconds(30)))
-        << follower_->checkpoint_stats().last_error;
+    ASSERT_TRUE(kf::testing::WaitUntil(failed, absl::Seconds(30)));
   }
   size_t Flushed() const {
     size_t n = 0;
@@ -1105,7 +1100,8 @@ class QueryFaultTest : public QueryModelTest {
 // Errors (503s), timeouts, PUTs slower than the I/O timeout, PUTs applied whose answer was
 // lost, failing LISTs and DELETEs of the garbage collection: appends and searches go on, each
 // failed checkpoint is tried again, none commits a segment it did not write, and once the
-// store behaves every sealed segment is flushed, no object is left unnamed, and a restart from
+// store behaves every sealed segment is flushed, no object is left unnamed (a dropped
+// collection's neither; commits that cannot leave orphans list nothing), and a restart from
 // the checkpoint answers as the model does.
 TEST_P(QueryFaultTest, ErrorsTimeoutsAndSlowOrLostPutsAreRetriedAndNothingIsLost) {
   using Op = object::FaultObjectStore::Op;
@@ -1118,22 +1114,29 @@ TEST_P(QueryFaultTest, ErrorsTimeoutsAndSlowOrLostPutsAreRetriedAndNothingIsLost
   AwaitCheckpoint();
   ASSERT_GT(Flushed(), 0u);
 
-  faults_->FailNext(Op::kPut, absl::UnavailableError("injected: 503 SlowDown"), 50);
-  StepWhileFlushesFail(absl::StatusCode::kUnavailable);
+  faults_->FailNext(Op::kPut, absl::UnavailableError("injected: 503 SlowDown"), 10);
+  StepWhileFlushesFail(10);
   faults_->TimeoutNext(Op::kPut, 2);
-  StepWhileFlushesFail(absl::StatusCode::kDeadlineExceeded);
+  StepWhileFlushesFail(2);
   faults_->SetPutDelay(absl::Seconds(2));  // beyond the I/O timeout: never applied
-  StepWhileFlushesFail(absl::StatusCode::kDeadlineExceeded);
+  StepWhileFlushesFail(1);
   for (int step = 0; step < 400 && Flushed() == Sealed() && !HasFatalFailure(); ++step) Step();
   EXPECT_LT(Flushed(), Sealed()) << "no segment sealed while flushes failed";
 
   // Slow but within the timeout, answers lost after the PUT applied, a failing garbage
   // collection: checkpoints still commit.
-  faults_->SetPutDelay(absl::Milliseconds(100));
+  faults_->SetPutDelay(absl::Milliseconds(20));
   for (int i = 0; i < 3; ++i) faults_->LoseNextPutAnswer();
+  StepWhileFlushesFail(3);
+  // The failed writes make the next commits collect garbage: two fail, the third completes.
+  const uint64_t lists = faults_->calls(Op::kList) + 3;
   faults_->FailNext(Op::kList, absl::UnavailableError("injected: LIST 503"), 2);
-  faults_->FailNext(Op::kDelete, absl::UnavailableError("injected: DELETE 503"), 2);
-  for (int step = 0; step < 40 && !HasFatalFailure(); ++step) Step();
+  auto collected = [&] { return faults_->calls(Op::kList) >= lists; };
+  for (int step = 0; step < 200 && !HasFatalFailure(); ++step) {
+    Step();  // a change: the next commit
+    if (kf::testing::WaitUntil(collected, absl::Milliseconds(100))) break;
+  }
+  EXPECT_TRUE(collected());
   Check(acked_.back());
   AwaitCheckpoint();
   faults_->SetPutDelay(absl::ZeroDuration());
@@ -1143,6 +1146,34 @@ TEST_P(QueryFaultTest, ErrorsTimeoutsAndSlowOrLostPutsAreRetriedAndNothingIsLost
   ModelInsert(kVc1, std::move(rows), Append(std::move(m)));
   AwaitCheckpoint();
   EXPECT_EQ(Flushed(), Sealed());
+
+  // The store behaving, ordinary commits list nothing (once a collection left pending by the
+  // failed LISTs completed); one that stops naming a dropped collection's segments lists the
+  // prefix and deletes them, and a DELETE that fails is tried again at the next commit.
+  ManualFlush(kVcCos);  // so the collection has a flushed segment
+  for (int round = 0; round < 2; ++round) {
+    const uint64_t lists = faults_->calls(Op::kList);
+    for (int step = 0; step < 40 && !HasFatalFailure(); ++step) Step();
+    AwaitCheckpoint();
+    if (round == 1) {
+      EXPECT_EQ(faults_->calls(Op::kList), lists) << "needless LIST";
+    }
+  }
+  const uint64_t lists_before_drop = faults_->calls(Op::kList);
+  faults_->FailNext(Op::kDelete, absl::UnavailableError("injected: DELETE 503"));
+  Append(wal::testing::DropCollection(kVcCos, 43, next_broadcast_++));
+  model_[kVcCos].dropped = true;
+  Check(acked_.back());  // applied
+  AwaitCheckpoint();
+  EXPECT_EQ(faults_->calls(Op::kList), lists_before_drop + 1)
+      << "the dropped collection's objects stay";
+  rows.clear();
+  m = RandomInsert(kVc1, &rows);
+  ModelInsert(kVc1, std::move(rows), Append(std::move(m)));
+  Check(acked_.back());
+  AwaitCheckpoint();
+  EXPECT_EQ(faults_->calls(Op::kList), lists_before_drop + 2)
+      << "a failed DELETE was not tried again";
 
   auto committed = meta_->Get(std::string("checkpoints/") + kPchannel, absl::InfiniteFuture());
   ASSERT_TRUE(committed.ok()) << committed.status();

@@ -5,6 +5,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -232,6 +233,7 @@ void CheckpointWriter::Run() {
       job_.reset();
     }
     absl::Status s = Write(job.first);
+    if (!s.ok()) garbage_possible_ = true;  // it may have written objects it did not commit
     std::move(job.second)(job.first, s);
     absl::MutexLock lock(&mu_);
     busy_ = false;
@@ -284,20 +286,26 @@ absl::flat_hash_set<std::string> ObjectsNamedBy(
   return named;
 }
 
-void CheckpointWriter::CollectGarbage(const kingfisher::v1::PChannelCheckpoint& committed) {
-  const absl::flat_hash_set<std::string> named = ObjectsNamedBy(committed);
+bool CheckpointWriter::CollectGarbage(const absl::flat_hash_set<std::string>& named) {
   // Objects of this pchannel that the checkpoint just committed does not name were written by
   // a flush that never committed (a crash, a failed write), or belong to a dropped collection.
   // Only those of this term or an older one go: a newer owner's may be named by a checkpoint
   // committed after this one (this writer would then be fenced at its next commit).
   size_t deleted = 0;
+  auto report = absl::MakeCleanup([&] {
+    if (deleted > 0) {
+      spdlog::info("garbage collection of {}: deleted {} objects no checkpoint names",
+                   ObjectPrefix(), deleted);
+    }
+    deleted_objects_.fetch_add(deleted, std::memory_order_relaxed);
+  });
   std::string after;
   for (;;) {
     auto page =
         options_.objects->List(ObjectPrefix(), after, 1000, absl::Now() + options_.io_timeout);
     if (!page.ok()) {
       spdlog::warn("garbage collection of {}: {}", ObjectPrefix(), page.status().ToString());
-      return;
+      return false;
     }
     for (const object::ObjectInfo& o : page->objects) {
       const std::optional<int64_t> term = TermOfObject(o.key);
@@ -305,19 +313,14 @@ void CheckpointWriter::CollectGarbage(const kingfisher::v1::PChannelCheckpoint& 
       if (absl::Status s = options_.objects->Delete(o.key, absl::Now() + options_.io_timeout);
           !s.ok()) {
         spdlog::warn("garbage collection: deleting {}: {}", o.key, s.ToString());
-        return;
+        return false;
       }
       CrashPoint("checkpoint.orphan_deleted");
       ++deleted;
     }
-    if (!page->truncated || page->objects.empty()) break;
+    if (!page->truncated || page->objects.empty()) return true;
     after = page->objects.back().key;
   }
-  if (deleted > 0) {
-    spdlog::info("garbage collection of {}: deleted {} objects no checkpoint names", ObjectPrefix(),
-                 deleted);
-  }
-  deleted_objects_.fetch_add(deleted, std::memory_order_relaxed);
 }
 
 absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
@@ -378,7 +381,18 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
   if (objects_written > 0) CrashPoint("checkpoint.objects_written");
   RETURN_IF_ERROR(Commit(c.SerializeAsString()));
   CrashPoint("checkpoint.committed");
-  CollectGarbage(c);
+  // Orphans can exist only before this writer's first complete collection (a predecessor's),
+  // after one of its writes failed, and once a commit stops naming objects the one before
+  // named (a dropped collection or partition): only then is the prefix listed.
+  absl::flat_hash_set<std::string> named = ObjectsNamedBy(c);
+  for (const std::string& key : named_) {
+    if (!named.contains(key)) {
+      garbage_possible_ = true;
+      break;
+    }
+  }
+  named_ = std::move(named);
+  if (garbage_possible_) garbage_possible_ = !CollectGarbage(named_);
   return absl::OkStatus();
 }
 

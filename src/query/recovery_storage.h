@@ -15,7 +15,8 @@
 //
 // Keys: meta `<meta_prefix><pchannel>`; objects
 // `<object_prefix>segments/<pchannel>/<vchannel>/<partition>/<segment_id>.<tag>.seg` and
-// `....<tag>.del.<first_ts>` for delete logs. After each commit the writer deletes the
+// `....<tag>.del.<first_ts>` for delete logs. After a commit that may have left orphans (its
+// first, one after a failed write, one that stopped naming objects) the writer deletes the
 // pchannel's objects the checkpoint does not name whose tag's term is not above its own
 // (orphans of flushes that never committed, segments of dropped collections).
 //
@@ -120,8 +121,9 @@ class CheckpointWriter {
                         const kingfisher::v1::PartitionCheckpoint& partition,
                         uint64_t segment_id) const;
   std::string ObjectPrefix() const;  // every object of the pchannel
-  // After a commit: deletes this pchannel's objects `committed` does not name (see .cc).
-  void CollectGarbage(const kingfisher::v1::PChannelCheckpoint& committed);
+  // After a commit: deletes this pchannel's objects `named` (what it committed) leaves out
+  // (see .cc). False when a LIST or DELETE failed.
+  bool CollectGarbage(const absl::flat_hash_set<std::string>& named);
 
   const RecoveryStorageOptions options_;
   const std::string pchannel_;
@@ -132,7 +134,10 @@ class CheckpointWriter {
   bool fenced_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<std::pair<CheckpointPlan, Done>> job_ ABSL_GUARDED_BY(mu_);
   bool busy_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t mod_revision_;  // the writer thread's
+  // The writer thread's:
+  int64_t mod_revision_;
+  bool garbage_possible_ = true;            // orphans may exist: collect after the next commit
+  absl::flat_hash_set<std::string> named_;  // objects its last commit named
   std::atomic<uint64_t> deleted_objects_{0};
   std::thread thread_;
 };
