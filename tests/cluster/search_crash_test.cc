@@ -280,7 +280,7 @@ class SearchCrashClusterTest : public ClusterTest {
   // What the kill waits for, besides a load on every shard: nothing more, or until the victim
   // flushed a sealed segment and truncated its WAL below a checkpoint.
   enum class KillAfter { kLoad, kTruncation };
-  void KillAShardsNodeUnderLoad(KillAfter after = KillAfter::kLoad);
+  void KillAShardsNodeUnderLoad(KillAfter kill_after = KillAfter::kLoad);
 };
 
 // Recovery storage in a cluster on each WAL backend: sealed segments in an object store every
@@ -323,7 +323,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, RecoveryClusterTest,
                          ::testing::Values("local", "objectstore", "quorum"),
                          [](const auto& info) { return info.param; });
 
-void SearchCrashClusterTest::KillAShardsNodeUnderLoad(KillAfter after) {
+void SearchCrashClusterTest::KillAShardsNodeUnderLoad(KillAfter kill_after) {
   auto collection = client_->CreateCollection({.name = "vecs", .dim = kDim, .shards = 3});
   ASSERT_TRUE(collection.ok()) << collection.status();
   auto pchannel = PChannelOfVChannel(collection->vchannels[0]);
@@ -332,11 +332,11 @@ void SearchCrashClusterTest::KillAShardsNodeUnderLoad(KillAfter after) {
   ASSERT_GT(victim, 0);
 
   // Until a truncation: a load without end, stopped at the kill.
-  const int kInserts = after == KillAfter::kLoad ? 60 : 1'000'000;
+  const int kInserts = kill_after == KillAfter::kLoad ? 60 : 1'000'000;
   SearchLoad load(client_.get(), *collection, kInserts);
   ASSERT_TRUE(
       kf::testing::WaitUntil([&] { return load.acked_inserts() >= 60; }, absl::Seconds(60)));
-  if (after == KillAfter::kTruncation) {
+  if (kill_after == KillAfter::kTruncation) {
     const int port = nodes_[victim]->http_port();
     const std::string flushed = absl::StrCat("kf_sealed_segments{collection_id=\"", collection->id,
                                              "\",state=\"flushed\"}");
