@@ -77,15 +77,15 @@ uint64_t RssBytes(pid_t pid) {
 }
 
 // A sustained insert load at --soak-rate rows/s for --soak-seconds against a server whose
-// growing memory is limited to --soak-limit-mib, segments sealed, flushed and the WAL truncated
-// as they go: the server's RSS, its growing memory and its WAL bytes sampled every second.
-// Inserts beyond the limit must be refused (RESOURCE_EXHAUSTED), never an OOM, and the WAL must
-// not grow with the load.
+// memory (resident, the whole process) is limited to --soak-limit-mib, segments sealed, flushed
+// and the WAL truncated as they go: the server's RSS, its growing memory and its WAL bytes
+// sampled every second. Inserts beyond the limit must be refused (RESOURCE_EXHAUSTED), never an
+// OOM, the RSS must stay near the limit, and the WAL must not grow with the load.
 void Soak(const std::string& dir, const Flags& f) {
   const uint64_t limit = static_cast<uint64_t>(f.soak_limit_mib) << 20;
   kf::testing::ServerProcess server(
       {.data_dir = dir + "/data",
-       .extra_args = {"--growing-memory-limit", std::to_string(limit), "--segment-seal-rows",
+       .extra_args = {"--memory-limit", std::to_string(limit), "--segment-seal-rows",
                       std::to_string(f.seal_rows), "--checkpoint-interval", "1", "--wal-retention",
                       "0", "--wal-segment-bytes", std::to_string(4 << 20)}});
   if (!server.Start()) Die("server did not start:\n" + server.Output());
@@ -97,7 +97,7 @@ void Soak(const std::string& dir, const Flags& f) {
   auto producer = (*client)->CreateProducer();
   if (!producer.ok()) Die("producer: " + producer.status().ToString());
   std::printf(
-      "soak: %d rows/s of %d-d vectors for %d s, growing_memory_limit %d MiB "
+      "soak: %d rows/s of %d-d vectors for %d s, memory_limit %d MiB "
       "(t, rows acked, refused, RSS MiB, growing MiB, WAL MiB):\n",
       f.soak_rate, f.dim, f.soak_seconds, f.soak_limit_mib);
   std::mt19937 rng(11);
@@ -176,11 +176,11 @@ void Soak(const std::string& dir, const Flags& f) {
                 first_error.c_str());
   }
   std::printf(
-      "soak: %lu rows acked, %lu refused RESOURCE_EXHAUSTED; max RSS %.1f MiB, max growing %.1f "
-      "MiB against the limit %d MiB; WAL max %.1f MiB (%.1f MiB of rows acked)\n",
-      acked.load(), refused.load(), static_cast<double>(max_rss) / (1 << 20),
-      static_cast<double>(max_growing) / (1 << 20), f.soak_limit_mib,
-      static_cast<double>(max_wal) / (1 << 20),
+      "soak: %lu rows acked, %lu refused RESOURCE_EXHAUSTED; max RSS %.1f MiB against the "
+      "memory_limit %d MiB (growing data at most %.1f MiB); WAL max %.1f MiB (%.1f MiB of rows "
+      "acked)\n",
+      acked.load(), refused.load(), static_cast<double>(max_rss) / (1 << 20), f.soak_limit_mib,
+      static_cast<double>(max_growing) / (1 << 20), static_cast<double>(max_wal) / (1 << 20),
       static_cast<double>(acked.load()) * f.dim * sizeof(float) / (1 << 20));
   server.Stop();
 }
@@ -348,7 +348,7 @@ Flags ParseFlags(int argc, char** argv) {
   flags.Add("--seal-rows", &f.seal_rows, "N", "rows per sealed segment");
   flags.Add("--soak-seconds", &f.soak_seconds, "S", "length of the sustained-load soak (0: none)");
   flags.Add("--soak-rate", &f.soak_rate, "N", "rows per second of the soak");
-  flags.Add("--soak-limit-mib", &f.soak_limit_mib, "M", "the soak server's growing_memory_limit");
+  flags.Add("--soak-limit-mib", &f.soak_limit_mib, "M", "the soak server's memory_limit");
   flags.AddDirs(&f.dirs, "the servers' data dirs");
   flags.Parse(argc, argv);
   if (f.rows < 1000 || f.dim < 1 || f.seal_rows < 8192 || f.soak_seconds < 0 || f.soak_rate < 100 ||

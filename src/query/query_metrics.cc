@@ -26,11 +26,12 @@ std::vector<metrics::CallbackHandle> RegisterQueryGauges(metrics::Registry& regi
   std::vector<metrics::CallbackHandle> handles;
   handles.push_back(
       PerPChannel(registry, queries, "kf_growing_bytes",
-                  "Memory of the growing segments of a pchannel's shards",
+                  "Memory of the segments (growing and sealed) a pchannel's shards hold",
                   [](const Stats& p) { return static_cast<double>(p.growing_bytes); }));
-  handles.push_back(PerPChannel(
-      registry, queries, "kf_growing_rows", "Rows in the growing segments of a pchannel's shards",
-      [](const Stats& p) { return static_cast<double>(p.growing_rows); }));
+  handles.push_back(
+      PerPChannel(registry, queries, "kf_growing_rows",
+                  "Rows in the segments (growing and sealed) of a pchannel's shards",
+                  [](const Stats& p) { return static_cast<double>(p.growing_rows); }));
   handles.push_back(
       PerPChannel(registry, queries, "kf_tsafe",
                   "Applied timetick of a pchannel: searches at later timestamps wait for it",
@@ -96,6 +97,12 @@ std::vector<metrics::CallbackHandle> RegisterQueryGauges(metrics::Registry& regi
       "kf_growing_memory_limit_bytes", "growing_memory_limit: Inserts are refused above it", {},
       [queries](metrics::GaugeEmitter& e) {
         e.Emit({}, static_cast<double>(queries->growing_memory_limit()));
+      }));
+  handles.push_back(registry.AddGaugeCallback(
+      "kf_memory_limit_bytes",
+      "memory_limit: the process stays under it; Inserts are refused from 90% of it (0: none)", {},
+      [queries](metrics::GaugeEmitter& e) {
+        e.Emit({}, static_cast<double>(queries->memory_limit()));
       }));
   handles.push_back(registry.AddGaugeCallback(
       "kf_index_queue", "Full growing chunks waiting for their IVF index or being indexed", {},

@@ -10,6 +10,7 @@
 #include "common/absl_compat.h"
 #include "common/errors.h"
 #include "common/hybrid_time.h"
+#include "common/process_memory.h"
 #include "message/vchannel_name.h"
 #include "spdlog/spdlog.h"
 #include "trace/traceparent.h"
@@ -24,9 +25,14 @@ absl::Status Invalid(std::string_view what) {
   return StreamingError(StreamingCode::kInvalidArgument, what);
 }
 
-QueryRegistryOptions WithAccount(QueryRegistryOptions options) {
+QueryRegistryOptions WithDefaults(QueryRegistryOptions options) {
   if (options.shard.account == nullptr) {
     options.shard.account = std::make_shared<search::MemoryAccount>();
+  }
+  if (options.memory_limit != 0 && options.resident_bytes == nullptr) {
+    options.resident_bytes = [resident = std::make_shared<ResidentMemory>()] {
+      return resident->bytes();
+    };
   }
   return options;
 }
@@ -60,7 +66,7 @@ absl::StatusOr<Response> Finish(trace::Span& span, absl::StatusOr<Response> out)
 }  // namespace
 
 QueryRegistry::QueryRegistry(QueryRegistryOptions options)
-    : options_(WithAccount(std::move(options))) {
+    : options_(WithDefaults(std::move(options))) {
   if (options_.recovery.has_value()) starter_ = std::thread([this] { RunStarter(); });
 }
 
@@ -82,16 +88,30 @@ void QueryRegistry::RunStarter() {
 }
 
 absl::Status QueryRegistry::AdmitInsert() const {
+  constexpr double kMiB = 1 << 20;
   const size_t limit = options_.growing_memory_limit;
   const size_t used = growing_bytes();
-  if (limit == 0 || used < limit) return absl::OkStatus();
-  constexpr double kMiB = 1 << 20;
-  return StreamingError(
-      StreamingCode::kRateLimited,
-      absl::StrFormat("inserts refused: this node holds %.1f MiB of growing data, its "
-                      "growing_memory_limit is %.1f MiB (raise the limit, or drop or release "
-                      "collections; docs/search.md)",
-                      static_cast<double>(used) / kMiB, static_cast<double>(limit) / kMiB));
+  if (limit != 0 && used >= limit) {
+    return StreamingError(
+        StreamingCode::kRateLimited,
+        absl::StrFormat("inserts refused: this node holds %.1f MiB of growing data, its "
+                        "growing_memory_limit is %.1f MiB (raise the limit, or drop or release "
+                        "collections; docs/search.md)",
+                        static_cast<double>(used) / kMiB, static_cast<double>(limit) / kMiB));
+  }
+  if (options_.memory_limit != 0) {
+    const size_t resident = options_.resident_bytes();
+    if (resident >= MemoryHighWater(options_.memory_limit)) {
+      return StreamingError(
+          StreamingCode::kRateLimited,
+          absl::StrFormat("inserts refused: this process uses %.1f MiB of memory, 90%% of its "
+                          "memory_limit of %.1f MiB (raise the limit, or drop or release "
+                          "collections; docs/search.md)",
+                          static_cast<double>(resident) / kMiB,
+                          static_cast<double>(options_.memory_limit) / kMiB));
+    }
+  }
+  return absl::OkStatus();
 }
 
 QueryRegistry::~QueryRegistry() {

@@ -42,6 +42,9 @@ namespace kf::query {
 
 inline constexpr uint32_t kMaxTopK = 16384;
 
+// Where Inserts stop under a memory_limit: 90% of it.
+constexpr size_t MemoryHighWater(size_t memory_limit) { return memory_limit / 10 * 9; }
+
 struct QueryRegistryOptions {
   ShardOptions shard;  // without an account, the registry makes one
   // STRONG's timestamps: above every timestamp any node handed out before the call (the oracle,
@@ -54,6 +57,12 @@ struct QueryRegistryOptions {
   // Growing bytes (rows and indexes, every followed pchannel) above which AdmitInsert refuses;
   // 0: no limit.
   size_t growing_memory_limit = 0;
+  // The process's resident memory it must stay under: AdmitInsert refuses from
+  // MemoryHighWater(memory_limit) on, the rest left to work already admitted (indexing,
+  // flushing, buffers). 0: no limit.
+  size_t memory_limit = 0;
+  // What the limit is compared with; null: this process's resident bytes (sampled).
+  std::function<size_t()> resident_bytes;
   // Sealed segments and checkpoints (recovery_storage.h); nullopt: every follower replays its
   // whole WAL.
   std::optional<RecoveryStorageOptions> recovery;
@@ -79,10 +88,13 @@ class QueryRegistry {
                                                   absl::Time deadline) const;
 
   // Whether an Insert may be appended now: RESOURCE_EXHAUSTED (RATE_LIMITED) while the growing
-  // data is at or above the limit. Cheap (one atomic load): the WAL asks for every Insert.
+  // data is at or above growing_memory_limit or the process's resident memory at or above
+  // MemoryHighWater(memory_limit). Cheap (atomic loads; the resident bytes are read at most every
+  // 10 ms): the WAL asks for every Insert.
   absl::Status AdmitInsert() const;
   size_t growing_bytes() const { return options_.shard.account->bytes(); }
   size_t growing_memory_limit() const { return options_.growing_memory_limit; }
+  size_t memory_limit() const { return options_.memory_limit; }
   const std::optional<RecoveryStorageOptions>& recovery() const { return options_.recovery; }
   // Full chunks waiting for their index or being indexed (0 without an indexer).
   size_t index_queue() const {

@@ -381,9 +381,12 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
   if (objects_written > 0) CrashPoint("checkpoint.objects_written");
   RETURN_IF_ERROR(Commit(c.SerializeAsString()));
   CrashPoint("checkpoint.committed");
-  // Orphans can exist only before this writer's first complete collection (a predecessor's),
-  // after one of its writes failed, and once a commit stops naming objects the one before
-  // named (a dropped collection or partition): only then is the prefix listed.
+  // Orphans appear before this writer's first complete collection (a predecessor's), after
+  // one of its writes failed, when its commit replaced another writer's, and once a commit stops
+  // naming objects the one before named (a dropped collection or partition): only then is the
+  // prefix listed — and every kCollectionBackstop regardless, for what none of these saw (a
+  // PUT that failed here but was applied later).
+  if (absl::Now() - last_collection_ >= kCollectionBackstop) garbage_possible_ = true;
   absl::flat_hash_set<std::string> named = ObjectsNamedBy(c);
   for (const std::string& key : named_) {
     if (!named.contains(key)) {
@@ -392,7 +395,10 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
     }
   }
   named_ = std::move(named);
-  if (garbage_possible_) garbage_possible_ = !CollectGarbage(named_);
+  if (garbage_possible_) {
+    garbage_possible_ = !CollectGarbage(named_);
+    if (!garbage_possible_) last_collection_ = absl::Now();
+  }
   return absl::OkStatus();
 }
 
@@ -417,6 +423,7 @@ absl::Status CheckpointWriter::Commit(const std::string& value) {
         (stored.writer() == tag_ || stored.term() < term_.value()) &&
         got->kv.mod_revision != mod_revision_) {
       mod_revision_ = got->kv.mod_revision;
+      garbage_possible_ = true;  // the other writer's objects this commit replaces
       return Commit(value);
     }
     absl::MutexLock lock(&mu_);

@@ -16,9 +16,10 @@
 // Keys: meta `<meta_prefix><pchannel>`; objects
 // `<object_prefix>segments/<pchannel>/<vchannel>/<partition>/<segment_id>.<tag>.seg` and
 // `....<tag>.del.<first_ts>` for delete logs. After a commit that may have left orphans (its
-// first, one after a failed write, one that stopped naming objects) the writer deletes the
-// pchannel's objects the checkpoint does not name whose tag's term is not above its own
-// (orphans of flushes that never committed, segments of dropped collections).
+// first, one after a failed write, one over another writer's, one that stopped naming objects;
+// and at least every kCollectionBackstop) the writer deletes the pchannel's objects the
+// checkpoint does not name whose tag's term is not above its own (orphans of flushes that never
+// committed, segments of dropped collections).
 //
 // Thread-safety: LoadCheckpoint is a function; a CheckpointWriter is thread-safe.
 // Errors: LoadCheckpoint returns DATA_LOSS naming the object or key that is corrupt or
@@ -94,6 +95,9 @@ absl::flat_hash_set<std::string> ObjectsNamedBy(
 
 class CheckpointWriter {
  public:
+  // Garbage collection runs after commits that may leave orphans, and at least this often.
+  static constexpr absl::Duration kCollectionBackstop = absl::Minutes(10);
+
   // Runs on the writer's thread after a write: OK once committed, the error otherwise.
   using Done = absl::AnyInvocable<void(const CheckpointPlan&, absl::Status) &&>;
 
@@ -138,6 +142,7 @@ class CheckpointWriter {
   int64_t mod_revision_;
   bool garbage_possible_ = true;            // orphans may exist: collect after the next commit
   absl::flat_hash_set<std::string> named_;  // objects its last commit named
+  absl::Time last_collection_ = absl::InfinitePast();  // the last complete one
   std::atomic<uint64_t> deleted_objects_{0};
   std::thread thread_;
 };

@@ -102,6 +102,8 @@ const std::vector<SettingInfo>& AllSettings() {
        "seconds between a pchannel's recovery checkpoints while it changes (a seal: at once)"},
       {"growing_memory_limit",
        "bytes of growing rows and indexes before Inserts are refused (0: half the RAM)"},
+      {"memory_limit",
+       "bytes of resident memory of the process before Inserts are refused (0: no limit)"},
   };
   return *kAll;
 }
@@ -230,6 +232,7 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
                            {"segment_seal_bytes", &c.segment_seal_bytes, 0, 1ull << 40},
                            {"wal_retention_bytes", &c.wal_retention_bytes, 0, 1ull << 50},
                            {"growing_memory_limit", &c.growing_memory_limit, 0, ~0ull},
+                           {"memory_limit", &c.memory_limit, 0, ~0ull},
                            {"wal_segment_bytes", &c.wal_segment_bytes, 64ull << 10, 1ull << 30}};
   for (const Count& n : kCounts) {
     Source src = Pick(n.key, flags, env, file);

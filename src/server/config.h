@@ -73,6 +73,8 @@ struct ServerConfig {
   // Search: bytes of growing data (rows and indexes) the node holds before it refuses Inserts
   // RESOURCE_EXHAUSTED. 0: half of the machine's physical memory.
   uint64_t growing_memory_limit = 0;
+  // Resident memory of the process above which Inserts are refused (0: no limit).
+  uint64_t memory_limit = 0;
 
   // `<cluster>-dml_<i>`, i = 0..pchannels-1.
   std::vector<std::string> PChannelNames() const;

@@ -108,6 +108,8 @@ TEST(ConfigTest, RecoveryStorageKnobs) {
   EXPECT_EQ(c->wal_retention, 0);
   EXPECT_EQ(c->segment_max_lifetime, 86400);
   EXPECT_EQ(c->segment_seal_bytes, 1u << 20);
+  EXPECT_EQ(ResolveConfig({}, {}, {})->memory_limit, 0u);
+  EXPECT_EQ(ResolveConfig({{"memory_limit", "1073741824"}}, {}, {})->memory_limit, 1u << 30);
   // Out of range or not a number: refused, naming the setting.
   for (const auto& [key, value] :
        std::vector<std::pair<std::string, std::string>>{{"wal_retention", "-1"},
@@ -119,7 +121,9 @@ TEST(ConfigTest, RecoveryStorageKnobs) {
                                                         {"segment_seal_bytes", "1048575"},
                                                         {"wal_retention_bytes", "-1"},
                                                         {"checkpoint_interval", "0"},
-                                                        {"wal_segment_bytes", "1024"}}) {
+                                                        {"wal_segment_bytes", "1024"},
+                                                        {"memory_limit", "-1"},
+                                                        {"memory_limit", "lots"}}) {
     c = ResolveConfig({{key, value}}, {}, {});
     ASSERT_FALSE(c.ok()) << key << "=" << value;
     EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status();

@@ -2,6 +2,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/process_memory.h"
 
 #ifndef KF_VERSION
 #define KF_VERSION "unknown"
@@ -11,7 +12,7 @@ namespace kf::server {
 
 std::string_view BuildVersion() { return KF_VERSION; }
 
-void RegisterProcessMetrics(metrics::Registry& registry) {
+metrics::CallbackHandle RegisterProcessMetrics(metrics::Registry& registry) {
   registry.GetGauge("kf_build_info", "Always 1; the labels say which build is running", {"version"})
       .With({BuildVersion()})
       ->Set(1);
@@ -20,6 +21,10 @@ void RegisterProcessMetrics(metrics::Registry& registry) {
       .GetGauge("kf_process_start_time_seconds", "Start time of the process since the Unix epoch")
       .With({})
       ->Set(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
+  return registry.AddGaugeCallback(
+      "kf_process_resident_memory_bytes",
+      "Resident memory of the process (VmRSS); Inserts are refused from 90% of memory_limit", {},
+      [](metrics::GaugeEmitter& e) { e.Emit({}, static_cast<double>(ReadResidentBytes())); });
 }
 
 }  // namespace kf::server

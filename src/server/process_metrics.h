@@ -1,7 +1,8 @@
 // Process-level metrics of a `kingfisher run <role>` process (docs/operations.md):
 //   kf_build_info{version}          1; the version is the CMake project version
 //   kf_process_start_time_seconds   Unix time the process started, in seconds
-// Call once at startup (a second call just sets the same values again).
+//   kf_process_resident_memory_bytes  its resident memory (what memory_limit bounds), at scrape
+// Call once at startup and keep the handle it returns for the life of the process.
 //
 // Thread-safety: thread-safe. Ownership: the values live in `registry`.
 #pragma once
@@ -15,6 +16,6 @@ namespace kf::server {
 // The version the binary was built as.
 std::string_view BuildVersion();
 
-void RegisterProcessMetrics(metrics::Registry& registry);
+[[nodiscard]] metrics::CallbackHandle RegisterProcessMetrics(metrics::Registry& registry);
 
 }  // namespace kf::server

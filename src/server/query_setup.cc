@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/errors.h"
+#include "common/process_memory.h"
 #include "search/index_builder.h"
 #include "spdlog/spdlog.h"
 #include "storage/object/object_store_url.h"
@@ -51,6 +52,10 @@ std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& conf
   options.tso = tso;
   options.before_wait = std::move(before_wait);
   options.growing_memory_limit = GrowingMemoryLimit(config);
+  options.memory_limit = config.memory_limit;
+  if (options.memory_limit != 0 && ReadResidentBytes() == 0) {
+    spdlog::warn("memory_limit is set but /proc/self/statm cannot be read: it refuses nothing");
+  }
   if (segments != nullptr) {
     options.recovery = query::RecoveryStorageOptions{
         .objects = segments,
@@ -72,10 +77,11 @@ std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& conf
   }
   spdlog::info(
       "search: chunks of {} rows, nprobe {}, segments sealed at {} rows or {} MiB or {} s after "
-      "their first row or {} s after their last (0: never), growing memory limit {} MiB",
+      "their first row or {} s after their last (0: never), growing memory limit {} MiB, "
+      "memory limit {} MiB (0: none)",
       config.search_chunk_rows, config.search_nprobe, config.segment_seal_rows,
       config.segment_seal_bytes >> 20, config.segment_max_lifetime, config.segment_max_idle,
-      options.growing_memory_limit >> 20);
+      options.growing_memory_limit >> 20, options.memory_limit >> 20);
   return std::make_unique<query::QueryRegistry>(std::move(options));
 }
 

@@ -98,7 +98,9 @@ int RunRole(const std::string& role, CLI::App* app, const Flags& flags, const Se
     return kUsageError;
   }
   SetUpLogging(config->log_level);
-  RegisterProcessMetrics(metrics::DefaultRegistry());
+  // static: scraped until the process exits.
+  static const metrics::CallbackHandle process_metrics =
+      RegisterProcessMetrics(metrics::DefaultRegistry());
   static ShutdownSignals signals;  // static: its detached thread outlives main's frame
   signals.Start();
   if (role == "coord") return RunCoord(*config, &signals);

@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
                 << ": expected <point>[:<n>] with n >= 1\n";
       return 2;
     }
-    std::cerr << "kingfisher-crash-hook: SIGKILL at pass " << crash_at_pass << " of crash point "
-              << crash_point << "\n";
+    std::cerr << "kingfisher-crash-hook: SIGKILL at pass " << crash_at_pass << " of " << crash_point
+              << "\n";
     kf::crash_point_handler.store(&CrashAt);
   }
   kf::server::ServerHooks hooks;

@@ -63,7 +63,7 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-// Polls waitpid until the child exits or the deadline passes.
+// What waitpid's `status` says about how the child exited.
 ProcessResult Exited(int status) {
   ProcessResult r;
   r.exited = true;
@@ -72,6 +72,7 @@ ProcessResult Exited(int status) {
   return r;
 }
 
+// Polls waitpid until the child exits or the deadline passes.
 ProcessResult Reap(pid_t pid, absl::Duration timeout) {
   ProcessResult r;
   const absl::Time deadline = absl::Now() + timeout;
@@ -184,8 +185,7 @@ std::optional<kingfisher::v1::GetStatusResponse> ServerProcess::WaitForStatus(
 }
 
 ProcessResult ServerProcess::Stop(absl::Duration timeout) {
-  if (pid_ <= 0) return {};
-  kill(pid_, SIGTERM);
+  if (pid_ > 0) kill(pid_, SIGTERM);
   return WaitForExit(timeout);
 }
 

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -33,6 +35,9 @@ struct LogView {
   absl::CondVar cv;
   std::map<uint64_t, ViewSegment> segments ABSL_GUARDED_BY(mu);
   bool closed ABSL_GUARDED_BY(mu) = false;
+  // The newest segment the writer truncated and its end: a reader positioned at that end
+  // missed nothing (it goes on at the next segment). A read-only view does not know it.
+  std::optional<std::pair<uint64_t, uint64_t>> truncated_end ABSL_GUARDED_BY(mu);
   bool live = false;  // a writer maintains it (const after construction)
 };
 

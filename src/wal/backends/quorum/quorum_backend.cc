@@ -457,6 +457,7 @@ absl::Status QuorumBackend::Truncate(const MessageId& id) {
   {
     absl::MutexLock l(&view_->mu);
     for (uint64_t seg : victims) view_->segments.erase(seg);
+    view_->truncated_end.emplace(removed.rbegin()->first, removed.rbegin()->second.end);
     view_->cv.SignalAll();
   }
   // Best effort: a logstore that misses this keeps an orphan file (docs/quorum-wal.md).

@@ -3,6 +3,7 @@
 // reading uploaded segments, truncation.
 #include "wal/backends/quorum/quorum_backend.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/synchronization/notification.h"
@@ -337,6 +338,13 @@ TEST(QuorumBackendTest, TruncateDropsWholeSealedSegments) {
   EXPECT_TRUE(absl::IsOutOfRange(next.status())) << next.status();
   EXPECT_THAT(std::string(next.status().message()),
               ::testing::HasSubstr("the earliest readable id is " + first->id.ToText()));
+  // After the last entry of the newest segment truncated: nothing was missed.
+  const auto last_gone = std::find(ids.begin(), ids.end(), first->id) - 1;
+  auto after = (*b)->Read({.start = ReadOptions::Start::kAfter, .id = *last_gone});
+  ASSERT_TRUE(after.ok()) << after.status();
+  auto resumed = (*after)->Next(absl::Now() + absl::Seconds(5));
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->id, first->id);
   auto tail = (*b)->TailStart(1);
   ASSERT_TRUE(tail.ok());
   EXPECT_EQ(tail->segment(), ids.back().segment());

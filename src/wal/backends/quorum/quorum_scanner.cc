@@ -35,9 +35,13 @@ absl::StatusOr<Entry> QuorumScanner::Next(absl::Time deadline) {
       auto it = view_->segments.lower_bound(segment_);
       if (it != view_->segments.end()) {
         if (it->first > segment_) {
-          // Segment ids are consecutive and only truncation removes them, as a prefix: never
-          // a silent skip (docs/recovery-storage.md "Truncation").
-          if (it == view_->segments.begin()) {
+          // Segment ids are consecutive and only truncation removes them, as a prefix: a
+          // position below the first left was truncated, unless it is the end of the newest
+          // segment truncated. Never a silent skip (docs/recovery-storage.md "Truncation").
+          const auto& end = view_->truncated_end;
+          const bool at_end = end.has_value() && end->first == segment_ && entry_ >= end->second &&
+                              it->first == segment_ + 1;
+          if (!at_end) {
             return absl::OutOfRangeError(absl::StrCat(
                 "quorum WAL ", log_, ": ", MessageId(WalKind::kQuorum, segment_, entry_).ToText(),
                 " was truncated; the earliest readable id is ",
