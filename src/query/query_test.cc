@@ -358,6 +358,17 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
   // The WAL's Insert gate from the next Reopen on (WalOptions::admit_inserts).
   std::function<absl::Status()> admit_inserts_;
 
+  // Reopens the WAL with `registry`'s AdmitInsert as its Insert gate, followed by `registry`.
+  void OpenGatedBy(const std::shared_ptr<QueryRegistry>& registry) {
+    // Weak: the registry holds the WAL, whose options hold this gate.
+    admit_inserts_ = [weak = std::weak_ptr<QueryRegistry>(registry)] {
+      auto r = weak.lock();
+      return r == nullptr ? absl::OkStatus() : r->AdmitInsert();
+    };
+    Reopen();
+    registry->Follow(wal_);
+  }
+
   uint64_t Append(MutableMessage m, std::optional<kingfisher::v1::TxnContext>* txn = nullptr) {
     auto r = wal_->AppendSync({}, std::move(m));
     EXPECT_TRUE(r.ok()) << r.status();
@@ -962,13 +973,7 @@ TEST_P(QueryModelTest, TheRegistryAnswersEachConsistencyLevelAndRefusesBadCalls)
 TEST_P(QueryModelTest, InsertsAreRefusedAboveTheGrowingMemoryLimitUntilMemoryIsReleased) {
   auto registry = std::make_shared<QueryRegistry>(QueryRegistryOptions{
       .shard = {.chunk_rows = 16}, .tso = tso_.get(), .growing_memory_limit = 1});
-  // Weak: the registry holds the WAL, whose options hold this gate.
-  admit_inserts_ = [weak = std::weak_ptr<QueryRegistry>(registry)] {
-    auto r = weak.lock();
-    return r == nullptr ? absl::OkStatus() : r->AdmitInsert();
-  };
-  Reopen();
-  registry->Follow(wal_);
+  OpenGatedBy(registry);
   CreateCollection(kVc0, 42, search::Metric::kL2);
   CreateCollection(kVc1, 42, search::Metric::kL2);
   kingfisher::v1::SearchRequest r = StrongSearch(kVc0, 10);
@@ -1010,12 +1015,7 @@ TEST_P(QueryModelTest, InsertsAreRefusedWhileTheProcessIsAtItsMemoryLimit) {
                            .tso = tso_.get(),
                            .memory_limit = 1000,
                            .resident_bytes = [resident] { return resident->load(); }});
-  admit_inserts_ = [weak = std::weak_ptr<QueryRegistry>(registry)] {
-    auto r = weak.lock();
-    return r == nullptr ? absl::OkStatus() : r->AdmitInsert();
-  };
-  Reopen();
-  registry->Follow(wal_);
+  OpenGatedBy(registry);
   CreateCollection(kVc0, 42, search::Metric::kL2);
   Append(NewInsertMessage(kVc0, Batch({1}, kDim, 0.5f)));  // under the limit: admitted
 
