@@ -1,6 +1,8 @@
 #include "wal/backends/quorum/quorum_scanner.h"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "format/segment_object.h"
@@ -38,7 +40,7 @@ absl::StatusOr<Entry> QuorumScanner::Next(absl::Time deadline) {
           // Segment ids are consecutive and only truncation removes them, as a prefix: a
           // position below the first left was truncated, unless it is the end of the newest
           // segment truncated. Never a silent skip (docs/recovery-storage.md "Truncation").
-          const auto& end = view_->truncated_end;
+          const std::optional<std::pair<uint64_t, uint64_t>> end = view_->truncated_end;
           const bool at_end = end.has_value() && end->first == segment_ && entry_ >= end->second &&
                               it->first == segment_ + 1;
           if (!at_end) {
