@@ -79,6 +79,10 @@ std::vector<metrics::CallbackHandle> RegisterQueryGauges(metrics::Registry& regi
       PerPChannel(registry, queries, "kf_checkpoints",
                   "Checkpoints a pchannel committed since it was opened here",
                   [](const Stats& p) { return static_cast<double>(p.checkpoint.commits); }));
+  handles.push_back(PerPChannel(
+      registry, queries, "kf_checkpoint_failures",
+      "Checkpoint writes of a pchannel that failed (and were tried again) since it was opened here",
+      [](const Stats& p) { return static_cast<double>(p.checkpoint.failures); }));
   handles.push_back(
       PerPChannel(registry, queries, "kf_wal_truncations",
                   "Truncations of a pchannel's WAL below its checkpoint since it was opened here",

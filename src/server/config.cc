@@ -100,6 +100,9 @@ const std::vector<SettingInfo>& AllSettings() {
        "(0: no size bound)"},
       {"checkpoint_interval",
        "seconds between a pchannel's recovery checkpoints while it changes (a seal: at once)"},
+      {"object_store_timeout",
+       "seconds a segment object or checkpoint call may take, retries included, before the "
+       "checkpoint fails and is tried again"},
       {"growing_memory_limit",
        "bytes of growing rows and indexes before Inserts are refused (0: half the RAM)"},
       {"memory_limit",
@@ -255,7 +258,8 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
       {"balance_interval", &c.balance_interval},
       {"lease_ttl", &c.lease_ttl},
       {"drain_timeout", &c.drain_timeout},
-      {"checkpoint_interval", &c.checkpoint_interval}};
+      {"checkpoint_interval", &c.checkpoint_interval},
+      {"object_store_timeout", &c.object_store_timeout}};
   // Durations where 0 means "never" (or "nothing beyond"), up to ten years.
   const std::pair<const char*, double*> kLongSeconds[] = {
       {"wal_retention", &c.wal_retention},

@@ -61,6 +61,8 @@ struct ServerConfig {
   // Seconds between a pchannel's checkpoints while anything changed (docs/recovery-storage.md);
   // a sealed segment is flushed and checkpointed at once.
   double checkpoint_interval = 10;
+  // Seconds one recovery-storage call (a segment PUT, a checkpoint commit) may take.
+  double object_store_timeout = 30;
   // Local backend: bytes after which a pchannel's log rolls to a new segment file, the unit
   // truncation reclaims.
   uint64_t wal_segment_bytes = 64ull << 20;

@@ -63,6 +63,7 @@ std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& conf
         .meta_prefix = streaming::ClusterKeys(config.cluster).checkpoints_prefix(),
         .object_prefix = config.cluster + "/",
         .checkpoint_interval = absl::Seconds(config.checkpoint_interval),
+        .io_timeout = absl::Seconds(config.object_store_timeout),
         .wal_retention = absl::Seconds(config.wal_retention),
         .wal_retention_bytes = config.wal_retention_bytes};
     spdlog::info(

@@ -7,6 +7,7 @@
 // acknowledged delete still hides its row. Searches issued while the shard moves wait for it
 // and answer correctly.
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -31,6 +32,9 @@
 #include "storage/fs/file_system.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "storage/object/local_object_store.h"
+#include "storage/object/s3_object_store.h"
+#include "storage/object/testing/rgw_process.h"
+#include "storage/object/testing/store_under_test.h"
 #include "wal/backends/local/layout.h"
 
 namespace kf::cluster_testing {
@@ -629,6 +633,59 @@ TEST_F(RecoveryCrashTest, DiesAtEachNamedCrashPointAndLosesNothing) {
   EXPECT_THAT(orphans, ::testing::IsEmpty());
   EXPECT_GT(named, 0u);
   ExpectEachLogHoldsItsCheckpointsReplay(data_dir());
+}
+
+// Recovery storage of the real server on a real Ceph RGW (S3): radosgw stopped while the
+// standalone flushes — Inserts are acknowledged all along, flushes fail (object_store_timeout
+// 2 s) and are retried — then started again: every sealed segment reaches the bucket; a kill -9 and
+// restart loads them from there, and every acknowledged row and delete is as it was.
+TEST_F(RecoveryCrashTest, AServerOnCephRgwFlushesAfterAnOutageAndLosesNothing) {
+  std::string why_not;
+  object::testing::RgwProcess* rgw = object::testing::SharedRgw(&why_not);
+  if (rgw == nullptr && why_not.rfind("SKIP:", 0) == 0) GTEST_SKIP() << why_not.substr(5);
+  ASSERT_NE(rgw, nullptr) << why_not;
+  const object::S3Options s3 = rgw->s3_options();
+  const std::string endpoint = s3.endpoint.substr(s3.endpoint.find("://") + 3);
+  std::vector<std::string> args = TinyRecoveryStorage();
+  // A flush fails within 2 s of radosgw stopping (instead of retrying for 30).
+  args.insert(args.end(), {"--object-store-timeout", "2"});
+  args.insert(args.end(),
+              {"--object-store", absl::StrCat("s3://", s3.access_key, ":", s3.secret_key, "@",
+                                              endpoint, "/kfrgw", ::getpid())});
+  StartWithCollection({.extra_args = args}, /*shards=*/2);
+  if (HasFatalFailure()) return;
+  kf::testing::ServerProcess& server = *server_;
+  const std::string flushed =
+      absl::StrCat("kf_sealed_segments{collection_id=\"", collection_.id, "\",state=\"flushed\"}");
+  const std::string unflushed = absl::StrCat("kf_sealed_segments{collection_id=\"", collection_.id,
+                                             "\",state=\"unflushed\"}");
+  auto metric = [&](const std::string& name) {
+    return kf::testing::MetricSum(server.http_port(), name);
+  };
+  RowSets total;
+  auto load = [&](int64_t pk_base) {
+    SearchLoad l(client_.get(), collection_, /*inserts=*/40, pk_base);
+    l.Join();
+    total.Merge(l);
+  };
+  load(100'000'000);
+  ASSERT_TRUE(kf::testing::WaitUntil([&] { return metric(flushed) > 0; }, absl::Seconds(60)));
+
+  rgw->StopRgw();
+  load(200'000'000);  // acknowledged although nothing can be flushed
+  EXPECT_GT(metric(unflushed), 0) << "no segment sealed while radosgw was down";
+  const double failures = metric("kf_checkpoint_failures");
+  ASSERT_TRUE(kf::testing::WaitUntil([&] { return metric("kf_checkpoint_failures") > failures; },
+                                     absl::Seconds(60)))
+      << "no flush failed while radosgw was down";
+  ASSERT_TRUE(rgw->StartRgw().ok());
+  ASSERT_TRUE(kf::testing::WaitUntil([&] { return metric(unflushed) == 0; }, absl::Seconds(120)))
+      << "segments sealed during the outage were never flushed";
+
+  server.Kill();
+  ASSERT_TRUE(server.Start()) << server.Output();
+  ExpectSearchable(client_.get(), "vecs", total);
+  EXPECT_GT(metric("kf_recovered_segments"), 0) << "the restart did not load from the bucket";
 }
 
 }  // namespace
