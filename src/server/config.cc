@@ -34,7 +34,11 @@ struct Source {
 
 Source Pick(const std::string& key, const Settings& flags, const Settings& env,
             const Settings& file) {
-  if (auto it = flags.find(key); it != flags.end()) return {&it->second, "flag --" + key};
+  if (auto it = flags.find(key); it != flags.end()) {
+    std::string flag = key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return {&it->second, absl::StrCat("flag --", flag, " (", key, ")")};
+  }
   if (auto it = env.find(key); it != env.end()) return {&it->second, "env " + EnvName(key)};
   if (auto it = file.find(key); it != file.end()) return {&it->second, "config key " + key};
   return {};
@@ -106,7 +110,8 @@ const std::vector<SettingInfo>& AllSettings() {
       {"growing_memory_limit",
        "bytes of growing rows and indexes before Inserts are refused (0: half the RAM)"},
       {"memory_limit",
-       "bytes of resident memory of the process before Inserts are refused (0: no limit)"},
+       "bytes of resident memory the process stays under: Inserts are refused from 90% of it "
+       "(0: no limit)"},
   };
   return *kAll;
 }
