@@ -355,6 +355,18 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
         << follower_->checkpoint_stats().last_error;
   }
 
+  // Sealed segments of every shard, and those of them flushed to the object store.
+  size_t Sealed() const {
+    size_t n = 0;
+    for (const auto& shard : follower_->applier().shards()) n += shard->sealed_segments();
+    return n;
+  }
+  size_t Flushed() const {
+    size_t n = 0;
+    for (const auto& shard : follower_->applier().shards()) n += shard->flushed_segments();
+    return n;
+  }
+
   // The WAL's Insert gate from the next Reopen on (WalOptions::admit_inserts).
   std::function<absl::Status()> admit_inserts_;
 
@@ -599,12 +611,7 @@ TEST_P(QueryModelTest, EverySearchEqualsTheExactAnswerOverTheModelAtItsTimestamp
   const uint64_t last = acked_.back();
   Check(last);
 
-  const auto sealed = [&] {
-    size_t n = 0;
-    for (const auto& shard : follower_->applier().shards()) n += shard->sealed_segments();
-    return n;
-  };
-  EXPECT_GT(sealed(), 0u) << "no growing segment was sealed";
+  EXPECT_GT(Sealed(), 0u) << "no growing segment was sealed";
 
   // Every checkpoint let the WAL below its replay_from go (retention 0).
   AwaitCheckpoint();
@@ -615,7 +622,7 @@ TEST_P(QueryModelTest, EverySearchEqualsTheExactAnswerOverTheModelAtItsTimestamp
   // timestamp the log holds.
   Reopen();
   for (int i = 0; i < 10 && !HasFatalFailure(); ++i) Check(i == 0 ? last : RandomAcked());
-  EXPECT_GT(sealed(), 0u) << "the replay drew no segment boundary";
+  EXPECT_GT(Sealed(), 0u) << "the replay drew no segment boundary";
   EXPECT_TRUE(follower_->status().ok()) << follower_->status();
   EXPECT_GT(follower_->applier().memory_bytes(), 0u);
   EXPECT_GT(follower_->applier().rows(), 0u);
@@ -1113,17 +1120,6 @@ class QueryFaultTest : public QueryModelTest {
     Check(acked_.back());
     ASSERT_TRUE(kf::testing::WaitUntil(failed, absl::Seconds(30)));
   }
-  size_t Flushed() const {
-    size_t n = 0;
-    for (const auto& shard : follower_->applier().shards()) n += shard->flushed_segments();
-    return n;
-  }
-  size_t Sealed() const {
-    size_t n = 0;
-    for (const auto& shard : follower_->applier().shards()) n += shard->sealed_segments();
-    return n;
-  }
-
   std::unique_ptr<object::ObjectStore> base_;
   std::string base_dir_;
   object::FaultObjectStore* faults_ = nullptr;  // objects_
@@ -1261,37 +1257,27 @@ TEST_P(QueryRgwTest, FlushesRetryWhileTheStoreIsDownAndNothingIsLost) {
   CreateCollection(kVcCos, 43, search::Metric::kCosine);
   Append(
       wal::testing::PartitionDdl(MessageType::kCreatePartition, kVc0, 42, "p1", next_broadcast_++));
-  auto flushed = [&] {
-    size_t n = 0;
-    for (const auto& shard : follower_->applier().shards()) n += shard->flushed_segments();
-    return n;
-  };
-  auto sealed = [&] {
-    size_t n = 0;
-    for (const auto& shard : follower_->applier().shards()) n += shard->sealed_segments();
-    return n;
-  };
   for (int step = 0; step < 80 && !HasFatalFailure(); ++step) Step();
   Check(acked_.back());
   AwaitCheckpoint();
-  ASSERT_GT(flushed(), 0u) << "nothing reached RGW before it stopped";
+  ASSERT_GT(Flushed(), 0u) << "nothing reached RGW before it stopped";
 
   rgw_->StopRgw();
-  const size_t sealed_before = sealed();
+  const size_t sealed_before = Sealed();
   for (int step = 0; step < 80 && !HasFatalFailure(); ++step) Step();
   Check(acked_.back());  // appends and searches do not wait for the store
-  EXPECT_GT(sealed(), sealed_before) << "no segment sealed while the store was down";
+  EXPECT_GT(Sealed(), sealed_before) << "no segment sealed while the store was down";
   // A checkpoint with segments to flush fails (one with none, metadata only, may commit).
   ASSERT_TRUE(kf::testing::WaitUntil([&] { return !follower_->checkpoint_stats().last_error.ok(); },
                                      absl::Seconds(60)));
-  EXPECT_LT(flushed(), sealed());
+  EXPECT_LT(Flushed(), Sealed());
 
   ASSERT_TRUE(rgw_->StartRgw().ok());
   const absl::Status reachable =
       objects_->List(object_prefix_, "", 1, absl::Now() + absl::Seconds(10)).status();
   ASSERT_TRUE(reachable.ok()) << "radosgw restarted but does not answer: " << reachable;
   AwaitCheckpoint();
-  EXPECT_EQ(flushed(), sealed());
+  EXPECT_EQ(Flushed(), Sealed());
   Reopen();
   EXPECT_GT(follower_->checkpoint_stats().loaded_segments, 0u);
   for (int i = 0; i < 5 && !HasFatalFailure(); ++i) Check(i == 0 ? acked_.back() : RandomAcked());

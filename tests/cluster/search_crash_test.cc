@@ -214,6 +214,12 @@ class SearchLoad : public RowSets {
   std::thread searcher_;
 };
 
+// The /metrics series of a collection's sealed segments in `state` (flushed or unflushed).
+std::string SealedSegmentsMetric(int64_t collection_id, const char* state) {
+  return absl::StrCat("kf_sealed_segments{collection_id=\"", collection_id, "\",state=\"", state,
+                      "\"}");
+}
+
 // The checks every scenario ends with (see the file comment).
 void ExpectSearchable(kingfisher::Client* client, const std::string& collection,
                       const RowSets& load) {
@@ -342,8 +348,7 @@ void SearchCrashClusterTest::KillAShardsNodeUnderLoad(KillAfter kill_after) {
       kf::testing::WaitUntil([&] { return load.acked_inserts() >= 60; }, absl::Seconds(60)));
   if (kill_after == KillAfter::kTruncation) {
     const int port = nodes_[victim]->http_port();
-    const std::string flushed = absl::StrCat("kf_sealed_segments{collection_id=\"", collection->id,
-                                             "\",state=\"flushed\"}");
+    const std::string flushed = SealedSegmentsMetric(collection->id, "flushed");
     // The log's size falls below what it was: whole segments went.
     const std::string size = absl::StrCat("kf_wal_size_bytes{pchannel=\"", *pchannel, "\"}");
     const std::string rows_metric = absl::StrCat("kf_growing_rows{pchannel=\"", *pchannel, "\"}");
@@ -655,10 +660,8 @@ TEST_F(RecoveryCrashTest, AServerOnCephRgwFlushesAfterAnOutageAndLosesNothing) {
   StartWithCollection({.extra_args = args}, /*shards=*/2);
   if (HasFatalFailure()) return;
   kf::testing::ServerProcess& server = *server_;
-  const std::string flushed =
-      absl::StrCat("kf_sealed_segments{collection_id=\"", collection_.id, "\",state=\"flushed\"}");
-  const std::string unflushed = absl::StrCat("kf_sealed_segments{collection_id=\"", collection_.id,
-                                             "\",state=\"unflushed\"}");
+  const std::string flushed = SealedSegmentsMetric(collection_.id, "flushed");
+  const std::string unflushed = SealedSegmentsMetric(collection_.id, "unflushed");
   auto metric = [&](const std::string& name) {
     return kf::testing::MetricSum(server.http_port(), name);
   };
