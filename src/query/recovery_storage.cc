@@ -41,12 +41,14 @@ absl::Status Corrupt(std::string_view key, std::string_view why) {
 absl::StatusOr<std::shared_ptr<search::GrowingSegment>> LoadSegment(
     const RecoveryStorageOptions& options, const kingfisher::v1::ShardCheckpoint& shard,
     const kingfisher::v1::FlushedSegment& f, const ShardOptions& shard_options) {
-  auto bytes =
-      options.objects->Get(f.object(), object::ByteRange::All(), absl::Now() + options.io_timeout);
+  // Shared, not copied: the loaded chunks search the object's bytes in place (a local store's
+  // file mapping, an S3 object's body).
+  auto bytes = options.objects->GetShared(f.object(), absl::Now() + options.io_timeout);
   if (!bytes.ok()) return WithKey(bytes.status(), "reading segment object", f.object());
   search::IndexOptions index;
   if (shard_options.indexer != nullptr) index = shard_options.indexer->options();
-  auto decoded = search::DecodeSealedSegment(*bytes, f.object(), shard_options.account, index);
+  auto decoded =
+      search::DecodeSealedSegment(*std::move(bytes), f.object(), shard_options.account, index);
   if (!decoded.ok()) return decoded.status();
   const search::SealedSegmentMeta& meta = decoded->meta;
   if (meta.collection_id != shard.collection_id() || meta.vchannel != shard.vchannel() ||

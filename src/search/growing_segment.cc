@@ -16,12 +16,32 @@ size_t Chunk::BytesPerRow(uint32_t dim) {
 Chunk::Chunk(size_t capacity, uint32_t dim, std::shared_ptr<MemoryAccount> account)
     : capacity_(capacity),
       dim_(dim),
-      vectors_(new float[capacity * dim]),
-      pks_(new int64_t[capacity]),
-      inserted_(new uint64_t[capacity]),
+      owned_vectors_(new float[capacity * dim]),
+      owned_pks_(new int64_t[capacity]),
+      owned_inserted_(new uint64_t[capacity]),
+      vectors_(owned_vectors_.get()),
+      pks_(owned_pks_.get()),
+      inserted_(owned_inserted_.get()),
       deleted_(new std::atomic<uint64_t>[capacity]),
       previous_of_pk_(new uint32_t[capacity]),
       account_(std::move(account)) {
+  if (account_ != nullptr) account_->Add(static_cast<int64_t>(capacity_ * BytesPerRow(dim_)));
+}
+
+Chunk::Chunk(size_t rows, uint32_t dim, std::shared_ptr<MemoryAccount> account,
+             std::shared_ptr<const void> backing, const int64_t* pks, const uint64_t* inserted,
+             const float* vectors, std::unique_ptr<uint32_t[]> slot_of_row)
+    : capacity_(rows),
+      dim_(dim),
+      backing_(std::move(backing)),
+      vectors_(vectors),
+      pks_(pks),
+      inserted_(inserted),
+      slot_of_row_(std::move(slot_of_row)),
+      deleted_(new std::atomic<uint64_t>[rows]),
+      previous_of_pk_(new uint32_t[rows]),
+      account_(std::move(account)) {
+  // Counted as a growing chunk of its size: the views' pages are resident once searched.
   if (account_ != nullptr) account_->Add(static_cast<int64_t>(capacity_ * BytesPerRow(dim_)));
 }
 
@@ -80,9 +100,9 @@ void GrowingSegment::Seal() {
   if (in_last != 0 && chunks_.back()->capacity_ > in_last) {
     const Chunk& old = *chunks_.back();
     auto fit = std::make_shared<Chunk>(in_last, options_.dim, options_.account);
-    std::memcpy(fit->vectors_.get(), old.vectors_.get(), in_last * options_.dim * sizeof(float));
-    std::memcpy(fit->pks_.get(), old.pks_.get(), in_last * sizeof(int64_t));
-    std::memcpy(fit->inserted_.get(), old.inserted_.get(), in_last * sizeof(uint64_t));
+    std::memcpy(fit->owned_vectors_.get(), old.vectors_, in_last * options_.dim * sizeof(float));
+    std::memcpy(fit->owned_pks_.get(), old.pks_, in_last * sizeof(int64_t));
+    std::memcpy(fit->owned_inserted_.get(), old.inserted_, in_last * sizeof(uint64_t));
     std::memcpy(fit->previous_of_pk_.get(), old.previous_of_pk_.get(), in_last * sizeof(uint32_t));
     // Deletes are written under mu_ (held): none is lost between this copy and the swap.
     for (size_t i = 0; i < in_last; ++i) {
@@ -107,11 +127,11 @@ void GrowingSegment::Insert(std::span<const int64_t> pks, std::span<const float>
       chunks_.push_back(std::make_shared<Chunk>(chunk_rows, dim, options_.account));
     Chunk& chunk = *chunks_.back();
     const size_t at = row % chunk_rows;
-    float* v = chunk.vectors_.get() + at * dim;
+    float* v = chunk.owned_vectors_.get() + at * dim;
     std::memcpy(v, vectors.data() + i * dim, dim * sizeof(float));
     if (options_.metric == Metric::kCosine) Normalize(v, dim);
-    chunk.pks_[at] = pks[i];
-    chunk.inserted_[at] = ts;
+    chunk.owned_pks_[at] = pks[i];
+    chunk.owned_inserted_[at] = ts;
     chunk.deleted_[at].store(kNotDeleted, std::memory_order_relaxed);
     IndexPkLocked(chunk, at, row);
     if (at + 1 == chunk_rows && options_.indexer != nullptr) filled.push_back(chunks_.back());

@@ -77,7 +77,9 @@ class Chunk {
   // Bytes of the columns (allocated whole) per row of capacity.
   static size_t BytesPerRow(uint32_t dim);
 
-  const float* vector(size_t row) const { return vectors_.get() + row * dim_; }
+  const float* vector(size_t row) const {
+    return vectors_ + (slot_of_row_ == nullptr ? row : size_t{slot_of_row_[row]}) * dim_;
+  }
   size_t capacity() const { return capacity_; }
   int64_t pk(size_t row) const { return pks_[row]; }
   uint64_t inserted(size_t row) const { return inserted_[row]; }
@@ -93,11 +95,24 @@ class Chunk {
   // Called once, by the builder.
   void PublishIndex(std::unique_ptr<IvfIndex> index);
 
+  // A chunk loaded from a sealed segment's object (sealed_segment_format.cc): its pks,
+  // insert timestamps and vectors are views into `backing`, which it keeps; `slot_of_row`
+  // (null: the identity) places a row's vector when they are stored in its index's list order.
+  Chunk(size_t rows, uint32_t dim, std::shared_ptr<MemoryAccount> account,
+        std::shared_ptr<const void> backing, const int64_t* pks, const uint64_t* inserted,
+        const float* vectors, std::unique_ptr<uint32_t[]> slot_of_row);
+
   const size_t capacity_;
   const uint32_t dim_;
-  std::unique_ptr<float[]> vectors_;
-  std::unique_ptr<int64_t[]> pks_;
-  std::unique_ptr<uint64_t[]> inserted_;
+  // A growing chunk's columns (the writer fills them); null in a loaded one.
+  std::unique_ptr<float[]> owned_vectors_;
+  std::unique_ptr<int64_t[]> owned_pks_;
+  std::unique_ptr<uint64_t[]> owned_inserted_;
+  const std::shared_ptr<const void> backing_;  // a loaded chunk's object
+  const float* const vectors_;
+  const int64_t* const pks_;
+  const uint64_t* const inserted_;
+  const std::unique_ptr<uint32_t[]> slot_of_row_;
   std::unique_ptr<std::atomic<uint64_t>[]> deleted_;
   std::unique_ptr<uint32_t[]> previous_of_pk_;  // the row of the same pk before, or kNoRow
   std::unique_ptr<IvfIndex> owned_index_;       // written once, before index_ publishes it

@@ -59,8 +59,8 @@ void IndexBuilder::Run() {
     if (chunk == nullptr) continue;  // its partition or collection was dropped
     busy_ = true;
     mu_.Unlock();
-    absl::StatusOr<std::unique_ptr<IvfIndex>> index = IvfIndex::Build(
-        chunk->vectors_.get(), chunk->capacity_, chunk->dim_, task.metric, options_);
+    absl::StatusOr<std::unique_ptr<IvfIndex>> index =
+        IvfIndex::Build(chunk->vectors_, chunk->capacity_, chunk->dim_, task.metric, options_);
     const bool built = index.ok();
     if (built) {
       chunk->PublishIndex(*std::move(index));

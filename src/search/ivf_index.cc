@@ -51,52 +51,50 @@ absl::StatusOr<std::unique_ptr<IvfIndex>> IvfIndex::Build(const float* vectors, 
     return absl::InternalError(
         absl::StrCat("training the IVF centroids of ", rows, " rows: ", e.what()));
   }
-  // Counting sort of the rows by list; FromParts gathers the lists' vector copies.
+  // Counting sort of the rows by list, then each list's vector copies gathered.
+  auto owned = std::make_unique<Owned>();
   std::vector<uint32_t> list_of(rows);
-  std::vector<uint32_t> list_begin(nlist + 1, 0);
+  std::vector<uint32_t>& list_begin = owned->list_begin;
+  list_begin.assign(nlist + 1, 0);
   for (size_t r = 0; r < rows; ++r) {
     list_of[r] =
         static_cast<uint32_t>(NearestList(centroids, nlist, metric, vectors + r * dim, dim));
     ++list_begin[list_of[r] + 1];
   }
   for (size_t i = 0; i < nlist; ++i) list_begin[i + 1] += list_begin[i];
-  std::vector<uint32_t> list_rows(rows);
+  owned->rows.resize(rows);
   std::vector<uint32_t> next(list_begin.begin(), list_begin.end() - 1);
-  for (size_t r = 0; r < rows; ++r) list_rows[next[list_of[r]]++] = static_cast<uint32_t>(r);
-  return FromParts(vectors, rows, dim, metric, options, std::move(centroids), std::move(list_begin),
-                   std::move(list_rows));
+  for (size_t r = 0; r < rows; ++r) owned->rows[next[list_of[r]]++] = static_cast<uint32_t>(r);
+  owned->vectors.resize(rows * dim);
+  for (size_t at = 0; at < rows; ++at) {
+    std::copy_n(vectors + size_t{owned->rows[at]} * dim, dim, owned->vectors.data() + at * dim);
+  }
+  owned->centroids = std::move(centroids);
+  std::unique_ptr<IvfIndex> index(new IvfIndex(dim, metric, options));
+  index->centroids_ = owned->centroids;
+  index->list_begin_ = owned->list_begin;
+  index->rows_ = owned->rows;
+  index->vectors_ = owned->vectors;
+  index->owned_ = std::move(owned);
+  return index;
 }
 
-absl::StatusOr<std::unique_ptr<IvfIndex>> IvfIndex::FromParts(const float* vectors, size_t rows,
-                                                              uint32_t dim, Metric metric,
-                                                              const IndexOptions& options,
-                                                              std::vector<float> centroids,
-                                                              std::vector<uint32_t> list_begin,
-                                                              std::vector<uint32_t> list_rows) {
-  const size_t nlist = list_begin.empty() ? 0 : list_begin.size() - 1;
-  if (nlist == 0 || centroids.size() != nlist * dim || list_rows.size() != rows ||
-      list_begin.front() != 0 || list_begin.back() != rows ||
-      !std::is_sorted(list_begin.begin(), list_begin.end())) {
+absl::StatusOr<std::unique_ptr<IvfIndex>> IvfIndex::View(size_t rows, uint32_t dim, Metric metric,
+                                                         const IndexOptions& options, Parts parts) {
+  const size_t nlist = parts.list_begin.empty() ? 0 : parts.list_begin.size() - 1;
+  if (nlist == 0 || parts.centroids.size() != nlist * dim || parts.list_rows.size() != rows ||
+      parts.list_vectors.size() != rows * dim || parts.list_begin.front() != 0 ||
+      parts.list_begin.back() != rows || !std::ranges::is_sorted(parts.list_begin)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "IVF parts do not fit: ", nlist, " lists, ", centroids.size(), " centroid values for dim ",
-        dim, ", ", list_rows.size(), " listed rows of ", rows));
-  }
-  std::vector<bool> seen(rows);
-  for (uint32_t r : list_rows) {
-    if (r >= rows || seen[r]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("IVF lists name row ", r, " of ", rows, r >= rows ? "" : " twice"));
-    }
-    seen[r] = true;
+        "IVF parts do not fit: ", nlist, " lists, ", parts.centroids.size(),
+        " centroid values for dim ", dim, ", ", parts.list_rows.size(), " listed rows of ", rows,
+        ", ", parts.list_vectors.size(), " list vector values"));
   }
   std::unique_ptr<IvfIndex> index(new IvfIndex(dim, metric, options));
-  index->centroids_ = std::move(centroids);
-  index->list_begin_ = std::move(list_begin);
-  index->rows_ = std::move(list_rows);
-  index->vectors_.resize(rows * dim);
-  for (size_t at = 0; at < rows; ++at) {
-    std::copy_n(vectors + size_t{index->rows_[at]} * dim, dim, index->vectors_.data() + at * dim);
-  }
+  index->centroids_ = parts.centroids;
+  index->list_begin_ = parts.list_begin;
+  index->rows_ = parts.list_rows;
+  index->vectors_ = parts.list_vectors;
   return index;
 }
 

@@ -47,17 +47,22 @@ class IvfIndex {
                                                          uint32_t dim, Metric metric,
                                                          const IndexOptions& options);
 
-  // The index of a chunk whose `rows` vectors are at `vectors`, from the parts an earlier Build
-  // made (a sealed segment's object): `centroids` (nlist * dim), `list_begin` (nlist + 1
-  // ascending offsets from 0 to rows) and `list_rows` (a permutation of the chunk's rows, grouped
-  // by list). No training: the lists' vector copies are gathered from `vectors`.
-  // INVALID_ARGUMENT when the parts do not fit together.
-  static absl::StatusOr<std::unique_ptr<IvfIndex>> FromParts(const float* vectors, size_t rows,
-                                                             uint32_t dim, Metric metric,
-                                                             const IndexOptions& options,
-                                                             std::vector<float> centroids,
-                                                             std::vector<uint32_t> list_begin,
-                                                             std::vector<uint32_t> list_rows);
+  // What an index is made of — what a sealed segment's object stores of it: `centroids`
+  // (nlist * dim), `list_begin` (nlist + 1 ascending offsets from 0 to rows), `list_rows` (a
+  // permutation of the chunk's rows, grouped by list) and `list_vectors` (rows * dim: the
+  // vector of list_rows[i] at i * dim).
+  struct Parts {
+    std::span<const float> centroids;
+    std::span<const uint32_t> list_begin;
+    std::span<const uint32_t> list_rows;
+    std::span<const float> list_vectors;
+  };
+  // The index of a chunk of `rows` rows over `parts` as they are — views, not copies: the
+  // caller keeps their memory alive as long as the index (a chunk loaded from an object holds
+  // the object). No training, no gathering. INVALID_ARGUMENT when the parts do not fit
+  // together (the permutation is checked by whoever inverts it: the loaded chunk).
+  static absl::StatusOr<std::unique_ptr<IvfIndex>> View(size_t rows, uint32_t dim, Metric metric,
+                                                        const IndexOptions& options, Parts parts);
 
   // Pushes into `top` the best rows of `chunk` (the chunk this index was built from) among
   // those `filter` admits, probing `nprobe` lists (0: the options' default).
@@ -65,27 +70,39 @@ class IvfIndex {
               TopK* top) const;
 
   size_t nlist() const { return list_begin_.size() - 1; }
-  // The parts FromParts takes.
-  std::span<const float> centroids() const { return centroids_; }
-  std::span<const uint32_t> list_begin() const { return list_begin_; }
-  std::span<const uint32_t> list_rows() const { return rows_; }
-  // Bytes held: centroids, the lists' vectors and row ids.
+  // The parts View takes.
+  Parts parts() const {
+    return {.centroids = centroids_,
+            .list_begin = list_begin_,
+            .list_rows = rows_,
+            .list_vectors = vectors_};
+  }
+  // Bytes held: centroids, the lists' row ids and, when built here, the lists' vector copies
+  // (a view's vectors are its chunk's).
   size_t memory_bytes() const {
-    return (centroids_.size() + vectors_.size()) * sizeof(float) +
-           (list_begin_.size() + rows_.size()) * sizeof(uint32_t);
+    return centroids_.size() * sizeof(float) +
+           (list_begin_.size() + rows_.size()) * sizeof(uint32_t) +
+           (owned_ == nullptr ? 0 : vectors_.size() * sizeof(float));
   }
 
  private:
+  struct Owned {
+    std::vector<float> centroids;
+    std::vector<uint32_t> list_begin;
+    std::vector<uint32_t> rows;
+    std::vector<float> vectors;
+  };
   IvfIndex(uint32_t dim, Metric metric, IndexOptions options)
       : dim_(dim), metric_(metric), options_(options) {}
 
   const uint32_t dim_;
   const Metric metric_;
   const IndexOptions options_;
-  std::vector<float> centroids_;      // nlist * dim
-  std::vector<uint32_t> list_begin_;  // list i's rows: rows_[list_begin_[i], list_begin_[i+1])
-  std::vector<uint32_t> rows_;        // offsets in the chunk, grouped by list
-  std::vector<float> vectors_;        // rows_[i]'s vector at i * dim
+  std::unique_ptr<const Owned> owned_;    // Build's parts; null for a View
+  std::span<const float> centroids_;      // nlist * dim
+  std::span<const uint32_t> list_begin_;  // list i's rows: rows_[list_begin_[i], list_begin_[i+1])
+  std::span<const uint32_t> rows_;        // offsets in the chunk, grouped by list
+  std::span<const float> vectors_;        // rows_[i]'s vector at i * dim
 };
 
 }  // namespace kf::search

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,11 @@ void PutArray(std::string* out, const T* values, size_t n) {
   out->append(reinterpret_cast<const char*>(values), n * sizeof(T));
 }
 
+// Zero bytes from `size` to the next multiple of 8.
+size_t PaddingBytes(size_t size) { return (8 - size % 8) % 8; }
+
+void PutPadding(std::string* out) { out->append(PaddingBytes(out->size()), '\0'); }
+
 void PutString16(std::string* out, std::string_view s) {
   PutFixed16(out, static_cast<uint16_t>(s.size()));
   out->append(s);
@@ -37,7 +43,7 @@ void PutString16(std::string* out, std::string_view s) {
 // A bounded reader over untrusted bytes: every Get checks what is left first.
 class Reader {
  public:
-  explicit Reader(std::string_view bytes) : in_(bytes) {}
+  explicit Reader(std::string_view bytes) : in_(bytes), begin_(bytes.data()) {}
   size_t left() const { return in_.size(); }
   bool Bytes(size_t n, std::string_view* out) {
     if (n > in_.size()) return false;
@@ -59,17 +65,27 @@ class Reader {
     out->assign(s);
     return true;
   }
-  // n values of T into `out`.
+  // n values of T, in place: a view, never a copy. False when they are not all there or not
+  // aligned for T (the format aligns every column for an object read into aligned memory).
   template <typename T>
-  bool Array(size_t n, T* out) {
-    if (n > in_.size() / sizeof(T)) return false;
-    std::memcpy(out, in_.data(), n * sizeof(T));
+  bool View(size_t n, std::span<const T>* out) {
+    if (n > in_.size() / sizeof(T) || reinterpret_cast<uintptr_t>(in_.data()) % alignof(T) != 0) {
+      return false;
+    }
+    *out = std::span<const T>(reinterpret_cast<const T*>(in_.data()), n);
     in_.remove_prefix(n * sizeof(T));
     return true;
+  }
+  // The zero bytes up to the next multiple of 8 from the start.
+  bool Padding() {
+    const size_t n = PaddingBytes(static_cast<size_t>(in_.data() - begin_));
+    std::string_view pad;
+    return Bytes(n, &pad) && pad == std::string_view("\0\0\0\0\0\0\0", n);
   }
 
  private:
   std::string_view in_;
+  const char* const begin_;
 };
 
 // The body length of a chunk of `rows` rows with `nlist` lists; 0 (no body has that length)
@@ -90,21 +106,24 @@ bool AllFinite(const float* v, size_t n) {
 
 }  // namespace
 
-// Writes decoded columns into Chunk's private storage (a friend of Chunk).
+// Makes chunks over an object's columns (a friend of Chunk).
 class SealedSegmentCodec {
  public:
-  static const float* Vectors(const Chunk& c) { return c.vectors_.get(); }
-  static bool ReadColumns(Reader& in, Chunk& c, size_t rows, uint32_t dim) {
-    std::vector<uint64_t> deleted(rows);
-    if (!in.Array(rows, c.pks_.get()) || !in.Array(rows, c.inserted_.get()) ||
-        !in.Array(rows, deleted.data()) || !in.Array(rows * dim, c.vectors_.get())) {
-      return false;
-    }
+  static std::shared_ptr<Chunk> ChunkOver(const SharedBytes& object, uint32_t dim,
+                                          std::shared_ptr<MemoryAccount> account,
+                                          std::span<const int64_t> pks,
+                                          std::span<const uint64_t> inserted,
+                                          std::span<const uint64_t> deleted,
+                                          std::span<const float> vectors,
+                                          std::unique_ptr<uint32_t[]> slot_of_row) {
+    const size_t rows = pks.size();
+    std::shared_ptr<Chunk> c(new Chunk(rows, dim, std::move(account), object.owner, pks.data(),
+                                       inserted.data(), vectors.data(), std::move(slot_of_row)));
     for (size_t r = 0; r < rows; ++r) {
-      c.deleted_[r].store(deleted[r], std::memory_order_relaxed);
-      c.previous_of_pk_[r] = kNoRow;
+      c->deleted_[r].store(deleted[r], std::memory_order_relaxed);
+      c->previous_of_pk_[r] = kNoRow;
     }
-    return true;
+    return c;
   }
   static void Publish(Chunk& c, std::unique_ptr<IvfIndex> index) {
     c.PublishIndex(std::move(index));
@@ -155,13 +174,14 @@ absl::StatusOr<std::string> EncodeSealedSegment(SealedSegmentMeta meta,
   PutFixed32(&out, static_cast<uint32_t>(body.size()));
   out += body;
   PutFixed32(&out, crc32c::Mask(crc32c::Value(body)));
+  PutPadding(&out);
 
   for (size_t i = 0; i < chunks; ++i) {
     const Chunk& c = *snapshot.chunks[i];
     const size_t rows = snapshot.RowsIn(i);
     // A partial chunk's index (never built) or one over more rows than are sealed is left out.
     const IvfIndex* index = c.index();
-    if (index != nullptr && index->list_rows().size() != rows) index = nullptr;
+    if (index != nullptr && index->parts().list_rows.size() != rows) index = nullptr;
     const size_t nlist = index == nullptr ? 0 : index->nlist();
     body.clear();
     body.reserve(ChunkBodyBytes(rows, nlist, meta.dim));
@@ -170,15 +190,19 @@ absl::StatusOr<std::string> EncodeSealedSegment(SealedSegmentMeta meta,
     for (size_t r = 0; r < rows; ++r) PutFixed64(&body, static_cast<uint64_t>(c.pk(r)));
     for (size_t r = 0; r < rows; ++r) PutFixed64(&body, c.inserted(r));
     for (size_t r = 0; r < rows; ++r) PutFixed64(&body, c.deleted(r));
-    PutArray(&body, SealedSegmentCodec::Vectors(c), rows * meta.dim);
-    if (index != nullptr) {
-      PutArray(&body, index->centroids().data(), index->centroids().size());
-      PutArray(&body, index->list_begin().data(), index->list_begin().size());
-      PutArray(&body, index->list_rows().data(), index->list_rows().size());
+    if (index == nullptr) {
+      for (size_t r = 0; r < rows; ++r) PutArray(&body, c.vector(r), meta.dim);
+    } else {
+      const IvfIndex::Parts parts = index->parts();
+      PutArray(&body, parts.list_vectors.data(), parts.list_vectors.size());  // in list order
+      PutArray(&body, parts.centroids.data(), parts.centroids.size());
+      PutArray(&body, parts.list_begin.data(), parts.list_begin.size());
+      PutArray(&body, parts.list_rows.data(), parts.list_rows.size());
     }
     PutFixed64(&out, body.size());
     out += body;
     PutFixed32(&out, crc32c::Mask(crc32c::Value(body)));
+    PutPadding(&out);
   }
   return out;
 }
@@ -187,12 +211,24 @@ absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(std::string_view bytes,
                                                          std::string_view object,
                                                          std::shared_ptr<MemoryAccount> account,
                                                          const IndexOptions& index_options) {
+  return DecodeSealedSegment(SharedBytes::Of(std::string(bytes)), object, std::move(account),
+                             index_options);
+}
+
+absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(SharedBytes bytes, std::string_view object,
+                                                         std::shared_ptr<MemoryAccount> account,
+                                                         const IndexOptions& index_options) {
+  // The columns are viewed in place, aligned as the format aligns them from the object's
+  // start: bytes read to an unaligned address are copied once first.
+  if (reinterpret_cast<uintptr_t>(bytes.bytes.data()) % 8 != 0) {
+    bytes = SharedBytes::Of(std::string(bytes.bytes));
+  }
   auto corrupt = [&](std::string_view what) {
     return StreamingError(
         StreamingCode::kDataLoss,
         absl::StrCat("sealed segment object ", ToAbsl(object), ": ", ToAbsl(what)));
   };
-  Reader in(bytes);
+  Reader in(bytes.bytes);
   std::string_view magic;
   uint16_t version, flags;
   uint32_t body_len, crc;
@@ -210,6 +246,7 @@ absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(std::string_view bytes,
   std::string_view body;
   if (!in.Bytes(body_len, &body) || !in.Fixed(&crc)) return corrupt("truncated header");
   if (crc32c::Unmask(crc) != crc32c::Value(body)) return corrupt("header checksum mismatch");
+  if (!in.Padding()) return corrupt("truncated or non-zero padding after the header");
 
   DecodedSealedSegment out;
   SealedSegmentMeta& m = out.meta;
@@ -247,6 +284,7 @@ absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(std::string_view bytes,
       return at("truncated");
     }
     if (crc32c::Unmask(crc) != crc32c::Value(chunk_body)) return at("checksum mismatch");
+    if (!in.Padding()) return at("truncated or non-zero padding");
     Reader c(chunk_body);
     uint32_t rows, nlist;
     if (!c.Fixed(&rows) || !c.Fixed(&nlist)) return at("truncated");
@@ -257,34 +295,52 @@ absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(std::string_view bytes,
       return at(absl::StrCat(len, " bytes do not hold ", rows, " rows and ", nlist, " lists"));
     }
     if (nlist > 0 && rows != m.chunk_rows) return at("an index on a partial chunk");
-    auto chunk = std::make_shared<Chunk>(rows, m.dim, account);
-    if (!SealedSegmentCodec::ReadColumns(c, *chunk, rows, m.dim)) return at("truncated");
+    std::span<const int64_t> pks;
+    std::span<const uint64_t> inserted, deleted;
+    std::span<const float> vectors, centroids;
+    std::span<const uint32_t> list_begin, list_rows;
+    if (!c.View(rows, &pks) || !c.View(rows, &inserted) || !c.View(rows, &deleted) ||
+        !c.View(size_t{rows} * m.dim, &vectors) ||
+        (nlist > 0 && (!c.View(size_t{nlist} * m.dim, &centroids) ||
+                       !c.View(size_t{nlist} + 1, &list_begin) || !c.View(rows, &list_rows)))) {
+      return at("truncated or misaligned");
+    }
     // Inserts were checked finite; a search must never meet a NaN.
-    if (!AllFinite(chunk->vector(0), size_t{rows} * m.dim)) return at("a vector is not finite");
+    if (!AllFinite(vectors.data(), vectors.size())) return at("a vector is not finite");
+    if (!AllFinite(centroids.data(), centroids.size())) return at("a centroid is not finite");
     for (size_t r = 0; r < rows; ++r) {
-      if (chunk->deleted(r) < chunk->inserted(r)) {
-        return at(absl::StrCat("row ", r, " inserted at ", chunk->inserted(r),
-                               ", deleted before, at ", chunk->deleted(r)));
+      if (deleted[r] < inserted[r]) {
+        return at(absl::StrCat("row ", r, " inserted at ", inserted[r], ", deleted before, at ",
+                               deleted[r]));
       }
-      min_ts = std::min(min_ts, chunk->inserted(r));
-      max_ts = std::max(max_ts, chunk->inserted(r));
+      min_ts = std::min(min_ts, inserted[r]);
+      max_ts = std::max(max_ts, inserted[r]);
     }
+    std::unique_ptr<IvfIndex> index;
+    std::unique_ptr<uint32_t[]> slot_of_row;
     if (nlist > 0) {
-      std::vector<float> centroids(size_t{nlist} * m.dim);
-      std::vector<uint32_t> list_begin(size_t{nlist} + 1);
-      std::vector<uint32_t> list_rows(rows);
-      if (!c.Array(centroids.size(), centroids.data()) ||
-          !c.Array(list_begin.size(), list_begin.data()) ||
-          !c.Array(list_rows.size(), list_rows.data())) {
-        return at("truncated index");
+      auto view = IvfIndex::View(rows, m.dim, m.metric, index_options,
+                                 {.centroids = centroids,
+                                  .list_begin = list_begin,
+                                  .list_rows = list_rows,
+                                  .list_vectors = vectors});
+      if (!view.ok()) return at(std::string(view.status().message()));
+      index = *std::move(view);
+      // The vectors are in list order: where each row's is, and that every row has one.
+      slot_of_row.reset(new uint32_t[rows]);
+      std::fill_n(slot_of_row.get(), rows, kNoRow);
+      for (uint32_t slot = 0; slot < rows; ++slot) {
+        const uint32_t r = list_rows[slot];
+        if (r >= rows || slot_of_row[r] != kNoRow) {
+          return at(
+              absl::StrCat("IVF lists name row ", r, " of ", rows, r >= rows ? "" : " twice"));
+        }
+        slot_of_row[r] = slot;
       }
-      if (!AllFinite(centroids.data(), centroids.size())) return at("a centroid is not finite");
-      auto index = IvfIndex::FromParts(SealedSegmentCodec::Vectors(*chunk), rows, m.dim, m.metric,
-                                       index_options, std::move(centroids), std::move(list_begin),
-                                       std::move(list_rows));
-      if (!index.ok()) return at(std::string(index.status().message()));
-      SealedSegmentCodec::Publish(*chunk, *std::move(index));
     }
+    std::shared_ptr<Chunk> chunk = SealedSegmentCodec::ChunkOver(
+        bytes, m.dim, account, pks, inserted, deleted, vectors, std::move(slot_of_row));
+    if (index != nullptr) SealedSegmentCodec::Publish(*chunk, std::move(index));
     out.chunks.push_back(std::move(chunk));
   }
   if (in.left() != 0) return corrupt(absl::StrCat(in.left(), " bytes after the last chunk"));

@@ -1,8 +1,9 @@
 // The sealed segment object (docs/sealed-segment-format.md, byte by byte): a growing segment's
 // rows frozen into one immutable object — per chunk its pks, insert and delete timestamps,
-// vectors and, when built, its IVF index (centroids and lists), so that loading never trains
-// k-means again. Every part is length-checked and CRC32C-checked; a version field lets a later
-// format be told apart.
+// vectors and, when built, its IVF index (centroids and lists; the vectors then in list order),
+// every column aligned, so that loading trains nothing and copies nothing: a decoded chunk
+// searches the object's bytes in place. Every part is length-checked and CRC32C-checked; a
+// version field lets a later format be told apart.
 //
 // Decoding is for untrusted bytes (an object store may return anything): every count, length,
 // offset and list entry is checked before use, and any mismatch is DATA_LOSS naming the object
@@ -20,13 +21,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/shared_bytes.h"
 #include "search/growing_segment.h"
 #include "search/ivf_index.h"
 #include "search/metric.h"
 
 namespace kf::search {
 
-inline constexpr uint16_t kSealedSegmentVersion = 1;
+inline constexpr uint16_t kSealedSegmentVersion = 2;
 
 // What the object says about itself (its header).
 struct SealedSegmentMeta {
@@ -61,7 +63,13 @@ struct DecodedSealedSegment {
 };
 
 // Decodes and checks an object; `object` names it in errors. The chunks' indexes search with
-// `index_options` (their default nprobe).
+// `index_options` (their default nprobe). The chunks' columns and indexes are views into
+// `bytes`, which they keep alive: loading copies nothing but the delete column (bytes at an
+// address not aligned to 8 are copied once first).
+absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(SharedBytes bytes, std::string_view object,
+                                                         std::shared_ptr<MemoryAccount> account,
+                                                         const IndexOptions& index_options = {});
+// The same over a copy of `bytes`.
 absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(std::string_view bytes,
                                                          std::string_view object,
                                                          std::shared_ptr<MemoryAccount> account,

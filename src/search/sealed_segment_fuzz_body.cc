@@ -53,11 +53,13 @@ std::string WithMatchingChecksums(std::string_view data) {
   const uint64_t header = DecodeFixed32(s.data() + 12);
   if (header > s.size() - kPrefix || s.size() - kPrefix - header < 4) return s;
   SetCrc(&s, kPrefix, header);
-  for (size_t at = kPrefix + header + 4; s.size() - at >= 8;) {
+  // Each part is padded with zeros to a multiple of 8 from the start.
+  const auto padded = [](size_t at) { return (at + 7) / 8 * 8; };
+  for (size_t at = padded(kPrefix + header + 4); at <= s.size() && s.size() - at >= 8;) {
     const uint64_t len = DecodeFixed64(s.data() + at);
     if (len > s.size() - at - 8 || s.size() - at - 8 - len < 4) break;
     SetCrc(&s, at + 8, len);
-    at += 8 + len + 4;
+    at = padded(at + 8 + len + 4);
   }
   return s;
 }

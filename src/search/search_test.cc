@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/coding.h"
 #include "common/errors.h"
 #include "common/testing/seed_mutations.h"
@@ -467,8 +468,9 @@ TEST(SealedSegmentTest, ADecodedSegmentHasEveryRowAndIndexAndSearchesTheSame) {
       const IvfIndex* got = after.chunks[c]->index();
       ASSERT_EQ(got == nullptr, want == nullptr) << c;
       if (want != nullptr) {
-        EXPECT_TRUE(std::ranges::equal(got->centroids(), want->centroids()));
-        EXPECT_TRUE(std::ranges::equal(got->list_rows(), want->list_rows()));
+        EXPECT_TRUE(std::ranges::equal(got->parts().centroids, want->parts().centroids));
+        EXPECT_TRUE(std::ranges::equal(got->parts().list_rows, want->parts().list_rows));
+        EXPECT_TRUE(std::ranges::equal(got->parts().list_vectors, want->parts().list_vectors));
       }
       for (size_t r = 0; r < before.RowsIn(c); ++r) {
         const Chunk &a = *before.chunks[c], &b = *after.chunks[c];
@@ -547,6 +549,48 @@ TEST(SealedSegmentTest, ALoadedSegmentGetsDeletesAndSearchesAsTheOriginal) {
   EXPECT_FALSE(GrowingSegment::FromChunks({}, 5, {.dim = kDim, .chunk_rows = kChunk}).ok());
 }
 
+// Loading copies no column: a decoded segment's pks, timestamps, vectors and index lists are the
+// object's bytes, held by its chunks after the reader let go of them.
+TEST(SealedSegmentTest, ADecodedSegmentSearchesTheObjectsBytesInPlaceAndKeepsThem) {
+  constexpr uint32_t kDim = 8;
+  constexpr size_t kChunk = 64, kRows = 2 * kChunk + 9;
+  auto seg = SealableSegment(Metric::kL2, kDim, kRows, kChunk);
+  auto encoded = EncodeSealedSegment(MetaOf(*seg), seg->Snapshot());
+  ASSERT_TRUE(encoded.ok()) << encoded.status();
+  SharedBytes object = SharedBytes::Of(*encoded);
+  const char* begin = object.bytes.data();
+  const char* end = begin + object.bytes.size();
+  const auto inside = [&](const void* p) {
+    return static_cast<const char*>(p) >= begin && static_cast<const char*>(p) < end;
+  };
+  std::weak_ptr<const void> held = object.owner;
+  auto decoded = DecodeSealedSegment(std::move(object), "o", nullptr);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_FALSE(held.expired());
+  SegmentSnapshot snap = decoded->snapshot();
+  ASSERT_EQ(snap.chunks.size(), 3u);
+  for (size_t c = 0; c < snap.chunks.size(); ++c) {
+    const Chunk& chunk = *snap.chunks[c];
+    EXPECT_TRUE(inside(&chunk.vector(0)[0])) << c;
+    EXPECT_TRUE(inside(&chunk.vector(snap.RowsIn(c) - 1)[0])) << c;
+    if (chunk.index() != nullptr) {
+      EXPECT_TRUE(inside(chunk.index()->parts().list_vectors.data())) << c;
+      EXPECT_TRUE(inside(chunk.index()->parts().centroids.data())) << c;
+    }
+  }
+  // Row r's vector is row r's, although a full chunk stores them in its lists' order.
+  const SegmentSnapshot original = seg->Snapshot();
+  for (size_t r = 0; r < kChunk; ++r) {
+    ASSERT_TRUE(std::equal(original.chunks[0]->vector(r), original.chunks[0]->vector(r) + kDim,
+                           snap.chunks[0]->vector(r)))
+        << r;
+  }
+  decoded->chunks.clear();
+  EXPECT_FALSE(held.expired());  // `snap` still holds the chunks
+  snap.chunks.clear();
+  EXPECT_TRUE(held.expired());
+}
+
 // Untrusted bytes: every single-byte change, every truncation and any trailing byte is
 // DATA_LOSS naming the object — never a segment decoded from damaged bytes.
 TEST(SealedSegmentTest, EveryDamagedByteAndEveryTruncationIsDataLossNamingTheObject) {
@@ -578,8 +622,9 @@ TEST(SealedSegmentTest, ANonFiniteVectorIsDataLoss) {
   auto seg = SealableSegment(Metric::kL2, 4, 10, 64);
   auto bytes = EncodeSealedSegment(MetaOf(*seg), seg->Snapshot());
   ASSERT_TRUE(bytes.ok());
-  // The first chunk's first vector: after its 8-byte length, rows and nlist, 3 columns of 10.
-  const size_t header = 16 + DecodeFixed32(bytes->data() + 12) + 4;
+  // The first chunk's first vector: after its 8-byte length, rows and nlist, 3 columns of 10
+  // (the header is padded to a multiple of 8).
+  const size_t header = (16 + DecodeFixed32(bytes->data() + 12) + 4 + 7) / 8 * 8;
   const size_t vector = header + 8 + 8 + 3 * 10 * 8;
   const float nan = std::nanf("");
   std::memcpy(bytes->data() + vector, &nan, sizeof nan);
@@ -592,9 +637,13 @@ TEST(SealedSegmentTest, AnotherVersionIsRefusedByName) {
   auto seg = SealableSegment(Metric::kL2, 4, 10, 64);
   auto bytes = EncodeSealedSegment(MetaOf(*seg), seg->Snapshot());
   ASSERT_TRUE(bytes.ok());
-  (*bytes)[8] = 2;  // the version field
-  auto d = DecodeSealedSegment(*bytes, "o", nullptr);
-  EXPECT_THAT(std::string(d.status().message()), ::testing::HasSubstr("format version 2"));
+  for (int version : {1, 3}) {                 // format 1 stored the lists' vectors in row order
+    (*bytes)[8] = static_cast<char>(version);  // the version field
+    auto d = DecodeSealedSegment(*bytes, "o", nullptr);
+    EXPECT_THAT(
+        std::string(d.status().message()),
+        ::testing::HasSubstr(absl::StrCat("format version ", version, " (this build reads 2)")));
+  }
 }
 
 // The fuzz body on valid objects (with and without indexes, empty) and their mutations, with the

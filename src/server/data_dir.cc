@@ -23,7 +23,9 @@ namespace {
 constexpr char kMarker[] = "KINGFISHER";
 // Format 2: pchannel terms and the timestamp mark live in the metadata store (format 1 kept them
 // in nodes/<id>/{term,tso}); a format-1 WAL would be fenced above the terms format 2 assigns.
-constexpr char kMarkerFormat[] = "kingfisher-data-dir 2";
+// Format 3: objects/ holds sealed segments of object format 2 (docs/sealed-segment-format.md;
+// format 1's would fail to load).
+constexpr char kMarkerFormat[] = "kingfisher-data-dir 3";
 
 std::string MarkerContents(const DataDir::Identity& id) {
   return absl::StrCat(kMarkerFormat, "\ncluster=", id.cluster, "\npchannels=", id.pchannels, "\n");

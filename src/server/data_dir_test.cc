@@ -41,11 +41,14 @@ TEST_F(DataDirTest, CreatesLayoutThenReopens) {
 }
 
 TEST_F(DataDirTest, RefusesAnOlderFormat) {
-  std::ofstream(base_ + "/KINGFISHER") << "kingfisher-data-dir 1\ncluster=kf\npchannels=4\n";
-  auto dir = DataDir::Open(base_, 1, id_);
-  ASSERT_FALSE(dir.ok());
-  EXPECT_NE(dir.status().message().find("incompatible Kingfisher version"), std::string::npos)
-      << dir.status();
+  for (int format : {1, 2}) {
+    std::ofstream(base_ + "/KINGFISHER")
+        << "kingfisher-data-dir " << format << "\ncluster=kf\npchannels=4\n";
+    auto dir = DataDir::Open(base_, 1, id_);
+    ASSERT_FALSE(dir.ok()) << format;
+    EXPECT_NE(dir.status().message().find("incompatible Kingfisher version"), std::string::npos)
+        << dir.status();
+  }
 }
 
 TEST_F(DataDirTest, EmptyExistingDirIsAdopted) { EXPECT_TRUE(DataDir::Open(base_, 1, id_).ok()); }

@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/shared_bytes.h"
 
 namespace kf::fs {
 
@@ -62,6 +63,15 @@ class RandomAccessFile {
   virtual absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* scratch) const = 0;
   // Current size of the file (it may grow while open when another handle appends).
   virtual absl::StatusOr<uint64_t> Size() const = 0;
+  // The file's first `n` bytes (n <= its size), mapped read-only: no copy of the page cache
+  // (the pages are read in at once). The mapping outlives this handle and the file's removal
+  // while its owner is held. Only for files that never change once written: touching a page
+  // that a truncation removed raises SIGBUS. UNIMPLEMENTED where the file system cannot map
+  // (the caller reads instead).
+  virtual absl::StatusOr<SharedBytes> Map(size_t n) const {
+    (void)n;
+    return absl::UnimplementedError("this file system does not map files");
+  }
 };
 
 // How OpenWritable treats an existing / missing file.

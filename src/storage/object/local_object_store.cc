@@ -153,6 +153,23 @@ absl::StatusOr<std::string> LocalObjectStore::Get(std::string_view key, const By
   return out;
 }
 
+absl::StatusOr<SharedBytes> LocalObjectStore::GetShared(std::string_view key, absl::Time deadline) {
+  RETURN_IF_ERROR(ValidateKey(key));
+  RETURN_IF_ERROR(CheckDeadline(deadline));
+  const std::string path = PathOf(key);
+  ASSIGN_OR_RETURN(OpenObject obj, OpenAndCheck(fs_, path));
+  absl::StatusOr<SharedBytes> file = obj.file->Map(kHeaderSize + obj.header.length);
+  if (absl::IsUnimplemented(file.status())) return ObjectStore::GetShared(key, deadline);
+  if (!file.ok()) return file.status();
+  // An object file is written once (a temp file renamed into place) and only ever removed,
+  // which a mapping survives: it never shrinks under the mapping.
+  file->bytes.remove_prefix(kHeaderSize);
+  if (crc32c::Value(file->bytes) != obj.header.crc) {
+    return absl::DataLossError(absl::StrCat("object checksum mismatch: ", path));
+  }
+  return file;
+}
+
 absl::StatusOr<ObjectInfo> LocalObjectStore::Head(std::string_view key, absl::Time deadline) {
   RETURN_IF_ERROR(ValidateKey(key));
   RETURN_IF_ERROR(CheckDeadline(deadline));

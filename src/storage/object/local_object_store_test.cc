@@ -51,6 +51,8 @@ TEST_F(LocalObjectStoreTest, FlippedPayloadByteIsDataLoss) {
   Patch(store_->PathOf("a/b"), 24 + 3, "X");
   auto got = store_->Get("a/b", ByteRange::All(), Deadline());
   EXPECT_TRUE(absl::IsDataLoss(got.status())) << got.status();
+  auto shared = store_->GetShared("a/b", Deadline());  // the mapped file is checked the same
+  EXPECT_TRUE(absl::IsDataLoss(shared.status())) << shared.status();
 }
 
 TEST_F(LocalObjectStoreTest, FlippedHeaderByteIsDataLoss) {
@@ -65,6 +67,7 @@ TEST_F(LocalObjectStoreTest, TruncatedFileIsDataLoss) {
   std::filesystem::resize_file(store_->PathOf("t"), 24 + 50);
   EXPECT_TRUE(absl::IsDataLoss(store_->Head("t", Deadline()).status()));
   EXPECT_TRUE(absl::IsDataLoss(store_->Get("t", ByteRange::Span(0, 10), Deadline()).status()));
+  EXPECT_TRUE(absl::IsDataLoss(store_->GetShared("t", Deadline()).status()));
 }
 
 TEST_F(LocalObjectStoreTest, AcknowledgedPutsSurviveACrash) {

@@ -52,6 +52,12 @@ absl::Status CheckPath(std::string_view s, std::string_view what, bool allow_tra
 
 }  // namespace
 
+absl::StatusOr<SharedBytes> ObjectStore::GetShared(std::string_view key, absl::Time deadline) {
+  absl::StatusOr<std::string> bytes = Get(key, ByteRange::All(), deadline);
+  if (!bytes.ok()) return bytes.status();
+  return SharedBytes::Of(*std::move(bytes));
+}
+
 absl::Status ValidateKey(std::string_view key) {
   if (key.empty()) return absl::InvalidArgumentError("empty key");
   return CheckPath(key, "key", /*allow_trailing_slash=*/false);

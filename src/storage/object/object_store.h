@@ -33,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/shared_bytes.h"
 
 namespace kf::object {
 
@@ -103,6 +104,10 @@ class ObjectStore {
                                           const PutOptions& options, absl::Time deadline) = 0;
   virtual absl::StatusOr<std::string> Get(std::string_view key, const ByteRange& range,
                                           absl::Time deadline) = 0;
+  // The whole object, as Get(key, ByteRange::All()), in memory that stays valid while the
+  // result's owner is held — for a reader that keeps views into it (a loaded sealed segment's
+  // columns). The local store maps its file instead of copying it; by default, Get's string.
+  virtual absl::StatusOr<SharedBytes> GetShared(std::string_view key, absl::Time deadline);
   virtual absl::StatusOr<ObjectInfo> Head(std::string_view key, absl::Time deadline) = 0;
   // Up to `limit` (>= 1) objects whose key starts with `prefix` and sorts after
   // `start_after` (bytewise), in key order.

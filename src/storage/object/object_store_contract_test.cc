@@ -192,6 +192,23 @@ TEST_P(ObjectStoreContractTest, Delete) {
   ASSERT_TRUE(store_->Delete(Key("d"), Deadline()).ok());
 }
 
+// GetShared: Get's bytes, valid while held — also once the object is replaced or deleted (the
+// local store's mapping of the old file).
+TEST_P(ObjectStoreContractTest, GetSharedHoldsTheBytesAfterAReplaceAndADelete) {
+  MustPut("s", "shared bytes");
+  MustPut("e", "");
+  auto got = store_->GetShared(Key("s"), Deadline());
+  ASSERT_TRUE(got.ok()) << got.status();
+  auto empty = store_->GetShared(Key("e"), Deadline());
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->bytes, "");
+  MustPut("s", "replaced");
+  ASSERT_TRUE(store_->Delete(Key("s"), Deadline()).ok());
+  EXPECT_EQ(got->bytes, "shared bytes");
+  EXPECT_TRUE(absl::IsNotFound(store_->GetShared(Key("s"), Deadline()).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(store_->GetShared("/bad", Deadline()).status()));
+}
+
 TEST_P(ObjectStoreContractTest, ConditionalCreate) {
   ASSERT_TRUE(store_->Put(Key("fence"), "term-1", {.if_absent = true}, Deadline()).ok());
   auto again = store_->Put(Key("fence"), "term-2", {.if_absent = true}, Deadline());
@@ -251,6 +268,9 @@ TEST_P(ObjectStoreContractTest, LargeObject) {
   ASSERT_TRUE(head.ok()) << head.status();
   EXPECT_EQ(head->size, big.size());
   EXPECT_TRUE(MustGet("big") == big);
+  auto shared = store_->GetShared(Key("big"), Deadline());
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_TRUE(shared->bytes == big);
   const size_t mid = (8 << 20) - 3;
   EXPECT_TRUE(MustGet("big", ByteRange::Span(mid, 1 << 20)) == big.substr(mid, 1 << 20));
   EXPECT_TRUE(MustGet("big", ByteRange::Suffix(100)) == big.substr(big.size() - 100));
