@@ -1,5 +1,7 @@
-// The resident memory of this process (what the kernel counts against it: VmRSS), for the
-// admission of Inserts under `memory_limit` (docs/configuration.md).
+// The memory of this process: resident (VmRSS, what `top` shows) and anonymous — resident but
+// for the pages of mapped files (the sealed segment objects a node searches in place, the
+// binary), which the kernel drops and reads again under pressure instead of running out. The
+// anonymous part is what admits Inserts under `memory_limit` (docs/configuration.md).
 //
 // Thread-safety: ResidentMemory is thread-safe. Errors: a /proc that cannot be read gives 0
 // (no limit can then refuse anything; the server logs it once at startup).
@@ -15,12 +17,15 @@ namespace kf {
 
 // Reads /proc/self/statm now: resident pages times the page size; 0 if unreadable.
 size_t ReadResidentBytes();
+// The same, less the resident pages of files and shared memory (statm's `shared`): VmRSS's
+// RssAnon. 0 if unreadable.
+size_t ReadAnonymousBytes();
 
-// ReadResidentBytes at most once per `max_age`, the value cached in between: an admission
+// ReadAnonymousBytes at most once per `max_age`, the value cached in between: an admission
 // check per Insert costs two relaxed loads.
-class ResidentMemory {
+class AnonymousMemory {
  public:
-  explicit ResidentMemory(absl::Duration max_age = absl::Milliseconds(10))
+  explicit AnonymousMemory(absl::Duration max_age = absl::Milliseconds(10))
       : max_age_ns_(absl::ToInt64Nanoseconds(max_age)) {}
   size_t bytes();
 

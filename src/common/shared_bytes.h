@@ -15,6 +15,9 @@ namespace kf {
 struct SharedBytes {
   std::string_view bytes;
   std::shared_ptr<const void> owner;
+  // The bytes are a file's pages in the page cache, which the kernel may drop and read again
+  // (not the process's own memory); false: they are in the heap.
+  bool mapped = false;
 
   // `s`, moved to the heap: its data keeps operator new's alignment (16 bytes).
   static SharedBytes Of(std::string s) {

@@ -86,6 +86,21 @@ std::vector<std::pair<std::shared_ptr<Shard>, std::string>> ChannelApplier::Clai
   return out;
 }
 
+std::optional<std::pair<std::shared_ptr<Shard>, std::string>> ChannelApplier::ClaimLargestSeal(
+    size_t min_rows) {
+  std::optional<std::pair<std::shared_ptr<Shard>, std::string>> best;
+  size_t best_bytes = 0;
+  for (auto& shard : MutableShards()) {
+    auto largest = shard->LargestGrowing(min_rows);
+    if (largest.has_value() && (!best.has_value() || largest->second > best_bytes)) {
+      best.emplace(shard, std::move(largest->first));
+      best_bytes = largest->second;
+    }
+  }
+  if (best.has_value() && !best->first->ClaimSealOf(best->second)) return std::nullopt;
+  return best;
+}
+
 CheckpointPlan ChannelApplier::PlanCheckpoint() const {
   CheckpointPlan plan;
   plan.checkpoint_ts = tsafe();

@@ -38,6 +38,8 @@ ChannelFollower::ChannelFollower(std::shared_ptr<wal::Wal> wal, ShardOptions opt
                                  std::optional<RecoveredChannel> recovered,
                                  const RecoveryStorageOptions* recovery)
     : wal_(std::move(wal)),
+      memory_pressure_(options.memory_pressure),
+      chunk_rows_(options.chunk_rows),
       applier_(wal_->pchannel(), options,
                [this](const std::shared_ptr<Shard>& shard, const std::string& partition) {
                  RequestSeal(shard, partition);
@@ -155,6 +157,26 @@ void ChannelFollower::MaybeSealAged() {
   for (const auto& [shard, partition] :
        applier_.ClaimAgedSeals(static_cast<uint64_t>(absl::ToUnixMillis(now)))) {
     RequestSeal(shard, partition);
+  }
+  // Memory pressure: a flushed segment is served from its object, so sealing the largest
+  // growing segment (one of at least a chunk: indexed, not a sliver) frees its memory once it
+  // is flushed — one a second per pchannel, from the high-water mark until the low one.
+  if (writer_ == nullptr || memory_pressure_ == nullptr) return;
+  switch (memory_pressure_()) {
+    case MemoryPressure::kHigh:
+      sealing_for_memory_ = true;
+      break;
+    case MemoryPressure::kLow:
+      sealing_for_memory_ = false;
+      break;
+    case MemoryPressure::kEasing:
+      break;
+  }
+  if (!sealing_for_memory_) return;
+  if (auto largest = applier_.ClaimLargestSeal(chunk_rows_); largest.has_value()) {
+    spdlog::info("{}: sealing the growing segment of {} partition {} to free memory",
+                 wal_->pchannel(), largest->first->vchannel(), largest->second);
+    RequestSeal(largest->first, largest->second);
   }
 }
 

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -95,7 +96,8 @@ class ChannelFollower {
   // The follower thread: hands a checkpoint to the writer when one is due and it is idle.
   void MaybeCheckpoint();
   // The follower thread, once a second while tailing: asks for the CreateSegments of growing
-  // segments sealed for their age (ShardOptions::seal_lifetime, seal_idle).
+  // segments sealed for their age (ShardOptions::seal_lifetime, seal_idle), and of the largest
+  // one under memory pressure (ShardOptions::memory_pressure).
   void MaybeSealAged();
   // The follower thread: remembers the age and size of the log at `id` (one sample a second,
   // or per 1/64 of the size bound).
@@ -106,6 +108,8 @@ class ChannelFollower {
   void CheckpointDone(const CheckpointPlan& plan, const absl::Status& status);
 
   const std::shared_ptr<wal::Wal> wal_;
+  const std::function<MemoryPressure()> memory_pressure_;
+  const size_t chunk_rows_;
   ChannelApplier applier_;
   const absl::Duration drain_interval_;
   std::unique_ptr<wal::Scanner> scanner_;  // the follower thread's
@@ -118,6 +122,7 @@ class ChannelFollower {
   // last plan saw.
   absl::Time next_checkpoint_ = absl::InfinitePast();
   absl::Time next_age_check_ = absl::InfinitePast();
+  bool sealing_for_memory_ = false;  // between MemoryPressure kHigh and kLow
   uint64_t planned_seals_ = 0;
   uint64_t planned_ts_ = 0;
   // Applied messages, oldest first, a second (or 1/64 of the size bound) apart: the physical

@@ -25,14 +25,39 @@ absl::Status Invalid(std::string_view what) {
   return StreamingError(StreamingCode::kInvalidArgument, what);
 }
 
+}  // namespace
+
+MemoryPressure PressureOf(size_t growing, size_t growing_limit, size_t anonymous,
+                          size_t memory_limit) {
+  // A fraction of a limit, in tenths (0: no limit, never reached).
+  const auto at = [](size_t used, size_t limit, size_t tenths) {
+    return limit != 0 && used >= limit / 10 * tenths;
+  };
+  if (at(growing, growing_limit, 7) || at(anonymous, memory_limit, 7)) return MemoryPressure::kHigh;
+  if (at(growing, growing_limit, 5) || at(anonymous, memory_limit, 5)) {
+    return MemoryPressure::kEasing;
+  }
+  return MemoryPressure::kLow;
+}
+
+namespace {
+
 QueryRegistryOptions WithDefaults(QueryRegistryOptions options) {
   if (options.shard.account == nullptr) {
     options.shard.account = std::make_shared<search::MemoryAccount>();
   }
   if (options.memory_limit != 0 && options.resident_bytes == nullptr) {
-    options.resident_bytes = [resident = std::make_shared<ResidentMemory>()] {
+    options.resident_bytes = [resident = std::make_shared<AnonymousMemory>()] {
       return resident->bytes();
     };
+  }
+  if (options.shard.memory_pressure == nullptr) {
+    options.shard.memory_pressure =
+        [account = options.shard.account, growing_limit = options.growing_memory_limit,
+         memory_limit = options.memory_limit, resident = options.resident_bytes] {
+          return PressureOf(account->bytes(), growing_limit, memory_limit == 0 ? 0 : resident(),
+                            memory_limit);
+        };
   }
   return options;
 }

@@ -45,6 +45,12 @@ inline constexpr uint32_t kMaxTopK = 16384;
 // Where Inserts stop under a memory_limit: 90% of it.
 constexpr size_t MemoryHighWater(size_t memory_limit) { return memory_limit / 10 * 9; }
 
+// The pressure of `growing` bytes of growing data under `growing_limit` and of `anonymous`
+// resident bytes under `memory_limit` (0: no limit): kHigh from 70% of either limit, kLow under
+// 50% of both, kEasing between (docs/recovery-storage.md: sealing for memory).
+MemoryPressure PressureOf(size_t growing, size_t growing_limit, size_t anonymous,
+                          size_t memory_limit);
+
 struct QueryRegistryOptions {
   ShardOptions shard;  // without an account, the registry makes one
   // STRONG's timestamps: above every timestamp any node handed out before the call (the oracle,
@@ -57,11 +63,12 @@ struct QueryRegistryOptions {
   // Growing bytes (rows and indexes, every followed pchannel) above which AdmitInsert refuses;
   // 0: no limit.
   size_t growing_memory_limit = 0;
-  // The process's resident memory it must stay under: AdmitInsert refuses from
+  // The process's own resident memory (anonymous: not the mapped segment objects, which the
+  // kernel may drop and read again) it must stay under: AdmitInsert refuses from
   // MemoryHighWater(memory_limit) on, the rest left to work already admitted (indexing,
   // flushing, buffers). 0: no limit.
   size_t memory_limit = 0;
-  // What the limit is compared with; null: this process's resident bytes (sampled).
+  // What the limit is compared with; null: this process's anonymous resident bytes (sampled).
   std::function<size_t()> resident_bytes;
   // Sealed segments and checkpoints (recovery_storage.h); nullopt: every follower replays its
   // whole WAL.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
@@ -341,11 +342,14 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
     ASSERT_TRUE(wal_->Recover().ok());
     // Small segments: the follower appends CreateSegments as they fill (every check below
     // searches sealed and growing segments together), and checkpoints after every drain.
-    auto follower = ChannelFollower::Start(wal_, {.chunk_rows = 16, .seal_rows = 40},
-                                           absl::Milliseconds(50), &recovery_);
+    auto follower =
+        ChannelFollower::Start(wal_, shard_options_, absl::Milliseconds(50), &recovery_);
     ASSERT_TRUE(follower.ok()) << follower.status();
     follower_ = *std::move(follower);
   }
+
+  // The followers' shard options from the next Reopen on.
+  ShardOptions shard_options_{.chunk_rows = 16, .seal_rows = 40};
 
   // Waits until a checkpoint covers everything applied now.
   void AwaitCheckpoint() {
@@ -790,6 +794,99 @@ TEST_P(QueryModelTest, AManualFlushPutsEveryEarlierRowInAFlushedSegment) {
   EXPECT_EQ(follower_->checkpoint_stats().loaded_segments, partitions.size());
   Check(flush);
   Check(acked_.back());
+}
+
+// Once flushed, a sealed segment is served from its object (docs/recovery-storage.md): the
+// local store maps it, so the node's memory keeps only its delete column, row maps and pk index
+// instead of its rows and their index copies; gets, deletes and searches answer as before, and
+// after a restart.
+TEST_P(QueryModelTest, AFlushedSegmentIsServedFromItsObjectInsteadOfMemory) {
+  CreateCollection(kVc1, 42, search::Metric::kL2);
+  size_t rows = 0;
+  for (int i = 0; i < 10; ++i) {  // at most 40 rows, no more than seal_rows: only the flush seals
+    std::vector<ModelRow> batch;
+    MutableMessage m = RandomInsert(kVc1, &batch);
+    rows += batch.size();
+    ModelInsert(kVc1, std::move(batch), Append(std::move(m)));
+  }
+  Check(acked_.back());
+  const auto shard_bytes = [&] {
+    size_t n = 0;
+    for (const auto& shard : follower_->applier().shards()) n += shard->memory_bytes();
+    return n;
+  };
+  const size_t row_bytes = rows * search::Chunk::BytesPerRow(kDim);
+  EXPECT_GE(shard_bytes(), row_bytes) << "in memory before the flush";
+  const uint64_t flush = ManualFlush(kVc1);
+  ASSERT_TRUE(kf::testing::WaitUntil(
+      [&] { return follower_->checkpoint_stats().committed_ts >= flush; }, absl::Seconds(30)));
+  EXPECT_EQ(Flushed(), 1u);
+  EXPECT_LT(shard_bytes(), row_bytes) << "still in memory after the flush";
+  Check(flush);
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<int64_t> pks = RandomDeletePks();
+    ModelDelete(kVc1, pks, Append(NewDeleteMessage(kVc1, Pks(pks))));
+  }
+  Check(acked_.back());
+  Reopen();
+  Check(acked_.back());
+}
+
+// Under memory pressure the follower seals its largest growing segment of at least a chunk,
+// though no size or age policy would, and goes on while the pressure eases; flushed, those rows
+// are served from their objects.
+TEST_P(QueryModelTest, MemoryPressureSealsTheLargestGrowingSegmentFirst) {
+  auto pressure = std::make_shared<std::atomic<MemoryPressure>>(MemoryPressure::kLow);
+  shard_options_.seal_rows = 0;
+  shard_options_.memory_pressure = [pressure] { return pressure->load(); };
+  Reopen();
+  CreateCollection(kVc0, 42, search::Metric::kL2);  // two shards of one collection
+  CreateCollection(kVc1, 42, search::Metric::kL2);
+  Append(
+      wal::testing::PartitionDdl(MessageType::kCreatePartition, kVc0, 42, "p1", next_broadcast_++));
+  const auto insert = [&](const std::string& vc, int64_t pk, size_t n) {
+    std::vector<int64_t> pks(n);
+    std::iota(pks.begin(), pks.end(), pk);
+    std::vector<ModelRow> rows;  // Batch's vectors: row i all base + i
+    const auto base = static_cast<float>(pk);
+    for (size_t i = 0; i < n; ++i) {
+      rows.push_back(
+          {pks[i], std::vector<float>(kDim, base + static_cast<float>(i)), "_default", 0});
+    }
+    ModelInsert(vc, std::move(rows), Append(NewInsertMessage(vc, Batch(pks, kDim, base))));
+  };
+  insert(kVc0, 100, 40);
+  insert(kVc1, 200, 20);
+  Check(acked_.back());
+  const auto sealed_of = [&](const std::string& vc) {
+    for (const auto& shard : follower_->applier().shards()) {
+      if (shard->vchannel() == vc) return shard->sealed_segments();
+    }
+    return size_t{0};
+  };
+  EXPECT_EQ(Sealed(), 0u);
+  pressure->store(MemoryPressure::kHigh);
+  ASSERT_TRUE(kf::testing::WaitUntil([&] { return Sealed() >= 1; }, absl::Seconds(30)));
+  EXPECT_EQ(sealed_of(kVc0), 1u) << "the largest first";
+  pressure->store(MemoryPressure::kEasing);  // still sealing: the next largest
+  ASSERT_TRUE(kf::testing::WaitUntil([&] { return sealed_of(kVc1) == 1; }, absl::Seconds(30)));
+  pressure->store(MemoryPressure::kLow);
+  insert(kVc0, 300, 5);  // under a chunk: never sealed for memory
+  AwaitCheckpoint();
+  EXPECT_EQ(Flushed(), 2u);
+  Check(acked_.back());
+  Reopen();
+  Check(acked_.back());
+}
+
+TEST(MemoryPressureTest, HighFromSeventyPercentOfEitherLimitLowUnderHalfOfBoth) {
+  EXPECT_EQ(PressureOf(0, 0, 1 << 30, 0), MemoryPressure::kLow);  // no limits
+  EXPECT_EQ(PressureOf(49, 100, 0, 0), MemoryPressure::kLow);
+  EXPECT_EQ(PressureOf(50, 100, 0, 0), MemoryPressure::kEasing);
+  EXPECT_EQ(PressureOf(70, 100, 0, 0), MemoryPressure::kHigh);
+  EXPECT_EQ(PressureOf(0, 100, 700, 1000), MemoryPressure::kHigh);
+  EXPECT_EQ(PressureOf(10, 100, 600, 1000), MemoryPressure::kEasing);
+  EXPECT_EQ(PressureOf(10, 100, 499, 1000), MemoryPressure::kLow);
 }
 
 // Retention (docs/recovery-storage.md): an hour keeps everything appended now; a size bound

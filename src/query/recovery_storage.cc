@@ -37,6 +37,28 @@ absl::Status Corrupt(std::string_view key, std::string_view why) {
   return absl::DataLossError(absl::StrCat("checkpoint object ", ToAbsl(key), ": ", ToAbsl(why)));
 }
 
+// The segment object `bytes` (named `key`) as a sealed segment whose chunks are views into
+// them, counted in `account`; its indexes search with `indexer`'s options.
+absl::StatusOr<std::pair<search::SealedSegmentMeta, std::unique_ptr<search::GrowingSegment>>>
+SegmentOver(SharedBytes bytes, std::string_view key,
+            const std::shared_ptr<search::IndexBuilder>& indexer,
+            const std::shared_ptr<search::MemoryAccount>& account) {
+  search::IndexOptions index;
+  if (indexer != nullptr) index = indexer->options();
+  auto decoded = search::DecodeSealedSegment(std::move(bytes), key, account, index);
+  if (!decoded.ok()) return decoded.status();
+  const search::SealedSegmentMeta& meta = decoded->meta;
+  auto segment =
+      search::GrowingSegment::FromChunks(std::move(decoded->chunks), meta.rows,
+                                         search::SegmentOptions{.dim = meta.dim,
+                                                                .metric = meta.metric,
+                                                                .chunk_rows = meta.chunk_rows,
+                                                                .indexer = indexer,
+                                                                .account = account});
+  if (!segment.ok()) return Corrupt(key, ToStd(segment.status().message()));
+  return std::make_pair(meta, *std::move(segment));
+}
+
 // The flushed segment `f` of (shard, partition), loaded with its delete logs applied.
 absl::StatusOr<std::shared_ptr<search::GrowingSegment>> LoadSegment(
     const RecoveryStorageOptions& options, const kingfisher::v1::ShardCheckpoint& shard,
@@ -45,12 +67,10 @@ absl::StatusOr<std::shared_ptr<search::GrowingSegment>> LoadSegment(
   // file mapping, an S3 object's body).
   auto bytes = options.objects->GetShared(f.object(), absl::Now() + options.io_timeout);
   if (!bytes.ok()) return WithKey(bytes.status(), "reading segment object", f.object());
-  search::IndexOptions index;
-  if (shard_options.indexer != nullptr) index = shard_options.indexer->options();
-  auto decoded =
-      search::DecodeSealedSegment(*std::move(bytes), f.object(), shard_options.account, index);
-  if (!decoded.ok()) return decoded.status();
-  const search::SealedSegmentMeta& meta = decoded->meta;
+  auto loaded =
+      SegmentOver(*std::move(bytes), f.object(), shard_options.indexer, shard_options.account);
+  if (!loaded.ok()) return loaded.status();
+  auto& [meta, segment] = *loaded;
   if (meta.collection_id != shard.collection_id() || meta.vchannel != shard.vchannel() ||
       static_cast<uint64_t>(meta.segment_id) != f.id() || meta.dim != shard.dim() ||
       meta.rows != f.rows()) {
@@ -59,14 +79,6 @@ absl::StatusOr<std::shared_ptr<search::GrowingSegment>> LoadSegment(
                                 meta.rows, " rows), the checkpoint names segment ", f.id(), " of ",
                                 shard.vchannel(), " (", f.rows(), " rows)"));
   }
-  auto segment =
-      search::GrowingSegment::FromChunks(std::move(decoded->chunks), meta.rows,
-                                         search::SegmentOptions{.dim = meta.dim,
-                                                                .metric = meta.metric,
-                                                                .chunk_rows = meta.chunk_rows,
-                                                                .indexer = shard_options.indexer,
-                                                                .account = shard_options.account});
-  if (!segment.ok()) return Corrupt(f.object(), ToStd(segment.status().message()));
   for (const std::string& key : f.delete_logs()) {
     auto log_bytes =
         options.objects->Get(key, object::ByteRange::All(), absl::Now() + options.io_timeout);
@@ -77,9 +89,9 @@ absl::StatusOr<std::shared_ptr<search::GrowingSegment>> LoadSegment(
       return Corrupt(key, absl::StrCat("is a delete log of segment ", log->segment_id,
                                        ", the checkpoint names it for segment ", f.id()));
     }
-    for (const search::DeleteRecord& r : log->records) (*segment)->Delete(r.pk, r.ts);
+    for (const search::DeleteRecord& r : log->records) segment->Delete(r.pk, r.ts);
   }
-  return std::shared_ptr<search::GrowingSegment>(*std::move(segment));
+  return std::shared_ptr<search::GrowingSegment>(std::move(segment));
 }
 
 }  // namespace
@@ -342,7 +354,13 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
   size_t objects_written = 0;
   for (auto& [shard, sp] : plan.shards) {
     kingfisher::v1::ShardCheckpoint& sc = sp.checkpoint;
-    for (const ShardCheckpointPlan::Segment& seg : sp.segments) {
+    for (ShardCheckpointPlan::Segment& seg : sp.segments) {
+      // Its full chunks were queued for indexing as they filled: their indexes go into the
+      // object, so a restart never scans them exactly and the read-back copy can replace it.
+      // Bounded: under a load that keeps the builder busy the checkpoint goes on without them.
+      if (const auto& indexer = seg.segment->options().indexer; indexer != nullptr) {
+        (void)indexer->AwaitIdleFor(kIndexWait);
+      }
       kingfisher::v1::PartitionCheckpoint* pc = sc.mutable_partitions(seg.partition);
       kingfisher::v1::FlushedSegment* f = pc->mutable_flushed(seg.flushed);
       search::SealedSegmentMeta meta{
@@ -363,6 +381,7 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
       ++objects_written;
       CrashPoint("checkpoint.object_written");
       f->set_object(key);
+      seg.reloaded = ReadBack(key, *std::move(bytes), *seg.segment);
     }
     for (const ShardCheckpointPlan::DeleteLog& log : sp.delete_logs) {
       kingfisher::v1::PartitionCheckpoint* pc = sc.mutable_partitions(log.partition);
@@ -402,6 +421,23 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
     if (!garbage_possible_) last_collection_ = absl::Now();
   }
   return absl::OkStatus();
+}
+
+std::shared_ptr<search::GrowingSegment> CheckpointWriter::ReadBack(
+    const std::string& key, std::string bytes, const search::GrowingSegment& segment) const {
+  absl::StatusOr<SharedBytes> object =
+      options_.objects->MapsObjects()
+          ? options_.objects->GetShared(key, absl::Now() + options_.io_timeout)
+          : SharedBytes::Of(std::move(bytes));
+  if (object.ok()) {
+    auto read =
+        SegmentOver(*std::move(object), key, segment.options().indexer, segment.options().account);
+    if (read.ok()) return std::move(read->second);
+    object = read.status();
+  }
+  spdlog::warn("reading back segment object {}: {} (the segment stays in memory as it is)", key,
+               object.status().ToString());
+  return nullptr;
 }
 
 absl::Status CheckpointWriter::Commit(const std::string& value) {

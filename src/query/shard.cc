@@ -165,6 +165,25 @@ std::vector<std::string> Shard::ClaimAgedSeals(uint64_t now_ms) {
   return out;
 }
 
+std::optional<std::pair<std::string, size_t>> Shard::LargestGrowing(size_t min_rows) const {
+  std::optional<std::pair<std::string, size_t>> best;
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [name, p] : partitions_) {
+    if (p.seal_claimed || p.growing->rows() < std::max<size_t>(1, min_rows)) continue;
+    const size_t bytes = p.growing->memory_bytes() + p.growing->index_bytes();
+    if (!best.has_value() || bytes > best->second) best.emplace(name, bytes);
+  }
+  return best;
+}
+
+bool Shard::ClaimSealOf(std::string_view partition) {
+  absl::MutexLock lock(&mu_);
+  auto it = partitions_.find(ToAbsl(PartitionName(partition)));
+  if (it == partitions_.end() || it->second.seal_claimed) return false;
+  it->second.seal_claimed = true;
+  return true;
+}
+
 void Shard::ReleaseSealClaim(std::string_view partition) {
   absl::MutexLock lock(&mu_);
   auto it = partitions_.find(ToAbsl(PartitionName(partition)));
@@ -247,6 +266,13 @@ void Shard::CheckpointCommitted(const ShardCheckpointPlan& plan, const MessageId
     if (s == nullptr) continue;
     s->object = plan.checkpoint.partitions(seg.partition).flushed(seg.flushed).object();
     s->unlogged.erase(s->unlogged.begin(), s->unlogged.begin() + seg.deletes_taken);
+    // Deletes take mu_ (held): none lands on the old segment between the copy and the swap.
+    // A chunk indexed since it was written stays as it is (its object has no index).
+    if (seg.reloaded != nullptr && s->segment == seg.segment &&
+        seg.reloaded->IndexedAsFarAs(*s->segment) &&
+        seg.reloaded->TakeDeletesOf(*s->segment).ok()) {
+      s->segment = seg.reloaded;
+    }
   }
   for (const ShardCheckpointPlan::DeleteLog& log : plan.delete_logs) {
     Sealed* s = sealed_of(log.partition, log.flushed);

@@ -31,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,11 @@ inline std::string_view PartitionName(std::string_view name) {
   return name.empty() ? kDefaultPartition : name;
 }
 
+// How close the node is to its memory limits (QueryRegistry::memory_pressure): from kHigh on,
+// each pchannel's follower seals its largest growing segment every second until kLow, so that
+// flushing moves rows out of the process's memory (docs/recovery-storage.md).
+enum class MemoryPressure { kLow, kEasing, kHigh };
+
 struct ShardOptions {
   size_t chunk_rows = 8192;
   // Builds the IVF index of full chunks (search/index_builder.h); null: exact search only.
@@ -73,6 +79,8 @@ struct ShardOptions {
   size_t seal_bytes = 0;
   absl::Duration seal_lifetime = absl::ZeroDuration();
   absl::Duration seal_idle = absl::ZeroDuration();
+  // The node's memory pressure, read by the followers once a second; null: always kLow.
+  std::function<MemoryPressure()> memory_pressure;
 };
 
 struct ShardSchema {
@@ -114,6 +122,10 @@ struct ShardCheckpointPlan {
     int flushed = 0;
     std::shared_ptr<const search::GrowingSegment> segment;
     size_t deletes_taken = 0;  // its object holds them: dropped once committed
+    // `segment` read back from the object the writer wrote, to take its place once committed:
+    // its rows then live once, in the object's bytes (a mapped local object: the page cache),
+    // instead of in memory with each list's vector copies. Null: `segment` stays.
+    std::shared_ptr<search::GrowingSegment> reloaded;
   };
   struct DeleteLog {  // deletes that hit a flushed segment since its last checkpoint
     int partition = 0;
@@ -158,6 +170,12 @@ class Shard {
   // The partitions whose growing segment holds rows and whose first row is older than
   // seal_lifetime, or last row older than seal_idle, at `now_ms` (unix ms); claimed as ClaimSeal.
   std::vector<std::string> ClaimAgedSeals(uint64_t now_ms);
+  // The partition whose growing segment holds the most bytes among those of at least
+  // `min_rows` rows not claimed yet, and their bytes; nullopt if none.
+  std::optional<std::pair<std::string, size_t>> LargestGrowing(size_t min_rows) const;
+  // Claims `partition`'s seal as ClaimSeal does, whatever its size: false if already claimed
+  // or gone.
+  bool ClaimSealOf(std::string_view partition);
   void ReleaseSealClaim(std::string_view partition);
   // What a checkpoint of this shard as applied so far must write (the applier's thread).
   ShardCheckpointPlan PlanCheckpoint() const;

@@ -24,13 +24,14 @@ Chunk::Chunk(size_t capacity, uint32_t dim, std::shared_ptr<MemoryAccount> accou
       inserted_(owned_inserted_.get()),
       deleted_(new std::atomic<uint64_t>[capacity]),
       previous_of_pk_(new uint32_t[capacity]),
+      memory_bytes_(capacity * BytesPerRow(dim)),
       account_(std::move(account)) {
-  if (account_ != nullptr) account_->Add(static_cast<int64_t>(capacity_ * BytesPerRow(dim_)));
+  if (account_ != nullptr) account_->Add(static_cast<int64_t>(memory_bytes_));
 }
 
 Chunk::Chunk(size_t rows, uint32_t dim, std::shared_ptr<MemoryAccount> account,
              std::shared_ptr<const void> backing, const int64_t* pks, const uint64_t* inserted,
-             const float* vectors, std::unique_ptr<uint32_t[]> slot_of_row)
+             const float* vectors, std::unique_ptr<uint32_t[]> slot_of_row, size_t heap_bytes)
     : capacity_(rows),
       dim_(dim),
       backing_(std::move(backing)),
@@ -40,15 +41,17 @@ Chunk::Chunk(size_t rows, uint32_t dim, std::shared_ptr<MemoryAccount> account,
       slot_of_row_(std::move(slot_of_row)),
       deleted_(new std::atomic<uint64_t>[rows]),
       previous_of_pk_(new uint32_t[rows]),
+      memory_bytes_(rows * (sizeof(uint64_t) + sizeof(uint32_t) +
+                            (slot_of_row_ == nullptr ? 0 : sizeof(uint32_t))) +
+                    heap_bytes),
       account_(std::move(account)) {
-  // Counted as a growing chunk of its size: the views' pages are resident once searched.
-  if (account_ != nullptr) account_->Add(static_cast<int64_t>(capacity_ * BytesPerRow(dim_)));
+  if (account_ != nullptr) account_->Add(static_cast<int64_t>(memory_bytes_));
 }
 
 Chunk::~Chunk() {
   if (account_ == nullptr) return;
   const size_t index = owned_index_ == nullptr ? 0 : owned_index_->memory_bytes();
-  account_->Add(-static_cast<int64_t>(capacity_ * BytesPerRow(dim_) + index));
+  account_->Add(-static_cast<int64_t>(memory_bytes_ + index));
 }
 
 void Chunk::PublishIndex(std::unique_ptr<IvfIndex> index) {
@@ -164,6 +167,35 @@ size_t GrowingSegment::Delete(int64_t pk, uint64_t ts) {
   return hidden;
 }
 
+absl::Status GrowingSegment::TakeDeletesOf(const GrowingSegment& original) {
+  const SegmentSnapshot from = original.Snapshot();
+  absl::MutexLock lock(&mu_);
+  const size_t rows = rows_.load(std::memory_order_relaxed);
+  if (from.rows != rows || from.chunk_rows != options_.chunk_rows ||
+      from.chunks.size() < chunks_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a segment of ", rows, " rows cannot take the deletes of one of ", from.rows, " rows"));
+  }
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    for (size_t r = 0; r < from.RowsIn(c); ++r) {
+      chunks_[c]->deleted_[r].store(from.chunks[c]->deleted(r), std::memory_order_relaxed);
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool GrowingSegment::IndexedAsFarAs(const GrowingSegment& other) const {
+  const SegmentSnapshot theirs = other.Snapshot();
+  const SegmentSnapshot ours = Snapshot();
+  for (size_t c = 0; c < theirs.chunks.size(); ++c) {
+    if (theirs.chunks[c]->index() != nullptr &&
+        (c >= ours.chunks.size() || ours.chunks[c]->index() == nullptr)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 SegmentSnapshot GrowingSegment::Snapshot() const {
   SegmentSnapshot snap;
   snap.chunk_rows = options_.chunk_rows;
@@ -207,10 +239,9 @@ void GrowingSegment::UpdateMemoryLocked() {
     options_.account->Add(static_cast<int64_t>(pk_index) - static_cast<int64_t>(pk_index_bytes_));
   }
   pk_index_bytes_ = pk_index;
-  size_t capacity = 0;
-  for (const auto& chunk : chunks_) capacity += chunk->capacity_;
-  memory_bytes_.store(capacity * Chunk::BytesPerRow(options_.dim) + pk_index,
-                      std::memory_order_relaxed);
+  size_t chunks = 0;
+  for (const auto& chunk : chunks_) chunks += chunk->memory_bytes();
+  memory_bytes_.store(chunks + pk_index, std::memory_order_relaxed);
 }
 
 }  // namespace kf::search

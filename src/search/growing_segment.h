@@ -74,8 +74,12 @@ class Chunk {
   Chunk(size_t capacity, uint32_t dim, std::shared_ptr<MemoryAccount> account);
   ~Chunk();
 
-  // Bytes of the columns (allocated whole) per row of capacity.
+  // Bytes of a growing chunk's columns (allocated whole) per row of capacity.
   static size_t BytesPerRow(uint32_t dim);
+  // Bytes this chunk holds in the process's memory (counted in its account): a growing chunk's
+  // columns; a loaded one's delete column and row maps, plus its part of the object when that
+  // is in the heap (a mapped object's pages are the page cache's). Its index's are apart.
+  size_t memory_bytes() const { return memory_bytes_; }
 
   const float* vector(size_t row) const {
     return vectors_ + (slot_of_row_ == nullptr ? row : size_t{slot_of_row_[row]}) * dim_;
@@ -98,9 +102,10 @@ class Chunk {
   // A chunk loaded from a sealed segment's object (sealed_segment_format.cc): its pks,
   // insert timestamps and vectors are views into `backing`, which it keeps; `slot_of_row`
   // (null: the identity) places a row's vector when they are stored in its index's list order.
+  // `heap_bytes`: its part of the object when the object is in the heap (counted), else 0.
   Chunk(size_t rows, uint32_t dim, std::shared_ptr<MemoryAccount> account,
         std::shared_ptr<const void> backing, const int64_t* pks, const uint64_t* inserted,
-        const float* vectors, std::unique_ptr<uint32_t[]> slot_of_row);
+        const float* vectors, std::unique_ptr<uint32_t[]> slot_of_row, size_t heap_bytes);
 
   const size_t capacity_;
   const uint32_t dim_;
@@ -117,6 +122,7 @@ class Chunk {
   std::unique_ptr<uint32_t[]> previous_of_pk_;  // the row of the same pk before, or kNoRow
   std::unique_ptr<IvfIndex> owned_index_;       // written once, before index_ publishes it
   std::atomic<const IvfIndex*> index_{nullptr};
+  const size_t memory_bytes_;
   const std::shared_ptr<MemoryAccount> account_;
 };
 
@@ -155,6 +161,13 @@ class GrowingSegment {
   void Insert(std::span<const int64_t> pks, std::span<const float> vectors, uint64_t ts);
   // Hides, from `ts` on, every row of `pk` inserted so far; returns how many it hid.
   size_t Delete(int64_t pk, uint64_t ts);
+  // Takes `original`'s deletes as they are now: this segment is `original` read back from its
+  // object (the same rows in the same order; a delete that hit it since is not in the object).
+  // INVALID_ARGUMENT, and nothing changes, when the rows or chunks differ. The caller keeps
+  // `original` from taking deletes meanwhile.
+  absl::Status TakeDeletesOf(const GrowingSegment& original);
+  // Whether each chunk with an index in `other` has one here too.
+  bool IndexedAsFarAs(const GrowingSegment& other) const;
   // No more rows: the segment keeps answering searches and taking deletes. A partial last chunk
   // is copied into one of its size (a segment sealed early, by age or a flush, holds no unused
   // capacity); readers holding the old one keep it until they let go.

@@ -77,12 +77,12 @@ class IvfIndex {
             .list_rows = rows_,
             .list_vectors = vectors_};
   }
-  // Bytes held: centroids, the lists' row ids and, when built here, the lists' vector copies
-  // (a view's vectors are its chunk's).
+  // Bytes held: a built index's centroids, lists' row ids and vector copies; a view holds
+  // none (its parts are its chunk's object's, counted with the chunk).
   size_t memory_bytes() const {
-    return centroids_.size() * sizeof(float) +
-           (list_begin_.size() + rows_.size()) * sizeof(uint32_t) +
-           (owned_ == nullptr ? 0 : vectors_.size() * sizeof(float));
+    if (owned_ == nullptr) return 0;
+    return (centroids_.size() + vectors_.size()) * sizeof(float) +
+           (list_begin_.size() + rows_.size()) * sizeof(uint32_t);
   }
 
  private:

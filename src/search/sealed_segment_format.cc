@@ -109,16 +109,15 @@ bool AllFinite(const float* v, size_t n) {
 // Makes chunks over an object's columns (a friend of Chunk).
 class SealedSegmentCodec {
  public:
-  static std::shared_ptr<Chunk> ChunkOver(const SharedBytes& object, uint32_t dim,
-                                          std::shared_ptr<MemoryAccount> account,
-                                          std::span<const int64_t> pks,
-                                          std::span<const uint64_t> inserted,
-                                          std::span<const uint64_t> deleted,
-                                          std::span<const float> vectors,
-                                          std::unique_ptr<uint32_t[]> slot_of_row) {
+  static std::shared_ptr<Chunk> ChunkOver(
+      const SharedBytes& object, uint32_t dim, std::shared_ptr<MemoryAccount> account,
+      std::span<const int64_t> pks, std::span<const uint64_t> inserted,
+      std::span<const uint64_t> deleted, std::span<const float> vectors,
+      std::unique_ptr<uint32_t[]> slot_of_row, size_t object_bytes) {
     const size_t rows = pks.size();
     std::shared_ptr<Chunk> c(new Chunk(rows, dim, std::move(account), object.owner, pks.data(),
-                                       inserted.data(), vectors.data(), std::move(slot_of_row)));
+                                       inserted.data(), vectors.data(), std::move(slot_of_row),
+                                       object.mapped ? 0 : object_bytes));
     for (size_t r = 0; r < rows; ++r) {
       c->deleted_[r].store(deleted[r], std::memory_order_relaxed);
       c->previous_of_pk_[r] = kNoRow;
@@ -339,7 +338,7 @@ absl::StatusOr<DecodedSealedSegment> DecodeSealedSegment(SharedBytes bytes, std:
       }
     }
     std::shared_ptr<Chunk> chunk = SealedSegmentCodec::ChunkOver(
-        bytes, m.dim, account, pks, inserted, deleted, vectors, std::move(slot_of_row));
+        bytes, m.dim, account, pks, inserted, deleted, vectors, std::move(slot_of_row), len);
     if (index != nullptr) SealedSegmentCodec::Publish(*chunk, std::move(index));
     out.chunks.push_back(std::move(chunk));
   }

@@ -564,9 +564,13 @@ TEST(SealedSegmentTest, ADecodedSegmentSearchesTheObjectsBytesInPlaceAndKeepsThe
     return static_cast<const char*>(p) >= begin && static_cast<const char*>(p) < end;
   };
   std::weak_ptr<const void> held = object.owner;
-  auto decoded = DecodeSealedSegment(std::move(object), "o", nullptr);
+  // As a mapping: the account holds the delete column and row maps, not the object's bytes.
+  object.mapped = true;
+  auto account = std::make_shared<MemoryAccount>();
+  auto decoded = DecodeSealedSegment(std::move(object), "o", account);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_FALSE(held.expired());
+  EXPECT_EQ(account->bytes(), (kRows - 9) * (8 + 4 + 4) + 9 * (8 + 4));
   SegmentSnapshot snap = decoded->snapshot();
   ASSERT_EQ(snap.chunks.size(), 3u);
   for (size_t c = 0; c < snap.chunks.size(); ++c) {

@@ -110,8 +110,8 @@ const std::vector<SettingInfo>& AllSettings() {
       {"growing_memory_limit",
        "bytes of growing rows and indexes before Inserts are refused (0: half the RAM)"},
       {"memory_limit",
-       "bytes of resident memory the process stays under: Inserts are refused from 90% of it "
-       "(0: no limit)"},
+       "bytes of its own (anonymous) resident memory the process stays under: Inserts are "
+       "refused from 90% of it (0: no limit)"},
   };
   return *kAll;
 }

@@ -12,7 +12,7 @@ namespace kf::server {
 
 std::string_view BuildVersion() { return KF_VERSION; }
 
-metrics::CallbackHandle RegisterProcessMetrics(metrics::Registry& registry) {
+std::vector<metrics::CallbackHandle> RegisterProcessMetrics(metrics::Registry& registry) {
   registry.GetGauge("kf_build_info", "Always 1; the labels say which build is running", {"version"})
       .With({BuildVersion()})
       ->Set(1);
@@ -21,10 +21,18 @@ metrics::CallbackHandle RegisterProcessMetrics(metrics::Registry& registry) {
       .GetGauge("kf_process_start_time_seconds", "Start time of the process since the Unix epoch")
       .With({})
       ->Set(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
-  return registry.AddGaugeCallback(
+  // Both: mapped segment objects are resident (file pages) but not the process's own.
+  std::vector<metrics::CallbackHandle> handles;
+  handles.push_back(registry.AddGaugeCallback(
       "kf_process_resident_memory_bytes",
-      "Resident memory of the process (VmRSS); Inserts are refused from 90% of memory_limit", {},
-      [](metrics::GaugeEmitter& e) { e.Emit({}, static_cast<double>(ReadResidentBytes())); });
+      "Resident memory of the process (VmRSS), mapped segment objects included", {},
+      [](metrics::GaugeEmitter& e) { e.Emit({}, static_cast<double>(ReadResidentBytes())); }));
+  handles.push_back(registry.AddGaugeCallback(
+      "kf_process_anonymous_memory_bytes",
+      "Resident memory of the process but for mapped files (RssAnon); Inserts are refused "
+      "from 90% of memory_limit",
+      {}, [](metrics::GaugeEmitter& e) { e.Emit({}, static_cast<double>(ReadAnonymousBytes())); }));
+  return handles;
 }
 
 }  // namespace kf::server

@@ -99,7 +99,7 @@ int RunRole(const std::string& role, CLI::App* app, const Flags& flags, const Se
   }
   SetUpLogging(config->log_level);
   // static: scraped until the process exits.
-  static const metrics::CallbackHandle process_metrics =
+  static const std::vector<metrics::CallbackHandle> process_metrics =
       RegisterProcessMetrics(metrics::DefaultRegistry());
   static ShutdownSignals signals;  // static: its detached thread outlives main's frame
   signals.Start();

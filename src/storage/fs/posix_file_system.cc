@@ -142,7 +142,8 @@ class PosixRandomAccessFile final : public RandomAccessFile {
     if (p == MAP_FAILED) return ErrnoStatus(errno, "mmap", path_);
     std::shared_ptr<const void> owner(p, [n](const void* q) { ::munmap(const_cast<void*>(q), n); });
     return SharedBytes{.bytes = std::string_view(static_cast<const char*>(p), n),
-                       .owner = std::move(owner)};
+                       .owner = std::move(owner),
+                       .mapped = true};
   }
 
  private:

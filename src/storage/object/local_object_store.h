@@ -39,6 +39,7 @@ class LocalObjectStore final : public ObjectStore {
                                   absl::Time deadline) override;
   // Maps the object's file (no copy), its checksum verified.
   absl::StatusOr<SharedBytes> GetShared(std::string_view key, absl::Time deadline) override;
+  bool MapsObjects() const override { return true; }
   absl::StatusOr<ObjectInfo> Head(std::string_view key, absl::Time deadline) override;
   absl::StatusOr<ListResult> List(std::string_view prefix, std::string_view start_after,
                                   size_t limit, absl::Time deadline) override;

@@ -108,6 +108,9 @@ class ObjectStore {
   // result's owner is held — for a reader that keeps views into it (a loaded sealed segment's
   // columns). The local store maps its file instead of copying it; by default, Get's string.
   virtual absl::StatusOr<SharedBytes> GetShared(std::string_view key, absl::Time deadline);
+  // Whether GetShared maps (page cache, no copy in the heap): then reading back an object just
+  // written costs no memory of the process's own.
+  virtual bool MapsObjects() const { return false; }
   virtual absl::StatusOr<ObjectInfo> Head(std::string_view key, absl::Time deadline) = 0;
   // Up to `limit` (>= 1) objects whose key starts with `prefix` and sorts after
   // `start_after` (bytewise), in key order.
