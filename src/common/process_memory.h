@@ -3,7 +3,7 @@
 // binary), which the kernel drops and reads again under pressure instead of running out. The
 // anonymous part is what admits Inserts under `memory_limit` (docs/configuration.md).
 //
-// Thread-safety: ResidentMemory is thread-safe. Errors: a /proc that cannot be read gives 0
+// Thread-safety: AnonymousMemory is thread-safe. Errors: a /proc that cannot be read gives 0
 // (no limit can then refuse anything; the server logs it once at startup).
 #pragma once
 

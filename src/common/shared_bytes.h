@@ -19,7 +19,8 @@ struct SharedBytes {
   // (not the process's own memory); false: they are in the heap.
   bool mapped = false;
 
-  // `s`, moved to the heap: its data keeps operator new's alignment (16 bytes).
+  // `s`, moved to the heap (its data where the string allocated it: aligned to 16 unless it is
+  // short enough to be stored inline).
   static SharedBytes Of(std::string s) {
     auto held = std::make_shared<const std::string>(std::move(s));
     return {.bytes = *held, .owner = held};

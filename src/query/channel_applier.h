@@ -85,7 +85,7 @@ class ChannelApplier {
   // (Shard::ClaimAgedSeals); the caller asks for their CreateSegments.
   std::vector<std::pair<std::shared_ptr<Shard>, std::string>> ClaimAgedSeals(uint64_t now_ms);
   // Apply's thread: the largest growing segment of at least `min_rows` rows of any shard,
-  // claimed (Shard::LargestGrowing); nullopt if none.
+  // claimed (Shard::LargestGrowing, Shard::ClaimSealOf); nullopt if none.
   std::optional<std::pair<std::shared_ptr<Shard>, std::string>> ClaimLargestSeal(size_t min_rows);
 
   // Every message with a timetick <= tsafe() is applied (0 before the first).

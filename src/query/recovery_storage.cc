@@ -352,14 +352,17 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
   c.set_writer(tag_);
   if (plan.wal.has_value()) *c.mutable_wal() = *plan.wal;
   size_t objects_written = 0;
+  const absl::Time index_deadline = absl::Now() + kIndexWait;
   for (auto& [shard, sp] : plan.shards) {
     kingfisher::v1::ShardCheckpoint& sc = sp.checkpoint;
     for (ShardCheckpointPlan::Segment& seg : sp.segments) {
       // Its full chunks were queued for indexing as they filled: their indexes go into the
       // object, so a restart never scans them exactly and the read-back copy can replace it.
-      // Bounded: under a load that keeps the builder busy the checkpoint goes on without them.
-      if (const auto& indexer = seg.segment->options().indexer; indexer != nullptr) {
-        (void)indexer->AwaitIdleFor(kIndexWait);
+      // Bounded (kIndexWait for the whole write): under a load that keeps the builder busy the
+      // checkpoint goes on without them.
+      if (const auto& indexer = seg.segment->options().indexer;
+          indexer != nullptr && !seg.segment->FullChunksIndexed()) {
+        (void)indexer->AwaitIdleFor(std::max(absl::ZeroDuration(), index_deadline - absl::Now()));
       }
       kingfisher::v1::PartitionCheckpoint* pc = sc.mutable_partitions(seg.partition);
       kingfisher::v1::FlushedSegment* f = pc->mutable_flushed(seg.flushed);
@@ -432,6 +435,9 @@ std::shared_ptr<search::GrowingSegment> CheckpointWriter::ReadBack(
   if (object.ok()) {
     auto read =
         SegmentOver(*std::move(object), key, segment.options().indexer, segment.options().account);
+    // A copy missing an index (a chunk not indexed yet when it was encoded, a failed build) is
+    // not taken: nothing would build it, and it would be scanned exactly for good.
+    if (read.ok() && !read->second->FullChunksIndexed()) return nullptr;
     if (read.ok()) return std::move(read->second);
     object = read.status();
   }

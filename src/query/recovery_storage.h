@@ -95,7 +95,8 @@ absl::flat_hash_set<std::string> ObjectsNamedBy(
 
 class CheckpointWriter {
  public:
-  // How long a checkpoint waits for the index builds queued before it (its segments' chunks).
+  // How long a checkpoint's write waits in all for the index builds its segments' chunks wait
+  // for.
   static constexpr absl::Duration kIndexWait = absl::Seconds(2);
   // Garbage collection runs after commits that may leave orphans, and at least this often.
   static constexpr absl::Duration kCollectionBackstop = absl::Minutes(10);
@@ -132,7 +133,7 @@ class CheckpointWriter {
   bool CollectGarbage(const absl::flat_hash_set<std::string>& named);
   // The sealed `segment` as its object `key` (just written, `bytes`) holds it, over the
   // object's bytes: the store's mapping when it maps, else `bytes` itself. Null when that
-  // fails (logged): the segment then stays as it is.
+  // fails (logged) or the copy lacks an index: the segment then stays as it is.
   std::shared_ptr<search::GrowingSegment> ReadBack(const std::string& key, std::string bytes,
                                                    const search::GrowingSegment& segment) const;
 

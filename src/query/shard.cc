@@ -267,9 +267,7 @@ void Shard::CheckpointCommitted(const ShardCheckpointPlan& plan, const MessageId
     s->object = plan.checkpoint.partitions(seg.partition).flushed(seg.flushed).object();
     s->unlogged.erase(s->unlogged.begin(), s->unlogged.begin() + seg.deletes_taken);
     // Deletes take mu_ (held): none lands on the old segment between the copy and the swap.
-    // A chunk indexed since it was written stays as it is (its object has no index).
     if (seg.reloaded != nullptr && s->segment == seg.segment &&
-        seg.reloaded->IndexedAsFarAs(*s->segment) &&
         seg.reloaded->TakeDeletesOf(*s->segment).ok()) {
       s->segment = seg.reloaded;
     }

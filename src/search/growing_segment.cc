@@ -184,14 +184,11 @@ absl::Status GrowingSegment::TakeDeletesOf(const GrowingSegment& original) {
   return absl::OkStatus();
 }
 
-bool GrowingSegment::IndexedAsFarAs(const GrowingSegment& other) const {
-  const SegmentSnapshot theirs = other.Snapshot();
-  const SegmentSnapshot ours = Snapshot();
-  for (size_t c = 0; c < theirs.chunks.size(); ++c) {
-    if (theirs.chunks[c]->index() != nullptr &&
-        (c >= ours.chunks.size() || ours.chunks[c]->index() == nullptr)) {
-      return false;
-    }
+bool GrowingSegment::FullChunksIndexed() const {
+  if (options_.indexer == nullptr) return true;
+  const SegmentSnapshot snap = Snapshot();
+  for (size_t c = 0; c < snap.chunks.size(); ++c) {
+    if (snap.RowsIn(c) == snap.chunk_rows && snap.chunks[c]->index() == nullptr) return false;
   }
   return true;
 }

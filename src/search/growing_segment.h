@@ -166,8 +166,8 @@ class GrowingSegment {
   // INVALID_ARGUMENT, and nothing changes, when the rows or chunks differ. The caller keeps
   // `original` from taking deletes meanwhile.
   absl::Status TakeDeletesOf(const GrowingSegment& original);
-  // Whether each chunk with an index in `other` has one here too.
-  bool IndexedAsFarAs(const GrowingSegment& other) const;
+  // Whether every full chunk has its index (true without an indexer: none ever gets one).
+  bool FullChunksIndexed() const;
   // No more rows: the segment keeps answering searches and taking deletes. A partial last chunk
   // is copied into one of its size (a segment sealed early, by age or a flush, holds no unused
   // capacity); readers holding the old one keep it until they let go.

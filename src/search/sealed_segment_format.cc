@@ -175,12 +175,26 @@ absl::StatusOr<std::string> EncodeSealedSegment(SealedSegmentMeta meta,
   PutFixed32(&out, crc32c::Mask(crc32c::Value(body)));
   PutPadding(&out);
 
+  // A partial chunk's index (never built) or one over more rows than are sealed is left out.
+  const auto index_of = [&](size_t i) -> const IvfIndex* {
+    const IvfIndex* index = snapshot.chunks[i]->index();
+    return index != nullptr && index->parts().list_rows.size() == snapshot.RowsIn(i) ? index
+                                                                                     : nullptr;
+  };
+  // Exactly the object's size: a reader may keep these bytes (SharedBytes::Of), spare capacity
+  // and all.
+  size_t size = out.size();
+  for (size_t i = 0; i < chunks; ++i) {
+    const IvfIndex* index = index_of(i);
+    size +=
+        8 + ChunkBodyBytes(snapshot.RowsIn(i), index == nullptr ? 0 : index->nlist(), meta.dim) + 4;
+    size += PaddingBytes(size);
+  }
+  out.reserve(size);
   for (size_t i = 0; i < chunks; ++i) {
     const Chunk& c = *snapshot.chunks[i];
     const size_t rows = snapshot.RowsIn(i);
-    // A partial chunk's index (never built) or one over more rows than are sealed is left out.
-    const IvfIndex* index = c.index();
-    if (index != nullptr && index->parts().list_rows.size() != rows) index = nullptr;
+    const IvfIndex* index = index_of(i);
     const size_t nlist = index == nullptr ? 0 : index->nlist();
     body.clear();
     body.reserve(ChunkBodyBytes(rows, nlist, meta.dim));

@@ -1,5 +1,7 @@
 #include "storage/object/local_object_store.h"
 
+#include <sys/statfs.h>
+
 #include <algorithm>
 #include <random>
 #include <utility>
@@ -82,6 +84,32 @@ absl::StatusOr<OpenObject> OpenAndCheck(fs::FileSystem* fs, const std::string& p
 
 }  // namespace
 
+namespace {
+
+// Whether `dir` is on a file system of this machine's own (statfs magic numbers, linux/magic.h):
+// not one shared over a network or served by a user process.
+bool OnLocalFileSystem(const std::string& dir) {
+  struct statfs s;
+  if (::statfs(dir.c_str(), &s) != 0) return false;
+  switch (static_cast<uint32_t>(s.f_type)) {
+    case 0x6969:      // NFS
+    case 0x517B:      // SMB
+    case 0xFF534D42:  // CIFS
+    case 0xFE534D42:  // SMB2
+    case 0x65735546:  // FUSE
+    case 0x00C36400:  // CephFS
+    case 0x01021997:  // 9P
+    case 0x5346414F:  // AFS
+    case 0x7461636F:  // OCFS2
+    case 0x01161970:  // GFS2
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
 struct LocalObjectStore::Walk {
   std::string_view prefix;
   std::string_view start_after;
@@ -95,7 +123,8 @@ absl::StatusOr<std::unique_ptr<LocalObjectStore>> LocalObjectStore::Open(fs::Fil
   RETURN_IF_ERROR(fs->CreateDirs(root));
   std::random_device rd;
   const uint64_t nonce = (static_cast<uint64_t>(rd()) << 32) | rd();
-  return std::unique_ptr<LocalObjectStore>(new LocalObjectStore(fs, root, nonce));
+  return std::unique_ptr<LocalObjectStore>(
+      new LocalObjectStore(fs, root, nonce, OnLocalFileSystem(root)));
 }
 
 std::string LocalObjectStore::PathOf(std::string_view key) const {
@@ -154,6 +183,7 @@ absl::StatusOr<std::string> LocalObjectStore::Get(std::string_view key, const By
 }
 
 absl::StatusOr<SharedBytes> LocalObjectStore::GetShared(std::string_view key, absl::Time deadline) {
+  if (!maps_) return ObjectStore::GetShared(key, deadline);
   RETURN_IF_ERROR(ValidateKey(key));
   RETURN_IF_ERROR(CheckDeadline(deadline));
   const std::string path = PathOf(key);

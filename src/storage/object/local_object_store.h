@@ -37,9 +37,12 @@ class LocalObjectStore final : public ObjectStore {
                                   const PutOptions& options, absl::Time deadline) override;
   absl::StatusOr<std::string> Get(std::string_view key, const ByteRange& range,
                                   absl::Time deadline) override;
-  // Maps the object's file (no copy), its checksum verified.
+  // Maps the object's file (no copy), its checksum verified — on a local file system only:
+  // there a mapping outlives the file's removal by anyone, while on a network one (NFS, SMB,
+  // FUSE, CephFS, …: a root that nodes share) another node's removal may invalidate its pages
+  // (SIGBUS when an evicted one is read again). Elsewhere it reads as Get does.
   absl::StatusOr<SharedBytes> GetShared(std::string_view key, absl::Time deadline) override;
-  bool MapsObjects() const override { return true; }
+  bool MapsObjects() const override { return maps_; }
   absl::StatusOr<ObjectInfo> Head(std::string_view key, absl::Time deadline) override;
   absl::StatusOr<ListResult> List(std::string_view prefix, std::string_view start_after,
                                   size_t limit, absl::Time deadline) override;
@@ -49,8 +52,8 @@ class LocalObjectStore final : public ObjectStore {
   std::string PathOf(std::string_view key) const;
 
  private:
-  LocalObjectStore(fs::FileSystem* fs, std::string root, uint64_t nonce)
-      : fs_(fs), root_(std::move(root)), nonce_(nonce) {}
+  LocalObjectStore(fs::FileSystem* fs, std::string root, uint64_t nonce, bool maps)
+      : fs_(fs), root_(std::move(root)), nonce_(nonce), maps_(maps) {}
 
   struct Walk;
   absl::Status ListDir(const std::string& dir_key, Walk* walk);
@@ -59,6 +62,7 @@ class LocalObjectStore final : public ObjectStore {
   const std::string root_;
   // Temp file names: `<name>~tmp.<nonce>.<seq>`, unique across processes sharing the root.
   const uint64_t nonce_;
+  const bool maps_;  // root is on a local file system
   std::atomic<uint64_t> temp_seq_{0};
 };
 
