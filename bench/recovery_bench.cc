@@ -5,21 +5,24 @@
 // through the public client library, for a history of H = --rows and of 10 x H rows (--dim
 // floats each, inserted 1000 per message into one shard):
 //   - with recovery storage (segments sealed every --seal-rows rows, flushed, a checkpoint
-//     every second, the WAL truncated below each checkpoint: --wal-retention 0);
-//   - baseline: the same history with no checkpoint (no seals, a 1 h checkpoint interval), so
-//     a restart replays the whole log — what every open did before recovery storage.
+//     every second, the WAL truncated below each checkpoint: --wal-retention 0); the history
+//     is flushed (`kfctl flush`) and followed by the same tail of --tail-rows rows, which a
+//     restart replays from the log whatever the history;
+//   - baseline: the same history and tail with no checkpoint (no seals, a 1 h checkpoint
+//     interval), so a restart replays the whole log — what every open did before.
 // After the load it waits until a checkpoint covers it, kills the server with SIGKILL,
-// restarts it and times: start to healthy (the WALs opened), start to the first strong search
-// answered (the shard loaded and the tail replayed), and reports the WAL and object bytes on
-// disk. Recovery storage holds when its restart time barely moves from H to 10 x H while the
-// baseline's grows with the history.
+// restarts it --restarts times and times the medians: start to healthy (the WALs opened),
+// start to the first strong search answered (the shard loaded and the tail replayed), and
+// reports the WAL and object bytes on disk. Recovery storage holds when its restart time barely
+// moves from H to 10 x H while the baseline's grows with the history.
 //
 // Also: flushing a sealed segment (encode + PUT) against a raw PUT of the same bytes, in this
 // process, into the local object store and into a real Ceph RGW started on loopback; and a
 // soak (Soak below): RSS, growing memory and WAL bytes under a sustained insert load.
 //
-// Usage: recovery_bench [--rows N] [--dim D] [--seal-rows N] [--restarts N] [--soak-seconds S]
-//                       [--soak-rate N] [--soak-limit-mib M] [--dir DIR] [--bin-dir DIR]
+// Usage: recovery_bench [--rows N] [--dim D] [--seal-rows N] [--restarts N] [--tail-rows N]
+//                       [--soak-seconds S] [--soak-rate N] [--soak-limit-mib M] [--dir DIR]
+//                       [--bin-dir DIR]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -57,7 +60,8 @@ struct Flags {
   int rows = 20000;
   int dim = 128;
   int seal_rows = 16384;
-  int restarts = 5;  // kill -9 and restart this often per history; medians printed
+  int restarts = 5;      // kill -9 and restart this often per history; medians printed
+  int tail_rows = 2000;  // rows after the last flush, replayed from the log at a restart
   int soak_seconds = 600;
   int soak_rate = 2000;      // rows per second
   int soak_limit_mib = 256;  // growing_memory_limit
@@ -246,24 +250,35 @@ Restart Run(const std::string& dir, const Flags& f, int rows, bool checkpoints) 
     std::mt19937 rng(7);
     std::normal_distribution<float> noise(0, 1);
     std::vector<float> vectors(static_cast<size_t>(1000) * dim);
-    absl::BlockingCounter acked((rows + 999) / 1000);
-    std::atomic<int> failed{0};
-    for (int begin = 0; begin < rows; begin += 1000) {
-      const int end = std::min(rows, begin + 1000);
-      std::vector<int64_t> pks;
-      for (int i = begin; i < end; ++i) pks.push_back(i);
-      for (float& x : vectors) x = noise(rng);
-      auto msgs = kingfisher::InsertMessages(
-          *info, pks, std::vector<float>(vectors.begin(), vectors.begin() + pks.size() * dim));
-      if (!msgs.ok() || msgs->size() != 1) Die("insert messages");
-      (*producer)->AppendAsync(std::move(msgs->front()),
-                               [&](absl::StatusOr<kingfisher::AppendResult> r) {
-                                 if (!r.ok()) failed.fetch_add(1);
-                                 acked.DecrementCount();
-                               });
+    // Rows [begin, end), 1000 per message, all acknowledged.
+    const auto load = [&](int begin, int end) {
+      absl::BlockingCounter acked((end - begin + 999) / 1000);
+      std::atomic<int> failed{0};
+      for (int from = begin; from < end; from += 1000) {
+        const int to = std::min(end, from + 1000);
+        std::vector<int64_t> pks;
+        for (int i = from; i < to; ++i) pks.push_back(i);
+        for (float& x : vectors) x = noise(rng);
+        auto msgs = kingfisher::InsertMessages(
+            *info, pks, std::vector<float>(vectors.begin(), vectors.begin() + pks.size() * dim));
+        if (!msgs.ok() || msgs->size() != 1) Die("insert messages");
+        (*producer)->AppendAsync(std::move(msgs->front()),
+                                 [&](absl::StatusOr<kingfisher::AppendResult> r) {
+                                   if (!r.ok()) failed.fetch_add(1);
+                                   acked.DecrementCount();
+                                 });
+      }
+      acked.Wait();
+      if (failed.load() > 0) Die(std::to_string(failed.load()) + " inserts failed");
+    };
+    load(0, rows);
+    if (checkpoints) {
+      // The same tail after either history: everything so far flushed, then --tail-rows more
+      // in the growing segment, which a restart replays from the log.
+      auto flushed = (*client)->Flush("bench");
+      if (!flushed.ok()) Die("flush: " + flushed.status().ToString());
     }
-    acked.Wait();
-    if (failed.load() > 0) Die(std::to_string(failed.load()) + " inserts failed");
+    load(rows, rows + f.tail_rows);
     strong.deadline = kingfisher::Clock::now() + std::chrono::seconds(60);
     if (auto r = (*client)->Search("bench", query, strong); !r.ok()) {
       Die("search: " + r.status().ToString());
@@ -367,15 +382,17 @@ Flags ParseFlags(int argc, char** argv) {
   flags.Add("--dim", &f.dim, "D", "vector dimension");
   flags.Add("--seal-rows", &f.seal_rows, "N", "rows per sealed segment");
   flags.Add("--restarts", &f.restarts, "N", "restarts per history (medians printed)");
+  flags.Add("--tail-rows", &f.tail_rows, "N", "rows after the last flush (the replayed tail)");
   flags.Add("--soak-seconds", &f.soak_seconds, "S", "length of the sustained-load soak (0: none)");
   flags.Add("--soak-rate", &f.soak_rate, "N", "rows per second of the soak");
   flags.Add("--soak-limit-mib", &f.soak_limit_mib, "M", "the soak server's memory_limit");
   flags.AddDirs(&f.dirs, "the servers' data dirs");
   flags.Parse(argc, argv);
-  if (f.rows < 1000 || f.dim < 1 || f.seal_rows < 8192 || f.restarts < 1 || f.soak_seconds < 0 ||
-      f.soak_rate < 100 || f.soak_limit_mib < 16) {
+  if (f.rows < 1000 || f.dim < 1 || f.seal_rows < 8192 || f.restarts < 1 || f.tail_rows < 0 ||
+      f.soak_seconds < 0 || f.soak_rate < 100 || f.soak_limit_mib < 16) {
     flags.Fail(
-        "--rows must be >= 1000, --dim positive, --seal-rows >= 8192, --restarts >= 1, "
+        "--rows must be >= 1000, --dim positive, --seal-rows >= 8192, --restarts >= 1, --tail-rows "
+        ">= 0, "
         "--soak-seconds >= 0, --soak-rate >= 100, --soak-limit-mib >= 16");
   }
   return f;

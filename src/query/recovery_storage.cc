@@ -65,7 +65,9 @@ absl::StatusOr<std::shared_ptr<search::GrowingSegment>> LoadSegment(
     const kingfisher::v1::FlushedSegment& f, const ShardOptions& shard_options) {
   // Shared, not copied: the loaded chunks search the object's bytes in place (a local store's
   // file mapping, an S3 object's body).
-  auto bytes = options.objects->GetShared(f.object(), absl::Now() + options.io_timeout);
+  // The format checksums every part (DATA_LOSS naming the object): the store need not.
+  auto bytes = options.objects->GetShared(f.object(), absl::Now() + options.io_timeout,
+                                          object::ObjectStore::Checksum::kCaller);
   if (!bytes.ok()) return WithKey(bytes.status(), "reading segment object", f.object());
   auto loaded =
       SegmentOver(*std::move(bytes), f.object(), shard_options.indexer, shard_options.account);
@@ -430,7 +432,8 @@ std::shared_ptr<search::GrowingSegment> CheckpointWriter::ReadBack(
     const std::string& key, std::string bytes, const search::GrowingSegment& segment) const {
   absl::StatusOr<SharedBytes> object =
       options_.objects->MapsObjects()
-          ? options_.objects->GetShared(key, absl::Now() + options_.io_timeout)
+          ? options_.objects->GetShared(key, absl::Now() + options_.io_timeout,
+                                        object::ObjectStore::Checksum::kCaller)
           : SharedBytes::Of(std::move(bytes));
   if (object.ok()) {
     auto read =

@@ -182,19 +182,20 @@ absl::StatusOr<std::string> LocalObjectStore::Get(std::string_view key, const By
   return out;
 }
 
-absl::StatusOr<SharedBytes> LocalObjectStore::GetShared(std::string_view key, absl::Time deadline) {
-  if (!maps_) return ObjectStore::GetShared(key, deadline);
+absl::StatusOr<SharedBytes> LocalObjectStore::GetShared(std::string_view key, absl::Time deadline,
+                                                        Checksum checksum) {
+  if (!maps_) return ObjectStore::GetShared(key, deadline, checksum);
   RETURN_IF_ERROR(ValidateKey(key));
   RETURN_IF_ERROR(CheckDeadline(deadline));
   const std::string path = PathOf(key);
   ASSIGN_OR_RETURN(OpenObject obj, OpenAndCheck(fs_, path));
   absl::StatusOr<SharedBytes> file = obj.file->Map(kHeaderSize + obj.header.length);
-  if (absl::IsUnimplemented(file.status())) return ObjectStore::GetShared(key, deadline);
+  if (absl::IsUnimplemented(file.status())) return ObjectStore::GetShared(key, deadline, checksum);
   if (!file.ok()) return file.status();
   // An object file is written once (a temp file renamed into place) and only ever removed,
   // which a mapping survives: it never shrinks under the mapping.
   file->bytes.remove_prefix(kHeaderSize);
-  if (crc32c::Value(file->bytes) != obj.header.crc) {
+  if (checksum == Checksum::kStore && crc32c::Value(file->bytes) != obj.header.crc) {
     return absl::DataLossError(absl::StrCat("object checksum mismatch: ", path));
   }
   return file;

@@ -41,7 +41,8 @@ class LocalObjectStore final : public ObjectStore {
   // there a mapping outlives the file's removal by anyone, while on a network one (NFS, SMB,
   // FUSE, CephFS, …: a root that nodes share) another node's removal may invalidate its pages
   // (SIGBUS when an evicted one is read again). Elsewhere it reads as Get does.
-  absl::StatusOr<SharedBytes> GetShared(std::string_view key, absl::Time deadline) override;
+  absl::StatusOr<SharedBytes> GetShared(std::string_view key, absl::Time deadline,
+                                        Checksum checksum = Checksum::kStore) override;
   bool MapsObjects() const override { return maps_; }
   absl::StatusOr<ObjectInfo> Head(std::string_view key, absl::Time deadline) override;
   absl::StatusOr<ListResult> List(std::string_view prefix, std::string_view start_after,

@@ -53,6 +53,10 @@ TEST_F(LocalObjectStoreTest, FlippedPayloadByteIsDataLoss) {
   EXPECT_TRUE(absl::IsDataLoss(got.status())) << got.status();
   auto shared = store_->GetShared("a/b", Deadline());  // the mapped file is checked the same
   EXPECT_TRUE(absl::IsDataLoss(shared.status())) << shared.status();
+  // ... unless the caller checks its own format's checksums: then it gets the bytes as stored.
+  shared = store_->GetShared("a/b", Deadline(), ObjectStore::Checksum::kCaller);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_EQ(shared->bytes, "payXoad bytes");
 }
 
 TEST_F(LocalObjectStoreTest, FlippedHeaderByteIsDataLoss) {

@@ -52,7 +52,8 @@ absl::Status CheckPath(std::string_view s, std::string_view what, bool allow_tra
 
 }  // namespace
 
-absl::StatusOr<SharedBytes> ObjectStore::GetShared(std::string_view key, absl::Time deadline) {
+absl::StatusOr<SharedBytes> ObjectStore::GetShared(std::string_view key, absl::Time deadline,
+                                                   Checksum /*checksum*/) {
   absl::StatusOr<std::string> bytes = Get(key, ByteRange::All(), deadline);
   if (!bytes.ok()) return bytes.status();
   return SharedBytes::Of(*std::move(bytes));

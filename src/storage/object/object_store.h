@@ -104,10 +104,17 @@ class ObjectStore {
                                           const PutOptions& options, absl::Time deadline) = 0;
   virtual absl::StatusOr<std::string> Get(std::string_view key, const ByteRange& range,
                                           absl::Time deadline) = 0;
+  // Who checks the bytes of a GetShared against the object's checksum.
+  enum class Checksum {
+    kStore,   // the store, as Get does (DATA_LOSS on a mismatch)
+    kCaller,  // the caller: the bytes are a format that checksums every part itself (a sealed
+              // segment), so the store spares a pass over them where it can (the local store)
+  };
   // The whole object, as Get(key, ByteRange::All()), in memory that stays valid while the
   // result's owner is held — for a reader that keeps views into it (a loaded sealed segment's
   // columns). The local store maps its file instead of copying it; by default, Get's string.
-  virtual absl::StatusOr<SharedBytes> GetShared(std::string_view key, absl::Time deadline);
+  virtual absl::StatusOr<SharedBytes> GetShared(std::string_view key, absl::Time deadline,
+                                                Checksum checksum = Checksum::kStore);
   // Whether GetShared maps (page cache, no copy in the heap): then reading back an object just
   // written costs no memory of the process's own.
   virtual bool MapsObjects() const { return false; }
