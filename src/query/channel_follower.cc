@@ -13,11 +13,11 @@ namespace kf::query {
 
 absl::StatusOr<std::unique_ptr<ChannelFollower>> ChannelFollower::Start(
     std::shared_ptr<wal::Wal> wal, ShardOptions options, absl::Duration drain_interval,
-    const RecoveryStorageOptions* recovery) {
+    const RecoveryStorageOptions* recovery, const std::function<bool()>& cancelled) {
   std::optional<RecoveredChannel> recovered;
   wal::ScanOptions scan{.internal = true};
   if (recovery != nullptr) {
-    auto loaded = LoadCheckpoint(*recovery, wal->pchannel(), options);
+    auto loaded = LoadCheckpoint(*recovery, wal->pchannel(), options, cancelled);
     if (!loaded.ok()) return loaded.status();
     recovered = *std::move(loaded);
     if (recovered.has_value() && recovered->replay_from.valid()) {

@@ -43,11 +43,14 @@ namespace kf::query {
 
 class ChannelFollower {
  public:
-  // `recovery` null: no checkpoints (the whole log is replayed).
+  // `recovery` null: no checkpoints (the whole log is replayed). `cancelled` (null: never)
+  // stops a checkpoint's load early, CANCELLED, once the follower is no longer wanted (its WAL
+  // was reopened at a newer term meanwhile).
   static absl::StatusOr<std::unique_ptr<ChannelFollower>> Start(
       std::shared_ptr<wal::Wal> wal, ShardOptions options,
       absl::Duration drain_interval = absl::Milliseconds(50),
-      const RecoveryStorageOptions* recovery = nullptr);
+      const RecoveryStorageOptions* recovery = nullptr,
+      const std::function<bool()>& cancelled = nullptr);
   ~ChannelFollower();
   ChannelFollower(const ChannelFollower&) = delete;
   ChannelFollower& operator=(const ChannelFollower&) = delete;

@@ -198,9 +198,16 @@ absl::StatusOr<std::shared_ptr<const ChannelFollower>> QueryRegistry::FollowerOf
     if (it == followers_.end() || it->second.wal != wal) return not_served();
     if (it->second.follower != nullptr) return it->second.follower;  // started meanwhile
   }
+  // A restarting node may open a pchannel at its old term and, a moment later, at the term the
+  // coordinator assigns: the first load stops there instead of delaying the second.
+  const auto replaced = [&] {
+    absl::MutexLock lock(&mu_);
+    auto it = followers_.find(pchannel);
+    return it == followers_.end() || it->second.wal != wal;
+  };
   absl::StatusOr<std::unique_ptr<ChannelFollower>> started =
       ChannelFollower::Start(wal, options_.shard, absl::Milliseconds(50),
-                             options_.recovery ? &*options_.recovery : nullptr);
+                             options_.recovery ? &*options_.recovery : nullptr, replaced);
   absl::MutexLock lock(&mu_);  // released before `started` goes, if it is not installed
   auto it = followers_.find(pchannel);
   if (it == followers_.end() || it->second.wal != wal) return not_served();  // closed meanwhile

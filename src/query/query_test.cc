@@ -828,6 +828,9 @@ TEST_P(QueryModelTest, AFlushedSegmentIsServedFromItsObjectInsteadOfMemory) {
     ModelDelete(kVc1, pks, Append(NewDeleteMessage(kVc1, Pks(pks))));
   }
   Check(acked_.back());
+  // A load no longer wanted (its WAL reopened at a newer term meanwhile) stops, CANCELLED.
+  auto cancelled = LoadCheckpoint(recovery_, kPchannel, shard_options_, [] { return true; });
+  EXPECT_TRUE(absl::IsCancelled(cancelled.status())) << cancelled.status();
   Reopen();
   Check(acked_.back());
 }

@@ -129,7 +129,7 @@ absl::StatusOr<std::optional<kingfisher::v1::WalState>> LoadWalState(
 
 absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
     const RecoveryStorageOptions& options, std::string_view pchannel,
-    const ShardOptions& shard_options) {
+    const ShardOptions& shard_options, const std::function<bool()>& cancelled) {
   auto read = ReadCheckpoint(options, pchannel);
   if (!read.ok()) return read.status();
   if (!read->has_value()) return std::nullopt;
@@ -165,6 +165,11 @@ absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      if (cancelled != nullptr && cancelled()) {
+        jobs[i].loaded = absl::CancelledError(
+            absl::StrCat("loading the checkpoint of ", ToAbsl(pchannel), ": no longer wanted"));
+        continue;
+      }
       jobs[i].loaded = LoadSegment(options, *jobs[i].shard, *jobs[i].segment, shard_options);
       CrashPoint("recovery.segment_loaded");
     }

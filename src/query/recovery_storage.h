@@ -29,6 +29,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,10 +80,11 @@ struct RecoveredChannel {
   kingfisher::v1::WalState wal;                // the WAL's state at the checkpoint
 };
 
-// The checkpoint of `pchannel` and its segments, loaded; nullopt if it has none.
+// The checkpoint of `pchannel` and its segments, loaded; nullopt if it has none. CANCELLED
+// once `cancelled` (asked between segments; null: never) says the load is no longer wanted.
 absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
     const RecoveryStorageOptions& options, std::string_view pchannel,
-    const ShardOptions& shard_options);
+    const ShardOptions& shard_options, const std::function<bool()>& cancelled = nullptr);
 
 // The WAL's state in `pchannel`'s checkpoint (WalOptions::load_checkpoint); nullopt if it has
 // none. DATA_LOSS for a checkpoint that does not parse.
