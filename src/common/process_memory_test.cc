@@ -51,7 +51,8 @@ TEST(ProcessMemoryTest, MappedFilePagesAreResidentButNotAnonymous) {
   for (size_t i = 0; i < kBytes; i += 4096) sum += static_cast<const unsigned char*>(p)[i];
   EXPECT_EQ(sum, 'x' * (kBytes / 4096));
   EXPECT_GE(ReadResidentBytes(), resident + kBytes / 2);
-  EXPECT_LT(ReadAnonymousBytes(), anonymous + kBytes / 8);
+  // Not 64 MiB more: at most what a sanitizer's shadow of the pages takes (ASan: 1/8).
+  EXPECT_LT(ReadAnonymousBytes(), anonymous + kBytes / 4);
   ::munmap(p, kBytes);
   std::remove(path.c_str());
 }

@@ -363,13 +363,12 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
   for (auto& [shard, sp] : plan.shards) {
     kingfisher::v1::ShardCheckpoint& sc = sp.checkpoint;
     for (ShardCheckpointPlan::Segment& seg : sp.segments) {
-      // Its full chunks were queued for indexing as they filled: their indexes go into the
-      // object, so a restart never scans them exactly and the read-back copy can replace it.
-      // Bounded (kIndexWait for the whole write): under a load that keeps the builder busy the
-      // checkpoint goes on without them.
-      if (const auto& indexer = seg.segment->options().indexer;
-          indexer != nullptr && !seg.segment->FullChunksIndexed()) {
-        (void)indexer->AwaitIdleFor(std::max(absl::ZeroDuration(), index_deadline - absl::Now()));
+      // Its full chunks were queued for indexing as they filled (oldest first, so later
+      // arrivals do not delay them): their indexes go into the object, so a restart never scans
+      // them exactly and the read-back copy can replace it. Polled, since the builder publishes
+      // an index without telling anyone; bounded by kIndexWait for the whole write.
+      while (!seg.segment->FullChunksIndexed() && absl::Now() < index_deadline) {
+        absl::SleepFor(absl::Milliseconds(5));
       }
       kingfisher::v1::PartitionCheckpoint* pc = sc.mutable_partitions(seg.partition);
       kingfisher::v1::FlushedSegment* f = pc->mutable_flushed(seg.flushed);

@@ -97,8 +97,7 @@ absl::flat_hash_set<std::string> ObjectsNamedBy(
 
 class CheckpointWriter {
  public:
-  // How long a checkpoint's write waits in all for the index builds its segments' chunks wait
-  // for.
+  // How long a checkpoint's write waits in all for its segments' full chunks to be indexed.
   static constexpr absl::Duration kIndexWait = absl::Seconds(2);
   // Garbage collection runs after commits that may leave orphans, and at least this often.
   static constexpr absl::Duration kCollectionBackstop = absl::Minutes(10);

@@ -34,16 +34,6 @@ void IndexBuilder::AwaitIdle() {
       this));
 }
 
-bool IndexBuilder::AwaitIdleFor(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  return mu_.AwaitWithTimeout(absl::Condition(
-                                  +[](IndexBuilder* b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu_) {
-                                    return b->stopping_ || (b->queue_.empty() && !b->busy_);
-                                  },
-                                  this),
-                              timeout);
-}
-
 size_t IndexBuilder::built() const {
   absl::MutexLock lock(&mu_);
   return built_;

@@ -16,7 +16,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "search/ivf_index.h"
 #include "search/metric.h"
 
@@ -37,9 +36,6 @@ class IndexBuilder {
   void Enqueue(std::shared_ptr<Chunk> chunk, Metric metric);
   // Returns once every chunk queued before the call is indexed or skipped (tests, benches).
   void AwaitIdle();
-  // The same, for at most `timeout` (the queue may never empty under a steady load): whether
-  // it emptied.
-  bool AwaitIdleFor(absl::Duration timeout);
   size_t built() const;
   // Chunks queued or being built.
   size_t pending() const;
