@@ -359,14 +359,16 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
   c.set_writer(tag_);
   if (plan.wal.has_value()) *c.mutable_wal() = *plan.wal;
   size_t objects_written = 0;
-  const absl::Time index_deadline = absl::Now() + kIndexWait;
+  // No longer than the interval either: a checkpoint is never late by more than one.
+  const absl::Time index_deadline =
+      absl::Now() + std::min(kIndexWait, options_.checkpoint_interval);
   for (auto& [shard, sp] : plan.shards) {
     kingfisher::v1::ShardCheckpoint& sc = sp.checkpoint;
     for (ShardCheckpointPlan::Segment& seg : sp.segments) {
       // Its full chunks were queued for indexing as they filled (oldest first, so later
       // arrivals do not delay them): their indexes go into the object, so a restart never scans
       // them exactly and the read-back copy can replace it. Polled, since the builder publishes
-      // an index without telling anyone; bounded by kIndexWait for the whole write.
+      // an index without telling anyone; bounded for the whole write.
       while (!seg.segment->FullChunksIndexed() && absl::Now() < index_deadline) {
         absl::SleepFor(absl::Milliseconds(5));
       }

@@ -97,7 +97,8 @@ absl::flat_hash_set<std::string> ObjectsNamedBy(
 
 class CheckpointWriter {
  public:
-  // How long a checkpoint's write waits in all for its segments' full chunks to be indexed.
+  // How long a checkpoint's write waits in all for its segments' full chunks to be indexed (at
+  // most the checkpoint interval).
   static constexpr absl::Duration kIndexWait = absl::Seconds(2);
   // Garbage collection runs after commits that may leave orphans, and at least this often.
   static constexpr absl::Duration kCollectionBackstop = absl::Minutes(10);
