@@ -382,6 +382,8 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
           .dim = sc.dim(),
           .metric = MetricFromProto(sc.metric()),
           .chunk_rows = static_cast<uint32_t>(seg.segment->options().chunk_rows)};
+      // Indexes are only ever added: indexed now, the object will hold every index.
+      const bool indexed = seg.segment->FullChunksIndexed();
       search::SegmentSnapshot snapshot = seg.segment->Snapshot();
       // The rows the plan counted: a sealed segment takes no more.
       auto bytes = search::EncodeSealedSegment(meta, snapshot);
@@ -392,7 +394,9 @@ absl::Status CheckpointWriter::Write(CheckpointPlan& plan) {
       ++objects_written;
       CrashPoint("checkpoint.object_written");
       f->set_object(key);
-      seg.reloaded = ReadBack(key, *std::move(bytes), *seg.segment);
+      // A copy missing an index (a chunk not indexed in time, a failed build) is not read back:
+      // nothing would build it, and it would be scanned exactly for good.
+      if (indexed) seg.reloaded = ReadBack(key, *std::move(bytes), *seg.segment);
     }
     for (const ShardCheckpointPlan::DeleteLog& log : sp.delete_logs) {
       kingfisher::v1::PartitionCheckpoint* pc = sc.mutable_partitions(log.partition);
@@ -444,9 +448,6 @@ std::shared_ptr<search::GrowingSegment> CheckpointWriter::ReadBack(
   if (object.ok()) {
     auto read =
         SegmentOver(*std::move(object), key, segment.options().indexer, segment.options().account);
-    // A copy missing an index (a chunk not indexed yet when it was encoded, a failed build) is
-    // not taken: nothing would build it, and it would be scanned exactly for good.
-    if (read.ok() && !read->second->FullChunksIndexed()) return nullptr;
     if (read.ok()) return std::move(read->second);
     object = read.status();
   }

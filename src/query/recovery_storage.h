@@ -135,7 +135,7 @@ class CheckpointWriter {
   bool CollectGarbage(const absl::flat_hash_set<std::string>& named);
   // The sealed `segment` as its object `key` (just written, `bytes`) holds it, over the
   // object's bytes: the store's mapping when it maps, else `bytes` itself. Null when that
-  // fails (logged) or the copy lacks an index: the segment then stays as it is.
+  // fails (logged): the segment then stays as it is. REQUIRES: the object holds every index.
   std::shared_ptr<search::GrowingSegment> ReadBack(const std::string& key, std::string bytes,
                                                    const search::GrowingSegment& segment) const;
 
