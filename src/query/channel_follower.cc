@@ -13,11 +13,23 @@ namespace kf::query {
 
 absl::StatusOr<std::unique_ptr<ChannelFollower>> ChannelFollower::Start(
     std::shared_ptr<wal::Wal> wal, ShardOptions options, absl::Duration drain_interval,
-    const RecoveryStorageOptions* recovery, const std::function<bool()>& cancelled) {
+    const RecoveryStorageOptions* recovery, const std::function<bool()>& cancelled,
+    CheckpointPrefetch* prefetch) {
   std::optional<RecoveredChannel> recovered;
   wal::ScanOptions scan{.internal = true};
   if (recovery != nullptr) {
-    auto loaded = LoadCheckpoint(*recovery, wal->pchannel(), options, cancelled);
+    absl::StatusOr<std::optional<RecoveredChannel>> loaded = absl::UnknownError("not loaded");
+    if (prefetch != nullptr) {
+      loaded = prefetch->Take(cancelled);
+      if (absl::IsCancelled(loaded.status())) return loaded.status();
+      if (!loaded.ok()) {
+        spdlog::info("{}: loading its checkpoint again ({})", wal->pchannel(),
+                     loaded.status().ToString());
+      }
+    }
+    if (prefetch == nullptr || !loaded.ok()) {
+      loaded = LoadCheckpoint(*recovery, wal->pchannel(), options, cancelled);
+    }
     if (!loaded.ok()) return loaded.status();
     recovered = *std::move(loaded);
     if (recovered.has_value() && recovered->replay_from.valid()) {

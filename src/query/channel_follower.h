@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "query/channel_applier.h"
+#include "query/checkpoint_prefetch.h"
 #include "query/recovery_storage.h"
 #include "wal/wal.h"
 
@@ -45,12 +46,13 @@ class ChannelFollower {
  public:
   // `recovery` null: no checkpoints (the whole log is replayed). `cancelled` (null: never)
   // stops a checkpoint's load early, CANCELLED, once the follower is no longer wanted (its WAL
-  // was reopened at a newer term meanwhile).
+  // was reopened at a newer term meanwhile). `prefetch` (null: none): the checkpoint as loaded
+  // while the WAL opened, taken if still current (loaded again otherwise).
   static absl::StatusOr<std::unique_ptr<ChannelFollower>> Start(
       std::shared_ptr<wal::Wal> wal, ShardOptions options,
       absl::Duration drain_interval = absl::Milliseconds(50),
       const RecoveryStorageOptions* recovery = nullptr,
-      const std::function<bool()>& cancelled = nullptr);
+      const std::function<bool()>& cancelled = nullptr, CheckpointPrefetch* prefetch = nullptr);
   ~ChannelFollower();
   ChannelFollower(const ChannelFollower&) = delete;
   ChannelFollower& operator=(const ChannelFollower&) = delete;

@@ -145,8 +145,10 @@ QueryRegistry::~QueryRegistry() {
     stopping_ = true;
   }
   if (starter_.joinable()) starter_.join();
+  std::map<std::string, std::shared_ptr<CheckpointPrefetch>, std::less<>> prefetches;
   absl::MutexLock lock(&mu_);
   followers_.clear();
+  prefetches.swap(prefetches_);  // stopped outside the lock
 }
 
 void QueryRegistry::Follow(std::shared_ptr<wal::Wal> wal) {
@@ -173,6 +175,24 @@ void QueryRegistry::Unfollow(std::string_view pchannel) {
   }
 }
 
+void QueryRegistry::Prefetch(std::string_view pchannel) {
+  if (!options_.recovery.has_value()) return;
+  absl::MutexLock lock(&mu_);
+  if (stopping_ || prefetches_.contains(pchannel)) return;
+  prefetches_.emplace(std::string(pchannel),
+                      std::make_shared<CheckpointPrefetch>(*options_.recovery,
+                                                           std::string(pchannel), options_.shard));
+}
+
+void QueryRegistry::DropPrefetch(std::string_view pchannel) {
+  std::shared_ptr<CheckpointPrefetch> dropped;  // stopped outside the lock
+  absl::MutexLock lock(&mu_);
+  if (auto it = prefetches_.find(pchannel); it != prefetches_.end()) {
+    dropped = std::move(it->second);
+    prefetches_.erase(it);
+  }
+}
+
 absl::StatusOr<std::shared_ptr<const ChannelFollower>> QueryRegistry::FollowerOf(
     std::string_view pchannel) const {
   auto not_served = [&] {
@@ -181,6 +201,7 @@ absl::StatusOr<std::shared_ptr<const ChannelFollower>> QueryRegistry::FollowerOf
   };
   std::shared_ptr<wal::Wal> wal;
   std::shared_ptr<absl::Mutex> starting;
+  std::shared_ptr<CheckpointPrefetch> prefetch;  // declared first: released outside mu_
   {
     absl::MutexLock lock(&mu_);
     auto it = followers_.find(pchannel);
@@ -197,6 +218,7 @@ absl::StatusOr<std::shared_ptr<const ChannelFollower>> QueryRegistry::FollowerOf
     auto it = followers_.find(pchannel);
     if (it == followers_.end() || it->second.wal != wal) return not_served();
     if (it->second.follower != nullptr) return it->second.follower;  // started meanwhile
+    if (auto p = prefetches_.find(pchannel); p != prefetches_.end()) prefetch = p->second;
   }
   // A restarting node may open a pchannel at its old term and, a moment later, at the term the
   // coordinator assigns: the first load stops there instead of delaying the second.
@@ -205,10 +227,15 @@ absl::StatusOr<std::shared_ptr<const ChannelFollower>> QueryRegistry::FollowerOf
     auto it = followers_.find(pchannel);
     return it == followers_.end() || it->second.wal != wal;
   };
-  absl::StatusOr<std::unique_ptr<ChannelFollower>> started =
-      ChannelFollower::Start(wal, options_.shard, absl::Milliseconds(50),
-                             options_.recovery ? &*options_.recovery : nullptr, replaced);
+  absl::StatusOr<std::unique_ptr<ChannelFollower>> started = ChannelFollower::Start(
+      wal, options_.shard, absl::Milliseconds(50),
+      options_.recovery ? &*options_.recovery : nullptr, replaced, prefetch.get());
   absl::MutexLock lock(&mu_);  // released before `started` goes, if it is not installed
+  if (prefetch != nullptr && prefetch->taken()) {
+    if (auto p = prefetches_.find(pchannel); p != prefetches_.end() && p->second == prefetch) {
+      prefetches_.erase(p);
+    }
+  }
   auto it = followers_.find(pchannel);
   if (it == followers_.end() || it->second.wal != wal) return not_served();  // closed meanwhile
   if (!started.ok()) {

@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "kingfisher/v1/search.pb.h"
 #include "query/channel_follower.h"
+#include "query/checkpoint_prefetch.h"
 #include "query/recovery_storage.h"
 #include "storage/tso/timestamp_source.h"
 #include "trace/span.h"
@@ -88,6 +89,12 @@ class QueryRegistry {
   void Follow(std::shared_ptr<wal::Wal> wal);
   // Stops following `pchannel`, if it was.
   void Unfollow(std::string_view pchannel);
+  // With recovery storage: starts loading `pchannel`'s checkpoint now, for the follower that
+  // Follow will start (CheckpointPrefetch), unless a load is under way or waiting already.
+  // Called when the node learns it is to serve `pchannel`, before it opens the WAL.
+  void Prefetch(std::string_view pchannel);
+  // Drops what Prefetch loaded for `pchannel` (it is served elsewhere), if anything.
+  void DropPrefetch(std::string_view pchannel);
 
   absl::StatusOr<kingfisher::v1::SearchResponse> Search(const kingfisher::v1::SearchRequest& r,
                                                         absl::Time deadline) const;
@@ -185,6 +192,10 @@ class QueryRegistry {
   };
   // Mutable: FollowerOf starts a follower on first use.
   mutable std::map<std::string, Followed, std::less<>> followers_ ABSL_GUARDED_BY(mu_);
+  // Apart from followers_: a prefetch outlives the follower of an older term it was not taken
+  // by. FollowerOf removes one once taken.
+  mutable std::map<std::string, std::shared_ptr<CheckpointPrefetch>, std::less<>> prefetches_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kf::query

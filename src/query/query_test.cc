@@ -342,14 +342,16 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
     ASSERT_TRUE(wal_->Recover().ok());
     // Small segments: the follower appends CreateSegments as they fill (every check below
     // searches sealed and growing segments together), and checkpoints after every drain.
-    auto follower =
-        ChannelFollower::Start(wal_, shard_options_, absl::Milliseconds(50), &recovery_);
+    auto follower = ChannelFollower::Start(wal_, shard_options_, absl::Milliseconds(50), &recovery_,
+                                           nullptr, prefetch_);
     ASSERT_TRUE(follower.ok()) << follower.status();
     follower_ = *std::move(follower);
   }
 
   // The followers' shard options from the next Reopen on.
   ShardOptions shard_options_{.chunk_rows = 16, .seal_rows = 40};
+  // The checkpoint as loaded ahead of the next Reopen (null: none).
+  CheckpointPrefetch* prefetch_ = nullptr;
 
   // Waits until a checkpoint covers everything applied now.
   void AwaitCheckpoint() {
@@ -832,6 +834,52 @@ TEST_P(QueryModelTest, AFlushedSegmentIsServedFromItsObjectInsteadOfMemory) {
   auto cancelled = LoadCheckpoint(recovery_, kPchannel, shard_options_, [] { return true; });
   EXPECT_TRUE(absl::IsCancelled(cancelled.status())) << cancelled.status();
   Reopen();
+  Check(acked_.back());
+}
+
+// A checkpoint loaded ahead of the WAL's open (CheckpointPrefetch, as a node loads it while it
+// opens the WAL) is handed over once, and only while it is still the pchannel's checkpoint: after
+// a newer commit (the previous owner's, before the open fenced it) the follower loads that one.
+TEST_P(QueryModelTest, APrefetchedCheckpointIsUsedOnlyWhileItIsCurrent) {
+  CreateCollection(kVc1, 42, search::Metric::kL2);
+  const auto insert_and_flush = [&] {
+    for (int i = 0; i < 5; ++i) {  // at most 20 rows, fewer than seal_rows: only the flush seals
+      std::vector<ModelRow> batch;
+      MutableMessage m = RandomInsert(kVc1, &batch);
+      ModelInsert(kVc1, std::move(batch), Append(std::move(m)));
+    }
+    const uint64_t flush = ManualFlush(kVc1);
+    ASSERT_TRUE(kf::testing::WaitUntil(
+        [&] { return follower_->checkpoint_stats().committed_ts >= flush; }, absl::Seconds(30)));
+  };
+  insert_and_flush();
+  {
+    CheckpointPrefetch current(recovery_, kPchannel, shard_options_);
+    auto taken = current.Take(nullptr);
+    ASSERT_TRUE(taken.ok()) << taken.status();
+    ASSERT_TRUE(taken->has_value());
+    EXPECT_EQ((*taken)->segments, 1u);
+    EXPECT_TRUE(current.taken());
+    auto again = current.Take(nullptr);
+    EXPECT_TRUE(absl::IsFailedPrecondition(again.status())) << again.status();
+  }
+  CheckpointPrefetch stale(recovery_, kPchannel, shard_options_);
+  stale.WaitLoaded();
+  insert_and_flush();  // a second flushed segment, in a newer checkpoint
+  auto refused = stale.Take(nullptr);
+  EXPECT_TRUE(absl::IsAborted(refused.status())) << refused.status();
+  prefetch_ = &stale;
+  Reopen();
+  EXPECT_FALSE(stale.taken());
+  EXPECT_EQ(follower_->checkpoint_stats().loaded_segments, 2u);
+  Check(acked_.back());
+
+  CheckpointPrefetch current(recovery_, kPchannel, shard_options_);
+  prefetch_ = &current;
+  Reopen();
+  prefetch_ = nullptr;
+  EXPECT_TRUE(current.taken());
+  EXPECT_EQ(follower_->checkpoint_stats().loaded_segments, 2u);
   Check(acked_.back());
 }
 

@@ -127,6 +127,15 @@ absl::StatusOr<std::optional<kingfisher::v1::WalState>> LoadWalState(
   return (*read)->first.wal();
 }
 
+absl::StatusOr<int64_t> CheckpointRevision(const RecoveryStorageOptions& options,
+                                           std::string_view pchannel) {
+  const std::string key = CheckpointKey(options, pchannel);
+  auto got = options.meta->Get(key, absl::Now() + options.io_timeout);
+  if (absl::IsNotFound(got.status())) return 0;
+  if (!got.ok()) return WithKey(got.status(), "reading checkpoint", key);
+  return got->kv.mod_revision;
+}
+
 absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
     const RecoveryStorageOptions& options, std::string_view pchannel,
     const ShardOptions& shard_options, const std::function<bool()>& cancelled) {

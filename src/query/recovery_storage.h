@@ -91,6 +91,11 @@ absl::StatusOr<std::optional<RecoveredChannel>> LoadCheckpoint(
 absl::StatusOr<std::optional<kingfisher::v1::WalState>> LoadWalState(
     const RecoveryStorageOptions& options, std::string_view pchannel);
 
+// The mod revision of `pchannel`'s checkpoint key (RecoveredChannel::mod_revision); 0 if it has
+// none.
+absl::StatusOr<int64_t> CheckpointRevision(const RecoveryStorageOptions& options,
+                                           std::string_view pchannel);
+
 // Every object (segment and delete log) `checkpoint` names.
 absl::flat_hash_set<std::string> ObjectsNamedBy(
     const kingfisher::v1::PChannelCheckpoint& checkpoint);

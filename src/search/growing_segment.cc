@@ -85,10 +85,7 @@ absl::StatusOr<std::unique_ptr<GrowingSegment>> GrowingSegment::FromChunks(
   std::unique_ptr<GrowingSegment> segment(new GrowingSegment(std::move(options)));
   absl::MutexLock lock(&segment->mu_);
   segment->chunks_ = std::move(chunks);
-  segment->newest_row_of_pk_.reserve(rows);
-  for (size_t row = 0; row < rows; ++row) {
-    segment->IndexPkLocked(segment->ChunkOf(static_cast<uint32_t>(row)), row % chunk_rows, row);
-  }
+  segment->pk_indexed_.store(false, std::memory_order_relaxed);
   segment->UpdateMemoryLocked();
   segment->rows_.store(rows, std::memory_order_release);
   segment->sealed_.store(true, std::memory_order_relaxed);  // its chunks come sized
@@ -144,7 +141,18 @@ void GrowingSegment::Insert(std::span<const int64_t> pks, std::span<const float>
   for (auto& chunk : filled) options_.indexer->Enqueue(std::move(chunk), options_.metric);
 }
 
-void GrowingSegment::IndexPkLocked(Chunk& chunk, size_t at, size_t row) {
+void GrowingSegment::EnsurePkIndexLocked() const {
+  if (pk_indexed_.load(std::memory_order_relaxed)) return;
+  const size_t rows = rows_.load(std::memory_order_relaxed);
+  newest_row_of_pk_.reserve(rows);
+  for (size_t row = 0; row < rows; ++row) {
+    IndexPkLocked(ChunkOf(static_cast<uint32_t>(row)), row % options_.chunk_rows, row);
+  }
+  UpdateMemoryLocked();
+  pk_indexed_.store(true, std::memory_order_release);
+}
+
+void GrowingSegment::IndexPkLocked(Chunk& chunk, size_t at, size_t row) const {
   auto [it, fresh] = newest_row_of_pk_.try_emplace(chunk.pks_[at], static_cast<uint32_t>(row));
   chunk.previous_of_pk_[at] = fresh ? kNoRow : it->second;
   it->second = static_cast<uint32_t>(row);
@@ -152,6 +160,7 @@ void GrowingSegment::IndexPkLocked(Chunk& chunk, size_t at, size_t row) {
 
 size_t GrowingSegment::Delete(int64_t pk, uint64_t ts) {
   absl::MutexLock lock(&mu_);
+  EnsurePkIndexLocked();
   auto it = newest_row_of_pk_.find(pk);
   if (it == newest_row_of_pk_.end()) return 0;
   size_t hidden = 0;
@@ -204,6 +213,10 @@ SegmentSnapshot GrowingSegment::Snapshot() const {
 }
 
 void GrowingSegment::Get(int64_t pk, uint64_t ts, std::vector<std::vector<float>>* out) const {
+  if (!pk_indexed_.load(std::memory_order_acquire)) {
+    absl::MutexLock lock(&mu_);
+    EnsurePkIndexLocked();
+  }
   absl::ReaderMutexLock lock(&mu_);
   auto it = newest_row_of_pk_.find(pk);
   if (it == newest_row_of_pk_.end()) return;
@@ -229,7 +242,7 @@ size_t GrowingSegment::index_bytes() const {
   return bytes;
 }
 
-void GrowingSegment::UpdateMemoryLocked() {
+void GrowingSegment::UpdateMemoryLocked() const {
   const size_t pk_index = newest_row_of_pk_.capacity() *
                           (sizeof(std::pair<int64_t, uint32_t>) + 1);  // slots + control bytes
   if (options_.account != nullptr) {

@@ -147,9 +147,10 @@ class GrowingSegment {
   GrowingSegment& operator=(const GrowingSegment&) = delete;
 
   // A sealed segment of `rows` rows held by `chunks` (from its object, sealed_segment_format.h;
-  // each chunk full but possibly the last), its pk index rebuilt. It takes no Insert; Deletes
-  // apply as to any segment. INVALID_ARGUMENT when the chunks do not hold `rows` rows of
-  // options.chunk_rows each.
+  // each chunk full but possibly the last). Its pk index is rebuilt by the first Delete or Get
+  // (a loaded segment is searched long before a pk is looked up in it, if ever: its load does
+  // not wait for the index). It takes no Insert; Deletes apply as to any segment. INVALID_ARGUMENT
+  // when the chunks do not hold `rows` rows of options.chunk_rows each.
   static absl::StatusOr<std::unique_ptr<GrowingSegment>> FromChunks(
       std::vector<std::shared_ptr<Chunk>> chunks, size_t rows, SegmentOptions options);
 
@@ -190,18 +191,23 @@ class GrowingSegment {
     return *chunks_[row / options_.chunk_rows];
   }
   // Makes row `row` (at `at` in `chunk`, its pk written) the newest of its pk.
-  void IndexPkLocked(Chunk& chunk, size_t at, size_t row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UpdateMemoryLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void IndexPkLocked(Chunk& chunk, size_t at, size_t row) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Indexes every row's pk unless done (FromChunks leaves it to the first lookup).
+  void EnsurePkIndexLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateMemoryLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SegmentOptions options_;
   std::atomic<bool> sealed_{false};
   std::atomic<size_t> rows_{0};
-  std::atomic<size_t> memory_bytes_{0};
+  // Mutable, as the pk index: the first lookup builds it, and Get is const.
+  mutable std::atomic<size_t> memory_bytes_{0};
   mutable absl::Mutex mu_;
-  size_t pk_index_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // what the account holds for the map
+  mutable size_t pk_index_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // what the account holds for the map
   std::vector<std::shared_ptr<Chunk>> chunks_ ABSL_GUARDED_BY(mu_);
-  // pk -> its newest row; the older ones are chained through Chunk::previous_of_pk_.
-  absl::flat_hash_map<int64_t, uint32_t> newest_row_of_pk_ ABSL_GUARDED_BY(mu_);
+  // pk -> its newest row; the older ones are chained through Chunk::previous_of_pk_. Holds
+  // every row once pk_indexed_.
+  mutable absl::flat_hash_map<int64_t, uint32_t> newest_row_of_pk_ ABSL_GUARDED_BY(mu_);
+  mutable std::atomic<bool> pk_indexed_{true};  // written under mu_
 };
 
 }  // namespace kf::search

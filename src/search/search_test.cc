@@ -531,8 +531,17 @@ TEST(SealedSegmentTest, ALoadedSegmentGetsDeletesAndSearchesAsTheOriginal) {
       EXPECT_EQ(got, want) << "pk " << pk << " at " << ts;
     }
   }
-  // The same delete on both: the same rows hidden from then on.
-  EXPECT_EQ(l.Delete(twice, late), original->Delete(twice, late));
+  // The same delete on both: the same rows hidden from then on. The pk index is built by the
+  // first lookup, a Delete as well as a Get.
+  auto decoded_again = DecodeSealedSegment(*bytes, "o", account);
+  ASSERT_TRUE(decoded_again.ok()) << decoded_again.status();
+  auto deleted_first = GrowingSegment::FromChunks(std::move(decoded_again->chunks), rows,
+                                                  {.dim = kDim, .chunk_rows = kChunk});
+  ASSERT_TRUE(deleted_first.ok()) << deleted_first.status();
+  const size_t hidden = original->Delete(twice, late);
+  EXPECT_EQ(hidden, 2u);
+  EXPECT_EQ(l.Delete(twice, late), hidden);
+  EXPECT_EQ((*deleted_first)->Delete(twice, late), hidden);
   EXPECT_EQ(l.Delete(1005, late), 1u);
   original->Delete(1005, late);
   std::mt19937 rng(9);

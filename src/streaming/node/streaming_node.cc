@@ -108,10 +108,26 @@ void StreamingNode::Reconcile(const AssignmentSnapshot& snapshot) {
       if (absl::Status h = w->Health(); !h.ok() && !IsFenced(h)) broken[name] = h;
     }
   }
+  const auto owned = [](const kingfisher::v1::PChannelAssignment& a) {
+    return a.state() == PCHANNEL_ASSIGNING || a.state() == PCHANNEL_ASSIGNED;
+  };
+  if (options_.queries != nullptr) {
+    // The checkpoints of the pchannels to open load while the WALs open, one after the other
+    // (QueryRegistry::Prefetch). One now served elsewhere will not be wanted here.
+    for (const auto& [name, p] : snapshot.pchannels) {
+      const auto& a = p.assignment;
+      if (!owned(a)) continue;
+      auto open = open_terms.find(name);
+      if (a.node() != options_.node_id) {
+        options_.queries->DropPrefetch(name);
+      } else if (open == open_terms.end() || open->second < Term(a.term())) {
+        options_.queries->Prefetch(name);
+      }
+    }
+  }
   for (const auto& [name, p] : snapshot.pchannels) {
     const auto& a = p.assignment;
-    const bool mine = a.node() == options_.node_id &&
-                      (a.state() == PCHANNEL_ASSIGNING || a.state() == PCHANNEL_ASSIGNED);
+    const bool mine = a.node() == options_.node_id && owned(a);
     auto open = open_terms.find(name);
     if (!mine) {
       if (open != open_terms.end()) {
