@@ -312,7 +312,9 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
                                        .object_prefix = object_prefix_,
                                        .checkpoint_interval = absl::Milliseconds(1),
                                        .io_timeout = io_timeout_,
-                                       .wal_retention = absl::ZeroDuration()};
+                                       .wal_retention = absl::ZeroDuration(),
+                                       .spill_dir = (dir_ / "spill").string()};
+    std::filesystem::create_directories(dir_ / "spill");
     Reopen();
   }
   void TearDown() override {
@@ -359,6 +361,13 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
     ASSERT_TRUE(kf::testing::WaitUntil(
         [&] { return follower_->checkpoint_stats().committed_ts >= ts; }, absl::Seconds(30)))
         << follower_->checkpoint_stats().last_error;
+  }
+
+  // What the shards hold in memory (ShardStats::memory_bytes, without indexes).
+  size_t ShardBytes() const {
+    size_t n = 0;
+    for (const auto& shard : follower_->applier().shards()) n += shard->memory_bytes();
+    return n;
   }
 
   // Sealed segments of every shard, and those of them flushed to the object store.
@@ -812,11 +821,7 @@ TEST_P(QueryModelTest, AFlushedSegmentIsServedFromItsObjectInsteadOfMemory) {
     ModelInsert(kVc1, std::move(batch), Append(std::move(m)));
   }
   Check(acked_.back());
-  const auto shard_bytes = [&] {
-    size_t n = 0;
-    for (const auto& shard : follower_->applier().shards()) n += shard->memory_bytes();
-    return n;
-  };
+  const auto shard_bytes = [&] { return ShardBytes(); };
   const size_t row_bytes = rows * search::Chunk::BytesPerRow(kDim);
   EXPECT_GE(shard_bytes(), row_bytes) << "in memory before the flush";
   const uint64_t flush = ManualFlush(kVc1);
@@ -1429,6 +1434,36 @@ TEST_P(QueryRgwTest, FlushesRetryWhileTheStoreIsDownAndNothingIsLost) {
   Reopen();
   EXPECT_GT(follower_->checkpoint_stats().loaded_segments, 0u);
   for (int i = 0; i < 5 && !HasFatalFailure(); ++i) Check(i == 0 ? acked_.back() : RandomAcked());
+}
+
+// S3 reads an object into the heap: a flushed segment read back, or one loaded at a restart, is
+// copied into an unnamed file of the spill dir and mapped (RecoveryStorageOptions::spill_dir),
+// so the node holds as little of it in its own memory as with the local store's mapping.
+// Without a spill dir it holds the rows.
+TEST_P(QueryRgwTest, SegmentsReadFromS3AreMappedFromTheSpillDir) {
+  CreateCollection(kVc1, 42, search::Metric::kL2);
+  size_t rows = 0;
+  for (int i = 0; i < 10; ++i) {  // at most 40 rows, no more than seal_rows: only the flush seals
+    std::vector<ModelRow> batch;
+    MutableMessage m = RandomInsert(kVc1, &batch);
+    rows += batch.size();
+    ModelInsert(kVc1, std::move(batch), Append(std::move(m)));
+  }
+  const size_t row_bytes = rows * search::Chunk::BytesPerRow(kDim);
+  const uint64_t flush = ManualFlush(kVc1);
+  ASSERT_TRUE(kf::testing::WaitUntil(
+      [&] { return follower_->checkpoint_stats().committed_ts >= flush; }, absl::Seconds(30)));
+  EXPECT_EQ(Flushed(), 1u);
+  EXPECT_LT(ShardBytes(), row_bytes) << "the flushed segment's read-back is in the heap";
+  Reopen();
+  EXPECT_EQ(follower_->checkpoint_stats().loaded_segments, 1u);
+  EXPECT_LT(ShardBytes(), row_bytes) << "the loaded segment is in the heap";
+  Check(acked_.back());
+  EXPECT_TRUE(std::filesystem::is_empty(recovery_.spill_dir)) << "the copies have no names";
+  recovery_.spill_dir.clear();
+  Reopen();
+  EXPECT_GE(ShardBytes(), row_bytes) << "without a spill dir the segment is in the heap";
+  Check(acked_.back());
 }
 
 INSTANTIATE_TEST_SUITE_P(Rgw, QueryRgwTest, ::testing::Values(BackendKind::kLocal),

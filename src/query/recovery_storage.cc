@@ -19,6 +19,7 @@
 #include "search/growing_segment.h"
 #include "search/sealed_segment_format.h"
 #include "spdlog/spdlog.h"
+#include "storage/fs/file_system.h"
 
 namespace kf::query {
 namespace {
@@ -35,6 +36,18 @@ std::string CheckpointKey(const RecoveryStorageOptions& options, std::string_vie
 
 absl::Status Corrupt(std::string_view key, std::string_view why) {
   return absl::DataLossError(absl::StrCat("checkpoint object ", ToAbsl(key), ": ", ToAbsl(why)));
+}
+
+// `bytes` of object `key` as a loaded segment keeps them: mapped from the spill dir if the store
+// read them into the heap (RecoveryStorageOptions::spill_dir). If they cannot be (a full disk),
+// they stay in the heap.
+SharedBytes Spilled(const RecoveryStorageOptions& options, SharedBytes bytes,
+                    std::string_view key) {
+  if (bytes.mapped || options.spill_dir.empty()) return bytes;
+  auto mapped = fs::DefaultFileSystem()->MapCopy(options.spill_dir, bytes.bytes);
+  if (mapped.ok()) return *std::move(mapped);
+  spdlog::warn("segment object {} stays in memory: {}", key, mapped.status().ToString());
+  return bytes;
 }
 
 // The segment object `bytes` (named `key`) as a sealed segment whose chunks are views into
@@ -69,8 +82,8 @@ absl::StatusOr<std::shared_ptr<search::GrowingSegment>> LoadSegment(
   auto bytes = options.objects->GetShared(f.object(), absl::Now() + options.io_timeout,
                                           object::ObjectStore::Checksum::kCaller);
   if (!bytes.ok()) return WithKey(bytes.status(), "reading segment object", f.object());
-  auto loaded =
-      SegmentOver(*std::move(bytes), f.object(), shard_options.indexer, shard_options.account);
+  auto loaded = SegmentOver(Spilled(options, *std::move(bytes), f.object()), f.object(),
+                            shard_options.indexer, shard_options.account);
   if (!loaded.ok()) return loaded.status();
   auto& [meta, segment] = *loaded;
   if (meta.collection_id != shard.collection_id() || meta.vchannel != shard.vchannel() ||
@@ -453,7 +466,7 @@ std::shared_ptr<search::GrowingSegment> CheckpointWriter::ReadBack(
       options_.objects->MapsObjects()
           ? options_.objects->GetShared(key, absl::Now() + options_.io_timeout,
                                         object::ObjectStore::Checksum::kCaller)
-          : SharedBytes::Of(std::move(bytes));
+          : Spilled(options_, SharedBytes::Of(std::move(bytes)), key);
   if (object.ok()) {
     auto read =
         SegmentOver(*std::move(object), key, segment.options().indexer, segment.options().account);

@@ -68,6 +68,11 @@ struct RecoveryStorageOptions {
   // truncated; ZeroDuration: everything checkpoints do not need goes.
   absl::Duration wal_retention = absl::InfiniteDuration();
   uint64_t wal_retention_bytes = 0;
+  // Where a segment object that the store does not map (S3: read into the heap) is copied to be
+  // mapped instead (fs::FileSystem::MapCopy; unnamed files, nothing stays there), so that loaded
+  // and flushed segments are page cache, not the process's own memory, whatever the store.
+  // Empty: they stay in the heap.
+  std::string spill_dir;
 };
 
 // A pchannel's state as its checkpoint left it.

@@ -8,6 +8,7 @@
 #include "common/process_memory.h"
 #include "search/index_builder.h"
 #include "spdlog/spdlog.h"
+#include "storage/fs/file_system.h"
 #include "storage/object/object_store_url.h"
 #include "streaming/cluster_meta.h"
 
@@ -20,6 +21,18 @@ size_t GrowingMemoryLimit(const ServerConfig& config) {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGE_SIZE);
   return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 2 : 0;
+}
+
+// Where segment objects of a store that does not map them are mapped from: <data-dir>/spill
+// ("" if the store maps them, or if it cannot be made: they stay in the heap, logged).
+std::string SpillDir(const ServerConfig& config, const object::ObjectStore* segments) {
+  if (segments->MapsObjects()) return "";
+  const std::string dir = fs::JoinPath(config.data_dir, "spill");
+  if (absl::Status s = fs::DefaultFileSystem()->CreateDirs(dir); !s.ok()) {
+    spdlog::warn("loaded segments stay in memory: {}", s.ToString());
+    return "";
+  }
+  return dir;
 }
 
 }  // namespace
@@ -65,7 +78,8 @@ std::unique_ptr<query::QueryRegistry> MakeQueryRegistry(const ServerConfig& conf
         .checkpoint_interval = absl::Seconds(config.checkpoint_interval),
         .io_timeout = absl::Seconds(config.object_store_timeout),
         .wal_retention = absl::Seconds(config.wal_retention),
-        .wal_retention_bytes = config.wal_retention_bytes};
+        .wal_retention_bytes = config.wal_retention_bytes,
+        .spill_dir = SpillDir(config, segments)};
     spdlog::info(
         "recovery storage: sealed segments in {}, a checkpoint every {} s, WAL kept {} s beyond "
         "checkpoints (size bound: {} bytes, 0 = none)",

@@ -103,6 +103,16 @@ class FileSystem {
   // fsync of a directory: makes creates, renames and removes inside it durable.
   virtual absl::Status SyncDir(const std::string& dir) = 0;
   virtual absl::StatusOr<bool> FileExists(const std::string& path) = 0;
+  // `bytes` copied into a new unnamed file in `dir` and mapped read-only, as
+  // RandomAccessFile::Map maps a file: pages the kernel may write out, drop and read again under
+  // memory pressure instead of the heap. The file has no name (O_TMPFILE): it goes with the
+  // mapping, and a crash leaves nothing in `dir`. UNIMPLEMENTED where not supported; the file
+  // system's error (RESOURCE_EXHAUSTED for a full disk) otherwise.
+  virtual absl::StatusOr<SharedBytes> MapCopy(const std::string& dir, std::string_view bytes) {
+    (void)dir;
+    (void)bytes;
+    return absl::UnimplementedError("this file system does not map files");
+  }
 };
 
 // The process-wide POSIX file system (never null, never deleted).

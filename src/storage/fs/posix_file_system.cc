@@ -256,6 +256,32 @@ absl::StatusOr<bool> PosixFileSystem::FileExists(const std::string& path) {
   return ErrnoStatus(errno, "stat", path);
 }
 
+absl::StatusOr<SharedBytes> PosixFileSystem::MapCopy(const std::string& dir,
+                                                     std::string_view bytes) {
+  if (bytes.empty()) return SharedBytes{};  // mmap refuses an empty mapping
+  const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoStatus(errno, "open an unnamed file in", dir);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }  // the mapping keeps the file
+  } closer{fd};
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "write an unnamed file in", dir);
+    }
+    done += static_cast<size_t>(w);
+  }
+  const size_t n = bytes.size();
+  void* p = ::mmap(nullptr, n, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (p == MAP_FAILED) return ErrnoStatus(errno, "mmap an unnamed file in", dir);
+  std::shared_ptr<const void> owner(p, [n](const void* q) { ::munmap(const_cast<void*>(q), n); });
+  return SharedBytes{.bytes = std::string_view(static_cast<const char*>(p), n),
+                     .owner = std::move(owner),
+                     .mapped = true};
+}
+
 FileSystem* DefaultFileSystem() {
   static auto* fs = new PosixFileSystem();
   return fs;

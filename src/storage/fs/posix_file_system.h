@@ -20,6 +20,7 @@ class PosixFileSystem final : public FileSystem {
   absl::Status CreateDirs(const std::string& dir) override;
   absl::Status SyncDir(const std::string& dir) override;
   absl::StatusOr<bool> FileExists(const std::string& path) override;
+  absl::StatusOr<SharedBytes> MapCopy(const std::string& dir, std::string_view bytes) override;
 };
 
 }  // namespace kf::fs

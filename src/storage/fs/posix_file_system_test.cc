@@ -100,6 +100,24 @@ TEST(PosixFileSystemTest, ZeroFillWritesZerosPastTheData) {
   ASSERT_TRUE((*w)->Close().ok());
 }
 
+// MapCopy: the bytes, mapped from a file that has no name in the directory.
+TEST(PosixFileSystemTest, MapCopyMapsAnUnnamedCopy) {
+  PosixFileSystem fs;
+  TempDir tmp("fs_test");
+  std::string bytes(3 * 4096 + 17, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
+  absl::StatusOr<SharedBytes> mapped = fs.MapCopy(tmp.path(), bytes);
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  EXPECT_TRUE(mapped->mapped);
+  EXPECT_NE(mapped->bytes.data(), bytes.data());
+  EXPECT_EQ(mapped->bytes, bytes);
+  auto children = fs.GetChildren(tmp.path());
+  ASSERT_TRUE(children.ok());
+  EXPECT_TRUE(children->empty());
+  EXPECT_TRUE(fs.MapCopy(tmp.path(), "")->bytes.empty());
+  EXPECT_TRUE(absl::IsNotFound(fs.MapCopy(tmp.path() + "/missing", bytes).status()));
+}
+
 TEST(PosixFileSystemTest, WriteFileAtomicallyReplaces) {
   PosixFileSystem fs;
   TempDir tmp("fs_test");

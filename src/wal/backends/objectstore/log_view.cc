@@ -120,6 +120,7 @@ absl::Status LogView::Refresh(absl::Time deadline) {
       truncated_segments != loaded->meta.truncated_segments()) {
     segments = std::move(next);
     truncated_segments = loaded->meta.truncated_segments();
+    truncated_end_entry = loaded->meta.truncated_end_entry();
     Changed();
   }
   return absl::OkStatus();

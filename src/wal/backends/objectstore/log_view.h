@@ -70,7 +70,8 @@ class LogView {
   absl::Mutex mu;
   absl::CondVar cv;  // signalled when `version` changes or on close
   std::vector<SegmentView> segments ABSL_GUARDED_BY(mu);
-  uint64_t truncated_segments ABSL_GUARDED_BY(mu) = 0;  // ids below this were truncated
+  uint64_t truncated_segments ABSL_GUARDED_BY(mu) = 0;   // ids below this were truncated
+  uint64_t truncated_end_entry ABSL_GUARDED_BY(mu) = 0;  // of segment truncated_segments - 1
   uint64_t version ABSL_GUARDED_BY(mu) = 0;
   bool closed ABSL_GUARDED_BY(mu) = false;
 

@@ -374,6 +374,30 @@ TEST(ObjectBackendTest, TruncateDeletesWholeSegmentsBelowThePoint) {
   EXPECT_TRUE(absl::IsOutOfRange(next.status())) << next.status();
   EXPECT_THAT(std::string(next.status().message()),
               ::testing::HasSubstr("the earliest readable id is " + all->front().id.ToText()));
+  // Reading from just past the last entry of the newest truncated segment loses nothing: it
+  // goes on at the next segment, here and in a backend opened afresh (from the metadata).
+  MessageId last_gone;
+  for (const MessageId& id : ids) {
+    if (id < all->front().id) last_gone = id;
+  }
+  ASSERT_TRUE(last_gone.valid());
+  const MessageId past = IdOf(last_gone.segment(), last_gone.entry() + 1);
+  const auto reads_on_from_past = [&](WalBackend& backend) {
+    auto from_past = backend.Read({.start = ReadOptions::Start::kFrom, .id = past});
+    ASSERT_TRUE(from_past.ok()) << from_past.status();
+    auto first = (*from_past)->Next(absl::Now() + absl::Seconds(5));
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_EQ(first->id, all->front().id);
+  };
+  reads_on_from_past(**b);
+  ASSERT_TRUE((*b)->Close().ok());
+  auto reopened = NewObjectOpener(o)->Open(Writer(kPch, 2));
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  reads_on_from_past(**reopened);
+  // One entry earlier is gone: OUT_OF_RANGE.
+  auto from_gone = (*reopened)->Read({.start = ReadOptions::Start::kFrom, .id = last_gone});
+  ASSERT_TRUE(from_gone.ok());
+  EXPECT_TRUE(absl::IsOutOfRange((*from_gone)->Next(absl::Now() + absl::Seconds(1)).status()));
 }
 
 TEST(ObjectBackendTest, ObjectsATruncationLeftBehindAreDeletedByTheNextOwner) {

@@ -41,6 +41,7 @@ class ObjectOpener final : public WalOpener {
       absl::MutexLock l(&view->mu);
       view->segments = std::move(log.segments);
       view->truncated_segments = log.meta.meta.truncated_segments();
+      view->truncated_end_entry = log.meta.meta.truncated_end_entry();
     }
     return std::unique_ptr<WalBackend>(std::make_unique<ObjectBackend>(
         options_, options.term, std::move(view), std::move(log.meta)));

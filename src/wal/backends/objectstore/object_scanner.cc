@@ -19,6 +19,19 @@ absl::StatusOr<Entry> ObjectScanner::Next(absl::Time deadline) {
   return e;
 }
 
+bool ObjectScanner::InTruncated() {
+  if (segment_ >= view_->truncated_segments) return false;
+  // Exactly past the end of the newest truncated segment (a reader resuming after its last
+  // entry): nothing it wants is gone, it goes on at the next segment.
+  if (segment_ + 1 == view_->truncated_segments && skip_below_ >= view_->truncated_end_entry) {
+    segment_ = view_->truncated_segments;
+    block_ = 0;
+    skip_below_ = 0;
+    return false;
+  }
+  return true;
+}
+
 absl::Status ObjectScanner::TruncatedError() const {
   // Never a silent skip (docs/recovery-storage.md "Truncation").
   return absl::OutOfRangeError(absl::StrCat(
@@ -33,7 +46,7 @@ absl::Status ObjectScanner::Advance(absl::Time deadline) {
   {
     absl::MutexLock l(&view_->mu);
     if (view_->closed) return absl::CancelledError("objectstore WAL: backend closed");
-    if (segment_ < view_->truncated_segments) return TruncatedError();
+    if (InTruncated()) return TruncatedError();
     const size_t i = view_->FindSegment(segment_);
     if (i < view_->segments.size()) {
       const SegmentView& seg = view_->segments[i];
@@ -133,7 +146,9 @@ absl::Status ObjectScanner::Decode(std::string_view bytes, uint64_t block) {
 absl::Status ObjectScanner::Missing(uint64_t block, const std::string& key, absl::Time deadline) {
   if (view_->read_only()) RETURN_IF_ERROR(view_->Refresh(view_->RequestDeadline(deadline)));
   absl::MutexLock l(&view_->mu);
-  if (segment_ < view_->truncated_segments) return TruncatedError();
+  const uint64_t segment = segment_;
+  if (InTruncated()) return TruncatedError();
+  if (segment_ != segment) return absl::OkStatus();  // nothing wanted was in it: read on
   const size_t i = view_->FindSegment(segment_);
   if (i < view_->segments.size() && view_->segments[i].id == segment_) {
     const MergedRun* run = view_->segments[i].MergedAt(block);

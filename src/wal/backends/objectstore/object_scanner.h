@@ -38,6 +38,9 @@ class ObjectScanner final : public BackendScanner {
   // After a durable object came back NOT_FOUND: OK when it was compacted meanwhile (the caller
   // reads again), OUT_OF_RANGE when truncated, else DATA_LOSS.
   absl::Status Missing(uint64_t block, const std::string& key, absl::Time deadline);
+  // Whether segment_ was truncated below what this scanner still wants (if it wants only what
+  // follows the newest truncated segment, moves on to the next one instead).
+  bool InTruncated() ABSL_EXCLUSIVE_LOCKS_REQUIRED(view_->mu);
   // OUT_OF_RANGE: segment_ was truncated; names the earliest readable id.
   absl::Status TruncatedError() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(view_->mu);
 
