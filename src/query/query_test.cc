@@ -363,6 +363,19 @@ class QueryModelTest : public ::testing::TestWithParam<BackendKind> {
         << follower_->checkpoint_stats().last_error;
   }
 
+  // Ten random Inserts into `vc` (at most 40 rows, no more than seal_rows: only a flush seals
+  // them); returns how many rows.
+  size_t InsertBelowSealRows(const std::string& vc) {
+    size_t rows = 0;
+    for (int i = 0; i < 10; ++i) {
+      std::vector<ModelRow> batch;
+      MutableMessage m = RandomInsert(vc, &batch);
+      rows += batch.size();
+      ModelInsert(vc, std::move(batch), Append(std::move(m)));
+    }
+    return rows;
+  }
+
   // What the shards hold in memory (ShardStats::memory_bytes, without indexes).
   size_t ShardBytes() const {
     size_t n = 0;
@@ -813,13 +826,7 @@ TEST_P(QueryModelTest, AManualFlushPutsEveryEarlierRowInAFlushedSegment) {
 // after a restart.
 TEST_P(QueryModelTest, AFlushedSegmentIsServedFromItsObjectInsteadOfMemory) {
   CreateCollection(kVc1, 42, search::Metric::kL2);
-  size_t rows = 0;
-  for (int i = 0; i < 10; ++i) {  // at most 40 rows, no more than seal_rows: only the flush seals
-    std::vector<ModelRow> batch;
-    MutableMessage m = RandomInsert(kVc1, &batch);
-    rows += batch.size();
-    ModelInsert(kVc1, std::move(batch), Append(std::move(m)));
-  }
+  const size_t rows = InsertBelowSealRows(kVc1);
   Check(acked_.back());
   const auto shard_bytes = [&] { return ShardBytes(); };
   const size_t row_bytes = rows * search::Chunk::BytesPerRow(kDim);
@@ -1442,13 +1449,7 @@ TEST_P(QueryRgwTest, FlushesRetryWhileTheStoreIsDownAndNothingIsLost) {
 // Without a spill dir it holds the rows.
 TEST_P(QueryRgwTest, SegmentsReadFromS3AreMappedFromTheSpillDir) {
   CreateCollection(kVc1, 42, search::Metric::kL2);
-  size_t rows = 0;
-  for (int i = 0; i < 10; ++i) {  // at most 40 rows, no more than seal_rows: only the flush seals
-    std::vector<ModelRow> batch;
-    MutableMessage m = RandomInsert(kVc1, &batch);
-    rows += batch.size();
-    ModelInsert(kVc1, std::move(batch), Append(std::move(m)));
-  }
+  const size_t rows = InsertBelowSealRows(kVc1);
   const size_t row_bytes = rows * search::Chunk::BytesPerRow(kDim);
   const uint64_t flush = ManualFlush(kVc1);
   ASSERT_TRUE(kf::testing::WaitUntil(

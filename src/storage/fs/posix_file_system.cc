@@ -17,6 +17,18 @@
 namespace kf::fs {
 namespace {
 
+// The first `n` bytes of `fd`, mapped read-only and populated at once: the caller reads them all
+// (a checksum), and one walk of the page cache costs less than a fault per 64 KiB.
+absl::StatusOr<SharedBytes> MapFile(int fd, size_t n, const std::string& what) {
+  if (n == 0) return SharedBytes{};  // mmap refuses an empty mapping
+  void* p = ::mmap(nullptr, n, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (p == MAP_FAILED) return ErrnoStatus(errno, "mmap", what);
+  std::shared_ptr<const void> owner(p, [n](const void* q) { ::munmap(const_cast<void*>(q), n); });
+  return SharedBytes{.bytes = std::string_view(static_cast<const char*>(p), n),
+                     .owner = std::move(owner),
+                     .mapped = true};
+}
+
 class PosixWritableFile final : public WritableFile {
  public:
   PosixWritableFile(std::string path, int fd, uint64_t size)
@@ -134,17 +146,7 @@ class PosixRandomAccessFile final : public RandomAccessFile {
     return static_cast<uint64_t>(st.st_size);
   }
 
-  absl::StatusOr<SharedBytes> Map(size_t n) const override {
-    if (n == 0) return SharedBytes{};  // mmap refuses an empty mapping
-    // Populated at once: the caller reads it all (a checksum), and one walk of the page cache
-    // costs less than a fault per 64 KiB.
-    void* p = ::mmap(nullptr, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd_, 0);
-    if (p == MAP_FAILED) return ErrnoStatus(errno, "mmap", path_);
-    std::shared_ptr<const void> owner(p, [n](const void* q) { ::munmap(const_cast<void*>(q), n); });
-    return SharedBytes{.bytes = std::string_view(static_cast<const char*>(p), n),
-                       .owner = std::move(owner),
-                       .mapped = true};
-  }
+  absl::StatusOr<SharedBytes> Map(size_t n) const override { return MapFile(fd_, n, path_); }
 
  private:
   const std::string path_;
@@ -273,13 +275,7 @@ absl::StatusOr<SharedBytes> PosixFileSystem::MapCopy(const std::string& dir,
     }
     done += static_cast<size_t>(w);
   }
-  const size_t n = bytes.size();
-  void* p = ::mmap(nullptr, n, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
-  if (p == MAP_FAILED) return ErrnoStatus(errno, "mmap an unnamed file in", dir);
-  std::shared_ptr<const void> owner(p, [n](const void* q) { ::munmap(const_cast<void*>(q), n); });
-  return SharedBytes{.bytes = std::string_view(static_cast<const char*>(p), n),
-                     .owner = std::move(owner),
-                     .mapped = true};
+  return MapFile(fd, bytes.size(), "an unnamed file in " + dir);
 }
 
 FileSystem* DefaultFileSystem() {
