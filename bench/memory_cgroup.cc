@@ -20,7 +20,10 @@ absl::Status Write(const std::string& file, const std::string& value) {
   std::ofstream out(file);
   out << value;
   out.flush();
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", value, " to ", file));
+  if (!out) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot write ", value, " to ", file, ": ", std::strerror(errno)));
+  }
   return absl::OkStatus();
 }
 
@@ -52,7 +55,7 @@ absl::StatusOr<std::unique_ptr<MemoryCgroup>> MemoryCgroup::Create(const std::st
   if (!v1 && !v2) return absl::UnavailableError("no memory cgroup controller mounted");
   const std::string path = absl::StrCat(v1 ? kV1Root : kV2Root, "/", name);
   if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::PermissionDeniedError(
+    return absl::UnavailableError(
         absl::StrCat("cannot create cgroup ", path, ": ", std::strerror(errno)));
   }
   std::unique_ptr<MemoryCgroup> cgroup(new MemoryCgroup(path, v2));

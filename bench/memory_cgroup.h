@@ -2,7 +2,10 @@
 // on the whole process — anonymous memory and the page cache it touches (its mapped segment
 // objects, its WAL's writes) — as a container's limit would. cgroup v1 (memory controller at
 // /sys/fs/cgroup/memory) or v2 (/sys/fs/cgroup with memory.max). Needs the right to create a
-// cgroup (root on a test VM); Create says why not otherwise.
+// cgroup (root on a test VM); Create says why not otherwise. The process is moved in after it
+// started: what it charged before (its first pages) may stay charged where it was. On cgroup v2
+// the parent must have the memory controller enabled for its children, and memory.peak needs
+// Linux 5.19 (PeakBytes is 0 before).
 //
 // Thread-safety: not thread-safe. Errors: Create returns the reason as a status; the readers
 // return 0 when a file cannot be read.

@@ -219,9 +219,10 @@ void Soak(const std::string& dir, const Flags& f) {
   if (cgroup != nullptr) {
     std::printf(
         "soak: in a memory cgroup limited to %d MiB (%s): peak charge %.1f MiB (RSS, page cache "
-        "and kernel memory of the process), %lu OOM kills\n",
+        "and kernel memory of the process), %llu OOM kills\n",
         f.soak_limit_mib, cgroup->path().c_str(),
-        static_cast<double>(cgroup->PeakBytes()) / (1 << 20), cgroup->OomKills());
+        static_cast<double>(cgroup->PeakBytes()) / (1 << 20),
+        static_cast<unsigned long long>(cgroup->OomKills()));
   }
   server.Stop();
 }

@@ -21,7 +21,7 @@ absl::StatusOr<std::unique_ptr<ChannelFollower>> ChannelFollower::Start(
     absl::StatusOr<std::optional<RecoveredChannel>> loaded = absl::UnknownError("not loaded");
     if (prefetch != nullptr) {
       loaded = prefetch->Take(cancelled);
-      if (absl::IsCancelled(loaded.status())) return loaded.status();
+      if (cancelled != nullptr && cancelled()) return loaded.status();
       if (!loaded.ok()) {
         spdlog::info("{}: loading its checkpoint again ({})", wal->pchannel(),
                      loaded.status().ToString());

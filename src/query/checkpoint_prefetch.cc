@@ -23,11 +23,6 @@ CheckpointPrefetch::~CheckpointPrefetch() {
   thread_.join();
 }
 
-bool CheckpointPrefetch::taken() const {
-  absl::MutexLock lock(&mu_);
-  return taken_;
-}
-
 void CheckpointPrefetch::WaitLoaded() const {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(&done_));
@@ -35,24 +30,40 @@ void CheckpointPrefetch::WaitLoaded() const {
 
 absl::StatusOr<std::optional<RecoveredChannel>> CheckpointPrefetch::Take(
     const std::function<bool()>& cancelled) {
-  absl::MutexLock lock(&mu_);
-  while (!mu_.AwaitWithTimeout(absl::Condition(&done_), absl::Milliseconds(5))) {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&done_), absl::Milliseconds(5))) break;
+    }
     if (cancelled != nullptr && cancelled()) {
       return absl::CancelledError(absl::StrCat("prefetch of ", pchannel_, ": no longer wanted"));
     }
   }
-  if (taken_) {
-    return absl::FailedPreconditionError(absl::StrCat("prefetch of ", pchannel_, ": taken"));
+  int64_t loaded_revision = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (taken_) {
+      return absl::FailedPreconditionError(absl::StrCat("prefetch of ", pchannel_, ": taken"));
+    }
+    if (!loaded_.ok()) {
+      settled_ = true;
+      return loaded_.status();
+    }
+    if (loaded_->has_value()) loaded_revision = (*loaded_)->mod_revision;
   }
-  if (!loaded_.ok()) return loaded_.status();
   // The key read again now that the WAL is open: the previous owner can no longer change it
   // unnoticed (a commit of its own after this fails, or is overwritten, as without a prefetch).
   const absl::StatusOr<int64_t> revision = CheckpointRevision(options_, pchannel_);
-  if (!revision.ok()) return revision.status();
-  const int64_t loaded_revision = loaded_->has_value() ? (*loaded_)->mod_revision : 0;
+  if (!revision.ok()) return revision.status();  // not settled: the next caller tries again
+  absl::MutexLock lock(&mu_);
+  if (taken_) {
+    return absl::FailedPreconditionError(absl::StrCat("prefetch of ", pchannel_, ": taken"));
+  }
+  settled_ = true;
   if (*revision != loaded_revision) {
-    return absl::AbortedError(absl::StrCat("prefetch of ", pchannel_, ": its checkpoint was at ",
-                                           loaded_revision, ", it is at ", *revision, " now"));
+    loaded_ = absl::AbortedError(absl::StrCat("prefetch of ", pchannel_, ": its checkpoint was at ",
+                                              loaded_revision, ", it is at ", *revision, " now"));
+    return loaded_.status();
   }
   taken_ = true;
   return std::move(loaded_);

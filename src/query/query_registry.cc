@@ -98,17 +98,22 @@ QueryRegistry::QueryRegistry(QueryRegistryOptions options)
 void QueryRegistry::RunStarter() {
   for (;;) {
     std::string pchannel;
+    std::vector<std::shared_ptr<CheckpointPrefetch>> dropped;  // joined outside the lock
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !to_start_.empty();
+        return stopping_ || !to_start_.empty() || !dropped_.empty();
       };
       mu_.Await(absl::Condition(&ready));
       if (stopping_) return;
-      pchannel = std::move(to_start_.front());
-      to_start_.pop_front();
+      dropped.swap(dropped_);
+      if (!to_start_.empty()) {
+        pchannel = std::move(to_start_.front());
+        to_start_.pop_front();
+      }
     }
-    (void)FollowerOf(pchannel);  // a failure is logged and kept for Stats
+    dropped.clear();
+    if (!pchannel.empty()) (void)FollowerOf(pchannel);  // a failure is logged, kept for Stats
   }
 }
 
@@ -146,9 +151,11 @@ QueryRegistry::~QueryRegistry() {
   }
   if (starter_.joinable()) starter_.join();
   std::map<std::string, std::shared_ptr<CheckpointPrefetch>, std::less<>> prefetches;
+  std::vector<std::shared_ptr<CheckpointPrefetch>> dropped;
   absl::MutexLock lock(&mu_);
   followers_.clear();
   prefetches.swap(prefetches_);  // stopped outside the lock
+  dropped.swap(dropped_);
 }
 
 void QueryRegistry::Follow(std::shared_ptr<wal::Wal> wal) {
@@ -185,10 +192,12 @@ void QueryRegistry::Prefetch(std::string_view pchannel) {
 }
 
 void QueryRegistry::DropPrefetch(std::string_view pchannel) {
-  std::shared_ptr<CheckpointPrefetch> dropped;  // stopped outside the lock
   absl::MutexLock lock(&mu_);
   if (auto it = prefetches_.find(pchannel); it != prefetches_.end()) {
-    dropped = std::move(it->second);
+    // Joined on the starter thread: the caller (the node's reconciling) must not wait for a
+    // segment read in progress.
+    it->second->Cancel();
+    dropped_.push_back(std::move(it->second));
     prefetches_.erase(it);
   }
 }
@@ -231,7 +240,7 @@ absl::StatusOr<std::shared_ptr<const ChannelFollower>> QueryRegistry::FollowerOf
       wal, options_.shard, absl::Milliseconds(50),
       options_.recovery ? &*options_.recovery : nullptr, replaced, prefetch.get());
   absl::MutexLock lock(&mu_);  // released before `started` goes, if it is not installed
-  if (prefetch != nullptr && prefetch->taken()) {
+  if (prefetch != nullptr && prefetch->settled()) {
     if (auto p = prefetches_.find(pchannel); p != prefetches_.end() && p->second == prefetch) {
       prefetches_.erase(p);
     }

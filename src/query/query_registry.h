@@ -93,8 +93,14 @@ class QueryRegistry {
   // Follow will start (CheckpointPrefetch), unless a load is under way or waiting already.
   // Called when the node learns it is to serve `pchannel`, before it opens the WAL.
   void Prefetch(std::string_view pchannel);
-  // Drops what Prefetch loaded for `pchannel` (it is served elsewhere), if anything.
+  // Drops what Prefetch loaded for `pchannel` (it is served elsewhere), if anything; does not
+  // wait for a load in progress.
   void DropPrefetch(std::string_view pchannel);
+  // Prefetches waiting to be taken (for tests).
+  size_t prefetches() const {
+    absl::MutexLock lock(&mu_);
+    return prefetches_.size();
+  }
 
   absl::StatusOr<kingfisher::v1::SearchResponse> Search(const kingfisher::v1::SearchRequest& r,
                                                         absl::Time deadline) const;
@@ -192,10 +198,12 @@ class QueryRegistry {
   };
   // Mutable: FollowerOf starts a follower on first use.
   mutable std::map<std::string, Followed, std::less<>> followers_ ABSL_GUARDED_BY(mu_);
-  // Apart from followers_: a prefetch outlives the follower of an older term it was not taken
-  // by. FollowerOf removes one once taken.
+  // Apart from followers_: a prefetch outlives the follower of an older term that did not take
+  // it. FollowerOf removes one once settled (CheckpointPrefetch::settled); DropPrefetch moves
+  // one to dropped_, which the starter thread joins.
   mutable std::map<std::string, std::shared_ptr<CheckpointPrefetch>, std::less<>> prefetches_
       ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<CheckpointPrefetch>> dropped_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kf::query

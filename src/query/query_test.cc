@@ -828,14 +828,13 @@ TEST_P(QueryModelTest, AFlushedSegmentIsServedFromItsObjectInsteadOfMemory) {
   CreateCollection(kVc1, 42, search::Metric::kL2);
   const size_t rows = InsertBelowSealRows(kVc1);
   Check(acked_.back());
-  const auto shard_bytes = [&] { return ShardBytes(); };
   const size_t row_bytes = rows * search::Chunk::BytesPerRow(kDim);
-  EXPECT_GE(shard_bytes(), row_bytes) << "in memory before the flush";
+  EXPECT_GE(ShardBytes(), row_bytes) << "in memory before the flush";
   const uint64_t flush = ManualFlush(kVc1);
   ASSERT_TRUE(kf::testing::WaitUntil(
       [&] { return follower_->checkpoint_stats().committed_ts >= flush; }, absl::Seconds(30)));
   EXPECT_EQ(Flushed(), 1u);
-  EXPECT_LT(shard_bytes(), row_bytes) << "still in memory after the flush";
+  EXPECT_LT(ShardBytes(), row_bytes) << "still in memory after the flush";
   Check(flush);
   for (int i = 0; i < 5; ++i) {
     const std::vector<int64_t> pks = RandomDeletePks();
@@ -880,12 +879,14 @@ TEST_P(QueryModelTest, APrefetchedCheckpointIsUsedOnlyWhileItIsCurrent) {
   insert_and_flush();  // a second flushed segment, in a newer checkpoint
   auto refused = stale.Take(nullptr);
   EXPECT_TRUE(absl::IsAborted(refused.status())) << refused.status();
+  EXPECT_TRUE(stale.settled());
   prefetch_ = &stale;
   Reopen();
   EXPECT_FALSE(stale.taken());
   EXPECT_EQ(follower_->checkpoint_stats().loaded_segments, 2u);
   Check(acked_.back());
 
+  follower_.reset();  // its commits would make any prefetch stale (rightly)
   CheckpointPrefetch current(recovery_, kPchannel, shard_options_);
   prefetch_ = &current;
   Reopen();
@@ -893,6 +894,32 @@ TEST_P(QueryModelTest, APrefetchedCheckpointIsUsedOnlyWhileItIsCurrent) {
   EXPECT_TRUE(current.taken());
   EXPECT_EQ(follower_->checkpoint_stats().loaded_segments, 2u);
   Check(acked_.back());
+
+  // Through the registry, as a node uses it: Prefetch when it learns the assignment (once per
+  // pchannel), Follow once the WAL is open; the follower takes the prefetch and the registry
+  // lets go of it. DropPrefetch drops one nobody took.
+  auto registry = std::make_shared<QueryRegistry>(
+      QueryRegistryOptions{.shard = shard_options_, .tso = tso_.get(), .recovery = recovery_});
+  follower_.reset();
+  registry->Prefetch(kPchannel);
+  registry->Prefetch(kPchannel);
+  EXPECT_EQ(registry->prefetches(), 1u);
+  Reopen();
+  follower_.reset();  // the registry's follower instead
+  registry->Follow(wal_);
+  const auto loaded = [&] {
+    const auto stats = registry->Stats();
+    return stats.size() == 1 && stats[0].checkpoint.loaded_segments == 2;
+  };
+  ASSERT_TRUE(kf::testing::WaitUntil(loaded, absl::Seconds(30)));
+  EXPECT_EQ(registry->prefetches(), 0u);
+  auto found = registry->Search(StrongSearch(kVc1, 10), absl::Now() + absl::Seconds(30));
+  EXPECT_TRUE(found.ok()) << found.status();
+  registry->Prefetch("kf-dml_9");
+  EXPECT_EQ(registry->prefetches(), 1u);
+  registry->DropPrefetch("kf-dml_9");
+  EXPECT_EQ(registry->prefetches(), 0u);
+  registry->Unfollow(kPchannel);
 }
 
 // Under memory pressure the follower seals its largest growing segment of at least a chunk,

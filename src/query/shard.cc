@@ -191,6 +191,20 @@ void Shard::ReleaseSealClaim(std::string_view partition) {
 }
 
 void Shard::Delete(const kingfisher::v1::DeletePks& pks, uint64_t ts, bool replaying) {
+  // A loaded segment's pk index is built by its first lookup: here, outside the shard's lock,
+  // so that searches of the shard do not wait for it.
+  std::vector<std::shared_ptr<search::GrowingSegment>> unindexed;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    for (const auto& [name, p] : partitions_) {
+      for (const Sealed& sealed : p.sealed) {
+        if (!(replaying && sealed.loaded) && !sealed.segment->has_pk_index()) {
+          unindexed.push_back(sealed.segment);
+        }
+      }
+    }
+  }
+  for (const auto& segment : unindexed) segment->EnsurePkIndex();
   // Under the lock (the only writer is this thread; readers list segments under it only
   // briefly): a sealed segment records what it hid, for its delete log.
   absl::MutexLock lock(&mu_);

@@ -212,11 +212,14 @@ SegmentSnapshot GrowingSegment::Snapshot() const {
   return snap;
 }
 
+void GrowingSegment::EnsurePkIndex() const {
+  if (has_pk_index()) return;
+  absl::MutexLock lock(&mu_);
+  EnsurePkIndexLocked();
+}
+
 void GrowingSegment::Get(int64_t pk, uint64_t ts, std::vector<std::vector<float>>* out) const {
-  if (!pk_indexed_.load(std::memory_order_acquire)) {
-    absl::MutexLock lock(&mu_);
-    EnsurePkIndexLocked();
-  }
+  EnsurePkIndex();
   absl::ReaderMutexLock lock(&mu_);
   auto it = newest_row_of_pk_.find(pk);
   if (it == newest_row_of_pk_.end()) return;

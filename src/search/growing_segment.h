@@ -167,6 +167,10 @@ class GrowingSegment {
   // INVALID_ARGUMENT, and nothing changes, when the rows or chunks differ. The caller keeps
   // `original` from taking deletes meanwhile.
   absl::Status TakeDeletesOf(const GrowingSegment& original);
+  // Builds the pk index now unless it exists (FromChunks leaves it to the first lookup): a
+  // caller about to look a pk up under a lock of its own calls this first.
+  void EnsurePkIndex() const;
+  bool has_pk_index() const { return pk_indexed_.load(std::memory_order_acquire); }
   // Whether every full chunk has its index (true without an indexer: none ever gets one).
   bool FullChunksIndexed() const;
   // No more rows: the segment keeps answering searches and taking deletes. A partial last chunk

@@ -1,5 +1,7 @@
 #include "server/query_setup.h"
 
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -23,12 +25,25 @@ size_t GrowingMemoryLimit(const ServerConfig& config) {
   return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 2 : 0;
 }
 
-// Where segment objects of a store that does not map them are mapped from: <data-dir>/spill
-// ("" if the store maps them, or if it cannot be made: they stay in the heap, logged).
+// Where segment objects of a store that does not map them are mapped from: <data-dir>/spill,
+// emptied of what a crash may have left. "" (they stay in the heap) if the store maps them, if
+// the dir is on tmpfs (its pages are memory anyway) or if it cannot hold a mapped copy (logged).
 std::string SpillDir(const ServerConfig& config, const object::ObjectStore* segments) {
   if (segments->MapsObjects()) return "";
+  fs::FileSystem* fs = fs::DefaultFileSystem();
   const std::string dir = fs::JoinPath(config.data_dir, "spill");
-  if (absl::Status s = fs::DefaultFileSystem()->CreateDirs(dir); !s.ok()) {
+  absl::Status s = fs->CreateDirs(dir);
+  if (s.ok()) {
+    if (auto left = fs->GetChildren(dir); left.ok()) {
+      for (const std::string& name : *left) (void)fs->RemoveFile(fs::JoinPath(dir, name));
+    }
+    if (struct statfs st; ::statfs(dir.c_str(), &st) == 0 && st.f_type == TMPFS_MAGIC) {
+      spdlog::info("{} is on tmpfs: loaded segments stay in memory", dir);
+      return "";
+    }
+    s = fs->MapCopy(dir, "probe").status();
+  }
+  if (!s.ok()) {
     spdlog::warn("loaded segments stay in memory: {}", s.ToString());
     return "";
   }

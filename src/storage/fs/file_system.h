@@ -105,9 +105,10 @@ class FileSystem {
   virtual absl::StatusOr<bool> FileExists(const std::string& path) = 0;
   // `bytes` copied into a new unnamed file in `dir` and mapped read-only, as
   // RandomAccessFile::Map maps a file: pages the kernel may write out, drop and read again under
-  // memory pressure instead of the heap. The file has no name (O_TMPFILE): it goes with the
-  // mapping, and a crash leaves nothing in `dir`. UNIMPLEMENTED where not supported; the file
-  // system's error (RESOURCE_EXHAUSTED for a full disk) otherwise.
+  // memory pressure instead of the heap. The file has no name (O_TMPFILE; where that is not
+  // supported, a named file removed at once): it goes with the mapping, and a crash leaves
+  // nothing in `dir` (but for that fallback's instant). UNIMPLEMENTED where not supported; the
+  // file system's error (RESOURCE_EXHAUSTED for a full disk) otherwise.
   virtual absl::StatusOr<SharedBytes> MapCopy(const std::string& dir, std::string_view bytes) {
     (void)dir;
     (void)bytes;

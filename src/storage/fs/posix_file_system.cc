@@ -261,7 +261,14 @@ absl::StatusOr<bool> PosixFileSystem::FileExists(const std::string& path) {
 absl::StatusOr<SharedBytes> PosixFileSystem::MapCopy(const std::string& dir,
                                                      std::string_view bytes) {
   if (bytes.empty()) return SharedBytes{};  // mmap refuses an empty mapping
-  const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    // No O_TMPFILE here (e.g. overlayfs before Linux 6.6): a named file, unlinked at once (a
+    // crash in between leaves it behind; the caller clears the directory when it starts).
+    std::string path = JoinPath(dir, "spill-XXXXXX");
+    fd = ::mkostemp(path.data(), O_CLOEXEC);
+    if (fd >= 0) ::unlink(path.c_str());
+  }
   if (fd < 0) return ErrnoStatus(errno, "open an unnamed file in", dir);
   struct Closer {
     int fd;

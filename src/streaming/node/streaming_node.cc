@@ -112,8 +112,10 @@ void StreamingNode::Reconcile(const AssignmentSnapshot& snapshot) {
     return a.state() == PCHANNEL_ASSIGNING || a.state() == PCHANNEL_ASSIGNED;
   };
   if (options_.queries != nullptr) {
-    // The checkpoints of the pchannels to open load while the WALs open, one after the other
-    // (QueryRegistry::Prefetch). One now served elsewhere will not be wanted here.
+    // The checkpoints of the pchannels to open start loading now, each on a thread of its own,
+    // while the WALs open one after the other (QueryRegistry::Prefetch). A prefetch of one now
+    // owned by another node is dropped; one unassigned for the moment (a restarting standalone's
+    // pchannels, between its old term and the next) is kept: it is likely to come back here.
     for (const auto& [name, p] : snapshot.pchannels) {
       const auto& a = p.assignment;
       if (!owned(a)) continue;

@@ -120,7 +120,8 @@ absl::Status LogView::Refresh(absl::Time deadline) {
       truncated_segments != loaded->meta.truncated_segments()) {
     segments = std::move(next);
     truncated_segments = loaded->meta.truncated_segments();
-    truncated_end_entry = loaded->meta.truncated_end_entry();
+    truncated_end = loaded->meta.has_truncated_end() ? std::optional(loaded->meta.truncated_end())
+                                                     : std::nullopt;
     Changed();
   }
   return absl::OkStatus();

@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -70,8 +71,9 @@ class LogView {
   absl::Mutex mu;
   absl::CondVar cv;  // signalled when `version` changes or on close
   std::vector<SegmentView> segments ABSL_GUARDED_BY(mu);
-  uint64_t truncated_segments ABSL_GUARDED_BY(mu) = 0;   // ids below this were truncated
-  uint64_t truncated_end_entry ABSL_GUARDED_BY(mu) = 0;  // of segment truncated_segments - 1
+  uint64_t truncated_segments ABSL_GUARDED_BY(mu) = 0;  // ids below this were truncated
+  // Where the newest truncated segment ended (ObjectLogMeta::truncated_end); nullopt: unknown.
+  std::optional<kingfisher::v1::TruncatedEnd> truncated_end ABSL_GUARDED_BY(mu);
   uint64_t version ABSL_GUARDED_BY(mu) = 0;
   bool closed ABSL_GUARDED_BY(mu) = false;
 

@@ -552,7 +552,7 @@ absl::Status ObjectBackend::Truncate(const MessageId& id) {
         absl::StrCat("objectstore WAL: cannot truncate at id ", id.ToText()));
   }
   std::vector<uint64_t> removed;
-  uint64_t end_entry = 0;  // of the newest removed
+  kingfisher::v1::TruncatedEnd end;  // of the newest removed
   {
     absl::MutexLock l(&meta_mu_);
     RETURN_IF_ERROR(UpdateMeta([&](kingfisher::v1::ObjectLogMeta* m) {
@@ -566,13 +566,14 @@ absl::Status ObjectBackend::Truncate(const MessageId& id) {
           break;
         }
         removed.push_back(s.id());
-        end_entry = s.end_entry();
+        end.set_segment(s.id());
+        end.set_end_entry(s.end_entry());
         ++keep;
       }
       m->mutable_segments()->DeleteSubrange(0, keep);
       if (!removed.empty()) {
         m->set_truncated_segments(removed.back() + 1);
-        m->set_truncated_end_entry(end_entry);
+        *m->mutable_truncated_end() = end;
       }
     }));
   }
@@ -580,7 +581,7 @@ absl::Status ObjectBackend::Truncate(const MessageId& id) {
   {
     absl::MutexLock l(&view_->mu);
     view_->truncated_segments = removed.back() + 1;
-    view_->truncated_end_entry = end_entry;
+    view_->truncated_end = end;
     view_->segments.erase(view_->segments.begin(),
                           view_->segments.begin() + view_->FindSegment(removed.back() + 1));
     view_->Changed();

@@ -394,6 +394,23 @@ TEST(ObjectBackendTest, TruncateDeletesWholeSegmentsBelowThePoint) {
   auto reopened = NewObjectOpener(o)->Open(Writer(kPch, 2));
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   reads_on_from_past(**reopened);
+  ASSERT_TRUE((*reopened)->Close().ok());
+  // Metadata of a version that did not record where the truncated segment ended: the same
+  // read is OUT_OF_RANGE (never a silent skip of entries it cannot tell are gone).
+  const std::string key = Layout("wal", o.meta_prefix, kPch).meta_key();
+  auto stored = stores.meta()->Get(key, absl::InfiniteFuture());
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  kingfisher::v1::ObjectLogMeta meta;
+  ASSERT_TRUE(meta.ParseFromString(stored->kv.value));
+  ASSERT_TRUE(meta.has_truncated_end());
+  meta.clear_truncated_end();
+  ASSERT_TRUE(stores.meta()->Put(key, meta.SerializeAsString(), absl::InfiniteFuture()).ok());
+  auto older = NewObjectOpener(o)->Open(Writer(kPch, 3));
+  ASSERT_TRUE(older.ok()) << older.status();
+  auto from_past = (*older)->Read({.start = ReadOptions::Start::kFrom, .id = past});
+  ASSERT_TRUE(from_past.ok());
+  EXPECT_TRUE(absl::IsOutOfRange((*from_past)->Next(absl::Now() + absl::Seconds(1)).status()));
+  reopened = std::move(older);
   // One entry earlier is gone: OUT_OF_RANGE.
   auto from_gone = (*reopened)->Read({.start = ReadOptions::Start::kFrom, .id = last_gone});
   ASSERT_TRUE(from_gone.ok());

@@ -41,7 +41,7 @@ class ObjectOpener final : public WalOpener {
       absl::MutexLock l(&view->mu);
       view->segments = std::move(log.segments);
       view->truncated_segments = log.meta.meta.truncated_segments();
-      view->truncated_end_entry = log.meta.meta.truncated_end_entry();
+      if (log.meta.meta.has_truncated_end()) view->truncated_end = log.meta.meta.truncated_end();
     }
     return std::unique_ptr<WalBackend>(std::make_unique<ObjectBackend>(
         options_, options.term, std::move(view), std::move(log.meta)));

@@ -19,11 +19,13 @@ absl::StatusOr<Entry> ObjectScanner::Next(absl::Time deadline) {
   return e;
 }
 
-bool ObjectScanner::InTruncated() {
+bool ObjectScanner::LostToTruncation() {
   if (segment_ >= view_->truncated_segments) return false;
   // Exactly past the end of the newest truncated segment (a reader resuming after its last
   // entry): nothing it wants is gone, it goes on at the next segment.
-  if (segment_ + 1 == view_->truncated_segments && skip_below_ >= view_->truncated_end_entry) {
+  const auto& end = view_->truncated_end;
+  if (end.has_value() && end->segment() == segment_ && segment_ + 1 == view_->truncated_segments &&
+      skip_below_ >= end->end_entry()) {
     segment_ = view_->truncated_segments;
     block_ = 0;
     skip_below_ = 0;
@@ -46,7 +48,7 @@ absl::Status ObjectScanner::Advance(absl::Time deadline) {
   {
     absl::MutexLock l(&view_->mu);
     if (view_->closed) return absl::CancelledError("objectstore WAL: backend closed");
-    if (InTruncated()) return TruncatedError();
+    if (LostToTruncation()) return TruncatedError();
     const size_t i = view_->FindSegment(segment_);
     if (i < view_->segments.size()) {
       const SegmentView& seg = view_->segments[i];
@@ -147,7 +149,7 @@ absl::Status ObjectScanner::Missing(uint64_t block, const std::string& key, absl
   if (view_->read_only()) RETURN_IF_ERROR(view_->Refresh(view_->RequestDeadline(deadline)));
   absl::MutexLock l(&view_->mu);
   const uint64_t segment = segment_;
-  if (InTruncated()) return TruncatedError();
+  if (LostToTruncation()) return TruncatedError();
   if (segment_ != segment) return absl::OkStatus();  // nothing wanted was in it: read on
   const size_t i = view_->FindSegment(segment_);
   if (i < view_->segments.size() && view_->segments[i].id == segment_) {

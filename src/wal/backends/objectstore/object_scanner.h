@@ -5,7 +5,7 @@
 //
 // Thread-safety: not thread-safe (one reader). Ownership: shares the LogView.
 // Errors: DEADLINE_EXCEEDED (still usable), DATA_LOSS (a corrupt or missing durable block),
-// CANCELLED (backend closed), NOT_FOUND (the position was truncated).
+// CANCELLED (backend closed), OUT_OF_RANGE (the position was truncated).
 #pragma once
 
 #include <cstdint>
@@ -38,9 +38,10 @@ class ObjectScanner final : public BackendScanner {
   // After a durable object came back NOT_FOUND: OK when it was compacted meanwhile (the caller
   // reads again), OUT_OF_RANGE when truncated, else DATA_LOSS.
   absl::Status Missing(uint64_t block, const std::string& key, absl::Time deadline);
-  // Whether segment_ was truncated below what this scanner still wants (if it wants only what
-  // follows the newest truncated segment, moves on to the next one instead).
-  bool InTruncated() ABSL_EXCLUSIVE_LOCKS_REQUIRED(view_->mu);
+  // Whether what this scanner still wants of segment_ was truncated. If it wants only what
+  // follows the newest truncated segment's last entry, moves on to the next segment instead
+  // (false).
+  bool LostToTruncation() ABSL_EXCLUSIVE_LOCKS_REQUIRED(view_->mu);
   // OUT_OF_RANGE: segment_ was truncated; names the earliest readable id.
   absl::Status TruncatedError() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(view_->mu);
 
