@@ -23,9 +23,9 @@ bool ObjectScanner::LostToTruncation() {
   if (segment_ >= view_->truncated_segments) return false;
   // Exactly past the end of the newest truncated segment (a reader resuming after its last
   // entry): nothing it wants is gone, it goes on at the next segment.
-  const auto& end = view_->truncated_end;
-  if (end.has_value() && end->segment() == segment_ && segment_ + 1 == view_->truncated_segments &&
-      skip_below_ >= end->end_entry()) {
+  if (view_->truncated_end.has_value() && view_->truncated_end->segment() == segment_ &&
+      segment_ + 1 == view_->truncated_segments &&
+      skip_below_ >= view_->truncated_end->end_entry()) {
     segment_ = view_->truncated_segments;
     block_ = 0;
     skip_below_ = 0;
