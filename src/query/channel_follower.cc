@@ -139,7 +139,11 @@ ChannelFollower::CheckpointStats ChannelFollower::checkpoint_stats() const {
 }
 
 void ChannelFollower::MaybeCheckpoint() {
-  if (writer_ == nullptr) return;
+  // Planned only while no write is in progress, and submitted by this thread alone: no commit
+  // can then land between the plan and its submit. One that did would make the plan take again
+  // the deletes that commit logged, and its own commit drop as many later ones unlogged (lost
+  // at the next restart; the ASan build's model test caught it under load).
+  if (writer_ == nullptr || writer_->busy()) return;
   const bool sealed = applier_.segments_opened() != planned_seals_;
   // A failed write is tried again after the interval even if nothing was applied since.
   const bool due = absl::Now() >= next_checkpoint_ &&

@@ -258,6 +258,11 @@ bool CheckpointWriter::Submit(CheckpointPlan plan, Done done) {
   return true;
 }
 
+bool CheckpointWriter::busy() const {
+  absl::MutexLock lock(&mu_);
+  return busy_;
+}
+
 bool CheckpointWriter::fenced() const {
   absl::MutexLock lock(&mu_);
   return fenced_;

@@ -125,6 +125,8 @@ class CheckpointWriter {
 
   // Starts writing `plan` unless a write is in progress (false then: nothing taken).
   bool Submit(CheckpointPlan plan, Done done);
+  // Whether a write is in progress: until its Done returned (after it committed, or not).
+  bool busy() const;
   // True once a commit found the key changed by another owner: later writes fail at once.
   bool fenced() const;
   // Objects its garbage collection deleted.
