@@ -25,11 +25,13 @@ test: build
 # (-Wthread-safety -Werror), at -O1 (see CMakeLists.txt).
 CLANG := -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14
 
-# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer; lsan.supp lists the leaks
+# that are not ours.
 test-asan: deps
 	$(CMAKE) $(CLANG) -S . -B build-asan -DKF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 	cmake --build build-asan -j $(JOBS)
-	ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+	LSAN_OPTIONS="suppressions=$(CURDIR)/lsan.supp print_suppressions=0 $(LSAN_OPTIONS)" \
+	  ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
 # The same suite under ThreadSanitizer; tsan.supp lists the reports that are not ours. The suites
 # labelled tsan-blind serve through gRPC's callback API: Debian's gRPC is not built with TSan, so
