@@ -18,7 +18,7 @@ absl::StatusOr<std::unique_ptr<ChannelFollower>> ChannelFollower::Start(
   std::optional<RecoveredChannel> recovered;
   wal::ScanOptions scan{.internal = true};
   if (recovery != nullptr) {
-    absl::StatusOr<std::optional<RecoveredChannel>> loaded = absl::UnknownError("not loaded");
+    absl::StatusOr<std::optional<RecoveredChannel>> loaded = absl::UnknownError("no prefetch");
     if (prefetch != nullptr) {
       loaded = prefetch->Take(cancelled);
       if (cancelled != nullptr && cancelled()) return loaded.status();
@@ -27,9 +27,7 @@ absl::StatusOr<std::unique_ptr<ChannelFollower>> ChannelFollower::Start(
                      loaded.status().ToString());
       }
     }
-    if (prefetch == nullptr || !loaded.ok()) {
-      loaded = LoadCheckpoint(*recovery, wal->pchannel(), options, cancelled);
-    }
+    if (!loaded.ok()) loaded = LoadCheckpoint(*recovery, wal->pchannel(), options, cancelled);
     if (!loaded.ok()) return loaded.status();
     recovered = *std::move(loaded);
     if (recovered.has_value() && recovered->replay_from.valid()) {

@@ -111,6 +111,11 @@ void StreamingNode::Reconcile(const AssignmentSnapshot& snapshot) {
   const auto owned = [](const kingfisher::v1::PChannelAssignment& a) {
     return a.state() == PCHANNEL_ASSIGNING || a.state() == PCHANNEL_ASSIGNED;
   };
+  // Not open here, or open at an older term than `a` assigns.
+  const auto newer = [&](const std::string& name, const kingfisher::v1::PChannelAssignment& a) {
+    auto open = open_terms.find(name);
+    return open == open_terms.end() || open->second < Term(a.term());
+  };
   if (options_.queries != nullptr) {
     // The checkpoints of the pchannels to open start loading now, each on a thread of its own,
     // while the WALs open one after the other (QueryRegistry::Prefetch). A prefetch of one now
@@ -119,10 +124,9 @@ void StreamingNode::Reconcile(const AssignmentSnapshot& snapshot) {
     for (const auto& [name, p] : snapshot.pchannels) {
       const auto& a = p.assignment;
       if (!owned(a)) continue;
-      auto open = open_terms.find(name);
       if (a.node() != options_.node_id) {
         options_.queries->DropPrefetch(name);
-      } else if (open == open_terms.end() || open->second < Term(a.term())) {
+      } else if (newer(name, a)) {
         options_.queries->Prefetch(name);
       }
     }
@@ -143,7 +147,7 @@ void StreamingNode::Reconcile(const AssignmentSnapshot& snapshot) {
       spdlog::warn("node {}: reopening {} at term {}: {}", options_.node_id, name, a.term(),
                    broken[name].ToString());
     }
-    if (open == open_terms.end() || open->second < Term(a.term()) || reopen) {
+    if (newer(name, a) || reopen) {
       if (!session_->registered()) continue;  // reopened after registering again
       if (absl::Status s = Open(name, Term(a.term())); !s.ok()) {
         spdlog::error("node {}: {} (retrying)", options_.node_id, s.ToString());

@@ -119,9 +119,7 @@ absl::Status LogView::Refresh(absl::Time deadline) {
       !std::equal(next.begin(), next.end(), segments.begin(), same) ||
       truncated_segments != loaded->meta.truncated_segments()) {
     segments = std::move(next);
-    truncated_segments = loaded->meta.truncated_segments();
-    truncated_end = loaded->meta.has_truncated_end() ? std::optional(loaded->meta.truncated_end())
-                                                     : std::nullopt;
+    TakeTruncation(loaded->meta);
     Changed();
   }
   return absl::OkStatus();

@@ -79,6 +79,11 @@ class LogView {
 
   // Index of the first segment with id >= `id` (segments.size() if none).
   size_t FindSegment(uint64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu);
+  // The truncation point as `meta` records it (truncated_segments, truncated_end).
+  void TakeTruncation(const kingfisher::v1::ObjectLogMeta& meta) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    truncated_segments = meta.truncated_segments();
+    truncated_end = meta.has_truncated_end() ? std::optional(meta.truncated_end()) : std::nullopt;
+  }
   void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     ++version;
     cv.SignalAll();

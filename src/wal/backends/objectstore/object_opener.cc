@@ -40,8 +40,7 @@ class ObjectOpener final : public WalOpener {
     {
       absl::MutexLock l(&view->mu);
       view->segments = std::move(log.segments);
-      view->truncated_segments = log.meta.meta.truncated_segments();
-      if (log.meta.meta.has_truncated_end()) view->truncated_end = log.meta.meta.truncated_end();
+      view->TakeTruncation(log.meta.meta);
     }
     return std::unique_ptr<WalBackend>(std::make_unique<ObjectBackend>(
         options_, options.term, std::move(view), std::move(log.meta)));
