@@ -162,6 +162,20 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
 
   CLI::App* status = app.add_subcommand("status", "print nodes and pchannel assignments");
 
+  CLI::App* replicate = app.add_subcommand(
+      "replicate", "cross-cluster replication: configure, status (docs/replication.md)");
+  replicate->require_subcommand(1);
+  CLI::App* rconfigure = replicate->add_subcommand(
+      "configure", "make one cluster the primary of the others (an AlterReplicateConfig on each)");
+  rconfigure->add_option("--primary", args->replicate.primary, "ID=ENDPOINT of the primary")
+      ->required();
+  rconfigure
+      ->add_option("--secondary", args->replicate.secondaries,
+                   "ID=ENDPOINT of a secondary (repeat for each)")
+      ->required();
+  CLI::App* rstatus = replicate->add_subcommand(
+      "status", "the endpoint's replicate configuration, roles, checkpoints and replicators");
+
   CollectionArgs& col = args->collection;
   CLI::App* collection = app.add_subcommand("collection", "create, drop, describe, list");
   collection->require_subcommand(1);
@@ -288,6 +302,10 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
     if (idle_opt->count()) c.idle_timeout_seconds = idle;
   } else if (*status) {
     args->command = Args::Command::kStatus;
+  } else if (*rconfigure) {
+    args->command = Args::Command::kReplicateConfigure;
+  } else if (*rstatus) {
+    args->command = Args::Command::kReplicateStatus;
   } else if (*create) {
     args->command = Args::Command::kCollectionCreate;
   } else if (*drop) {

@@ -85,6 +85,12 @@ struct GetArgs : ReadArgs {
   std::vector<int64_t> pks;
 };
 
+// kfctl replicate configure: "ID=ENDPOINT" of the primary and of each secondary.
+struct ReplicateArgs {
+  std::string primary;
+  std::vector<std::string> secondaries;
+};
+
 struct Args {
   enum class Command {
     kNone,
@@ -100,6 +106,8 @@ struct Args {
     kDelete,
     kSearch,
     kGet,
+    kReplicateConfigure,
+    kReplicateStatus,
   };
   std::string endpoint = "127.0.0.1:19530";
   double timeout_seconds = 30;
@@ -111,6 +119,7 @@ struct Args {
   DeleteArgs del;
   SearchArgs search;
   GetArgs get;
+  ReplicateArgs replicate;
 };
 
 struct ParseResult {

@@ -35,6 +35,13 @@ int RunDelete(const Args& args, std::FILE* out, std::FILE* err);
 int RunSearch(const Args& args, std::FILE* out, std::FILE* err);
 int RunGet(const Args& args, std::FILE* out, std::FILE* err);
 
+// replicate_commands.cc (docs/replication.md "Operating it"). configure asks each endpoint
+// which cluster it is and which pchannels it has, checks the star, and alters the secondaries'
+// configuration first, then the primary's; one JSON line per cluster. status prints the
+// endpoint's configuration and its node's roles, checkpoints and replicators as one JSON line.
+int RunReplicateConfigure(const Args& args, std::FILE* out, std::FILE* err);
+int RunReplicateStatus(const Args& args, std::FILE* out, std::FILE* err);
+
 // "kfctl: INVALID_ARGUMENT: <message>\n" on `err`.
 void PrintError(std::FILE* err, const absl::Status& s);
 

@@ -47,12 +47,16 @@ int main(int argc, char** argv) {
       return kf::cli::RunSearch(args, stdout, stderr);
     case kf::cli::Args::Command::kGet:
       return kf::cli::RunGet(args, stdout, stderr);
+    case kf::cli::Args::Command::kReplicateConfigure:
+      return kf::cli::RunReplicateConfigure(args, stdout, stderr);
+    case kf::cli::Args::Command::kReplicateStatus:
+      return kf::cli::RunReplicateStatus(args, stdout, stderr);
     case kf::cli::Args::Command::kNone:
       break;
   }
   std::fputs(
       "kfctl: a subcommand is required (produce, consume, status, collection, flush, insert, "
-      "delete, search, get)\n",
+      "delete, search, get, replicate)\n",
       stderr);
   return kf::cli::kExitUsage;
 }

@@ -427,5 +427,45 @@ TEST(ProducerTest, TracesAutocommitAndDistAppendPerAttempt) {
   }
 }
 
+// docs/tracing.md §8 scenario 6 (§5 "Remote producer"): without a caller context wal.autocommit
+// is the root of a new trace, and the `_tc` each network attempt sends is exactly that attempt's
+// wal.dist_append (trace id, span id and flags), never wal.autocommit's own context.
+TEST(ProducerTest, EachAttemptSendsTheContextOfItsOwnDistAppend) {
+  trace::testing::ScopedInMemoryTracing tracing;
+  FakeStreamingNode node;
+  node.FailStreamsAfterAppend(1);  // attempt 1 is lost with its stream, attempt 2 is answered
+  auto client = ConnectTo(node);
+  auto producer = *client->CreateProducer();
+  ASSERT_TRUE(producer->AppendSync(Insert("kf-dml_0_orders", "a")).ok());
+
+  auto autocommit = tracing.SpansNamed("wal.autocommit");
+  ASSERT_EQ(autocommit.size(), 1u);
+  EXPECT_FALSE(autocommit[0].parent_span_id.IsValid()) << "wal.autocommit is the root";
+  auto dist = tracing.SpansNamed("wal.dist_append");
+  ASSERT_EQ(dist.size(), 2u);
+  // The lost attempt recorded its error, the answered one did not: that tells them apart.
+  const trace::SpanData* lost = nullptr;
+  const trace::SpanData* answered = nullptr;
+  for (const trace::SpanData& d : dist) {
+    (d.status == trace::SpanStatusCode::kError ? lost : answered) = &d;
+    EXPECT_EQ(d.parent_span_id, autocommit[0].context.span_id);
+    EXPECT_EQ(d.context.trace_id, autocommit[0].context.trace_id);
+  }
+  ASSERT_TRUE(lost != nullptr && answered != nullptr);
+  auto reqs = node.produce_requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  const trace::SpanData* attempts[] = {lost, answered};
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE("attempt " + std::to_string(i + 1));
+    trace::SpanContext sent =
+        ExtractTraceContext(trace::Context(), SentMessage(reqs[i])).span_context();
+    EXPECT_EQ(sent.trace_id, attempts[i]->context.trace_id);
+    EXPECT_EQ(sent.span_id, attempts[i]->context.span_id);
+    EXPECT_EQ(sent.trace_flags, attempts[i]->context.trace_flags);
+    EXPECT_TRUE(sent.IsSampled());
+    EXPECT_NE(sent.span_id, autocommit[0].context.span_id);
+  }
+}
+
 }  // namespace
 }  // namespace kf::client

@@ -28,10 +28,12 @@ absl::StatusCode ToStatusCode(StreamingCode code) {
     case StreamingCode::kRateLimited:
       return absl::StatusCode::kResourceExhausted;
     case StreamingCode::kInvalidTransactionState:
+    case StreamingCode::kReplicateViolation:
       return absl::StatusCode::kFailedPrecondition;
     case StreamingCode::kCollectionNotFound:
       return absl::StatusCode::kNotFound;
     case StreamingCode::kCollectionExists:
+    case StreamingCode::kIgnoredOperation:
       return absl::StatusCode::kAlreadyExists;
     case StreamingCode::kInvalidArgument:
       return absl::StatusCode::kInvalidArgument;
@@ -82,6 +84,10 @@ std::string_view StreamingCodeName(StreamingCode code) {
       return "TRANSPORT";
     case StreamingCode::kOutOfRange:
       return "OUT_OF_RANGE";
+    case StreamingCode::kReplicateViolation:
+      return "REPLICATE_VIOLATION";
+    case StreamingCode::kIgnoredOperation:
+      return "IGNORED_OPERATION";
   }
   return "UNKNOWN";
 }

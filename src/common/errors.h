@@ -31,8 +31,10 @@ enum class StreamingCode : int {
   kInner = 14,                   //                                     -> INTERNAL
   kTransport = 15,               // connection loss, deadline           -> UNAVAILABLE
   kOutOfRange = 16,              // a read below the WAL's truncation   -> OUT_OF_RANGE
+  kReplicateViolation = 17,      // a write against the replicate role  -> FAILED_PRECONDITION
+  kIgnoredOperation = 18,        // already replicated: nothing appended -> ALREADY_EXISTS
 };
-inline constexpr StreamingCode kLastStreamingCode = StreamingCode::kOutOfRange;
+inline constexpr StreamingCode kLastStreamingCode = StreamingCode::kIgnoredOperation;
 
 // The gRPC/absl code a streaming code maps to (docs/semantics.md §3 table).
 absl::StatusCode ToStatusCode(StreamingCode code);

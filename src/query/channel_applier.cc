@@ -6,6 +6,7 @@
 #include "common/absl_compat.h"
 #include "common/errors.h"
 #include "message/payload.h"
+#include "message/properties.h"
 #include "wal/txn/txn_message.h"
 
 namespace kf::query {
@@ -37,7 +38,10 @@ absl::Status ChannelApplier::Apply(const ImmutableMessage& m) {
     }
   } else if (absl::Status s = ApplyOne(m, at); !s.ok()) {
     return s;
-  } else if (IsExclusiveType(m.type()) && !Replaying(at.ts)) {
+  }
+  // A Txn carries its commit's properties, `_rh` included.
+  if ((IsExclusiveType(m.type()) || m.message().HasProperty(prop::kReplicate)) &&
+      !Replaying(at.ts)) {
     ReplayWalState(m);
   }
   if (at.from.valid()) applied_from_ = at.from;
@@ -55,6 +59,7 @@ void ChannelApplier::Restore(std::vector<std::shared_ptr<Shard>> shards, uint64_
   }
   replayed_below_ = checkpoint_ts;
   wal_collections_.LoadFrom(wal);
+  wal_replicate_.LoadFrom(wal);
   wal_broadcasts_.clear();
   for (const kingfisher::v1::WalBroadcast& b : wal.broadcasts()) {
     wal_broadcasts_[b.vchannel()].push_back(b);
@@ -62,6 +67,7 @@ void ChannelApplier::Restore(std::vector<std::shared_ptr<Shard>> shards, uint64_
 }
 
 void ChannelApplier::ReplayWalState(const ImmutableMessage& m) {
+  wal_replicate_.Replay(m.message());
   wal_collections_.Replay(m.message());
   const std::optional<wal::IdempotencyKey> key = wal::BroadcastKey(m.message());
   if (!key.has_value()) return;
@@ -110,6 +116,7 @@ CheckpointPlan ChannelApplier::PlanCheckpoint() const {
     wal.set_after_id(applied_id_.Encode());
     wal.set_after_timetick(plan.checkpoint_ts);
     wal_collections_.SaveTo(&wal);
+    wal_replicate_.SaveTo(&wal);
     for (const auto& [vchannel, window] : wal_broadcasts_) {
       for (const kingfisher::v1::WalBroadcast& b : window) *wal.add_broadcasts() = b;
     }

@@ -45,6 +45,7 @@
 #include "message/message.h"
 #include "query/shard.h"
 #include "wal/collections/collection_table.h"
+#include "wal/replicate_state.h"
 
 namespace kf::query {
 
@@ -106,7 +107,7 @@ class ChannelApplier {
   absl::Status ApplyOne(const ImmutableMessage& message, const SegmentStart& at);
   // Whether a message at `ts` is one the restored checkpoint already reflects.
   bool Replaying(uint64_t ts) const { return replayed_below_ > 0 && ts <= replayed_below_; }
-  // Keeps the copy of the WAL's state up to date with a DDL.
+  // Keeps the copy of the WAL's state up to date with a DDL or a replicated message.
   void ReplayWalState(const ImmutableMessage& message);
   std::shared_ptr<Shard> MutableShard(std::string_view vchannel) const;
   std::vector<std::shared_ptr<Shard>> MutableShards() const;  // a snapshot
@@ -123,6 +124,7 @@ class ChannelApplier {
   MessageId applied_from_;       // the LCMID of the last message applied
   MessageId applied_id_;         // the id of the last message applied
   wal::CollectionTable wal_collections_;
+  wal::ReplicateState wal_replicate_;
   // Per vchannel its latest kBroadcastWindow broadcast results, oldest first.
   absl::flat_hash_map<std::string, std::deque<kingfisher::v1::WalBroadcast>> wal_broadcasts_;
   uint64_t segments_opened_ = 0;

@@ -10,6 +10,7 @@
 #include "grpcpp/grpcpp.h"
 #include "rpc/collection_service.h"
 #include "rpc/coord_service.h"
+#include "rpc/replicate_service.h"
 #include "rpc/search_service.h"
 #include "rpc/streaming_node_service.h"
 
@@ -48,11 +49,16 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions opt
     server->node_service_ =
         std::make_unique<StreamingNodeService>(options.wal_registry, options.node);
     builder.RegisterService(server->node_service_.get());
+    server->replicate_service_ =
+        std::make_unique<ReplicateService>(options.wal_registry, options.replicate);
+    builder.RegisterService(server->replicate_service_.get());
   }
   server->coord_service_ = std::make_unique<CoordService>(options.coord);
   if (options.collections.ddl != nullptr) {
     server->collection_service_ = std::make_unique<CollectionService>(options.collections);
     builder.RegisterService(server->collection_service_.get());
+    server->replicate_admin_service_ = std::make_unique<ReplicateAdminService>(options.collections);
+    builder.RegisterService(server->replicate_admin_service_.get());
   }
   if (options.search.queries != nullptr) {
     server->search_service_ = std::make_unique<SearchService>(options.search);
@@ -77,11 +83,17 @@ void RpcServer::Shutdown(absl::Duration grace) {
   // DDL first, while the appends of its broadcasts are still served (standalone).
   if (collection_service_ != nullptr) {
     collection_service_->BeginShutdown();
+    replicate_admin_service_->BeginShutdown();
     collection_service_->WaitForCalls(deadline);
+    replicate_admin_service_->WaitForCalls(deadline);
   }
   if (search_service_ != nullptr) {
     search_service_->BeginShutdown();
     search_service_->WaitForCalls(deadline);
+  }
+  if (replicate_service_ != nullptr) {
+    replicate_service_->BeginShutdown();
+    replicate_service_->WaitForCalls(deadline);
   }
   if (node_service_ != nullptr) node_service_->BeginShutdown();
   coord_service_->BeginShutdown();

@@ -6,7 +6,8 @@
 //     node: its view, no oracle; standalone today: the registry's single-node status);
 //   - Collections when RpcServerOptions::collections.ddl is set (coordinator, standalone);
 //     elsewhere clients get UNIMPLEMENTED;
-//   - Search when RpcServerOptions::search.queries is set (standalone, streaming node).
+//   - Search when RpcServerOptions::search.queries is set (standalone, streaming node);
+//   - Replicate with StreamingNode, ReplicateAdmin with Collections (replicate_service.h).
 //
 // Thread-safety: Shutdown may be called from any thread, once. Ownership: borrows the registry,
 // view, oracle and DDL host, which must outlive the server. Errors: Start fails with UNAVAILABLE
@@ -23,6 +24,7 @@
 #include "rpc/collection_service_options.h"
 #include "rpc/coord_service_options.h"
 #include "rpc/node_options.h"
+#include "rpc/replicate_service_options.h"
 #include "rpc/search_service_options.h"
 #include "streaming/node/wal_registry.h"
 
@@ -38,6 +40,8 @@ class StreamingNodeService;
 class CoordService;
 class CollectionService;
 class SearchService;
+class ReplicateService;
+class ReplicateAdminService;
 
 struct RpcServerOptions {
   std::string listen = "127.0.0.1:19530";  // HOST:PORT; port 0 picks a free port
@@ -52,6 +56,8 @@ struct RpcServerOptions {
   CollectionServiceOptions collections;
   // The Search service; served when `search.queries` is set.
   SearchServiceOptions search;
+  // The Replicate service (served with StreamingNode).
+  ReplicateServiceOptions replicate;
 };
 
 class RpcServer {
@@ -75,8 +81,10 @@ class RpcServer {
   std::string address_;
   std::unique_ptr<StreamingNodeService> node_service_;  // null when not served
   std::unique_ptr<CoordService> coord_service_;
-  std::unique_ptr<CollectionService> collection_service_;  // null when not served
-  std::unique_ptr<SearchService> search_service_;          // null when not served
+  std::unique_ptr<CollectionService> collection_service_;           // null when not served
+  std::unique_ptr<SearchService> search_service_;                   // null when not served
+  std::unique_ptr<ReplicateService> replicate_service_;             // with node_service_
+  std::unique_ptr<ReplicateAdminService> replicate_admin_service_;  // with collection_service_
   std::unique_ptr<grpc::Server> server_;
   bool shut_down_ = false;
 };

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "query/query_metrics.h"
 #include "query/query_registry.h"
+#include "replicate/replicate_manager.h"
 #include "rpc/coord_tso_fetcher.h"
 #include "rpc/rpc_server.h"
 #include "server/advertise.h"
@@ -43,6 +44,7 @@ struct Node {
   std::unique_ptr<query::QueryRegistry> queries;  // the shards of the WALs it opens
   std::vector<metrics::CallbackHandle> gauges;    // over `registry`: unregistered before it goes
   std::vector<metrics::CallbackHandle> query_gauges;  // over `queries`: unregistered before it
+  std::unique_ptr<replicate::ReplicateManager> replicators;  // reads the registry's WALs
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<streaming::StreamingNode> node;
@@ -109,10 +111,15 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   n->gauges = streaming::node::RegisterWalGauges(metrics::DefaultRegistry(), n->registry.get(),
                                                  config.node_id);
 
+  n->replicators = std::make_unique<replicate::ReplicateManager>(
+      n->registry.get(), replicate::ReplicateManager::Options{.cluster_id = config.cluster});
+
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
   rpc_options.max_message_bytes = config.max_payload_bytes + kMessageHeadroomBytes;
   rpc_options.wal_registry = n->registry.get();
+  rpc_options.replicate.cluster_id = config.cluster;
+  rpc_options.replicate.manager = n->replicators.get();
   rpc_options.node.max_payload_bytes = config.max_payload_bytes;
   // Discovery and status from the node's own view: clients may bootstrap from any node.
   rpc_options.coord.view = n->view.get();
@@ -138,6 +145,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   node.registry = n->registry.get();
   node.queries = n->queries.get();
   node.wal.tso = n->tso.get();
+  node.wal.cluster_id = config.cluster;
   ConnectWalToQueries(n->queries.get(), &node.wal);
   node.lease_ttl = absl::Seconds(config.lease_ttl);
   if (!RetryUntilUp("registering the node in etcd", signals, [&] {
@@ -158,6 +166,7 @@ void Close(const ServerConfig& config, Node* n) {
   }
   if (n->http) n->http->Stop();
   if (n->rpc) n->rpc->Shutdown(absl::Seconds(config.shutdown_grace_seconds));
+  n->replicators.reset();
   n->node.reset();  // closes what is still open, revokes the lease
   spdlog::debug("shutdown: wals closed, lease revoked");
   n->tracing.Shutdown(absl::Seconds(5));

@@ -11,6 +11,7 @@
 #include "common/absl_compat.h"
 #include "query/query_metrics.h"
 #include "query/query_registry.h"
+#include "replicate/replicate_manager.h"
 #include "rpc/rpc_server.h"
 #include "server/advertise.h"
 #include "server/data_dir.h"
@@ -48,6 +49,7 @@ struct Standalone {
   std::unique_ptr<streaming::node::DynamicWalRegistry> registry;
   std::unique_ptr<object::ObjectStore> segments;  // sealed segments (recovery storage)
   std::unique_ptr<query::QueryRegistry> queries;  // the shards of the WALs the node opens
+  std::unique_ptr<replicate::ReplicateManager> replicators;  // reads the registry's WALs
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<streaming::StreamingNode> node;
   std::vector<metrics::CallbackHandle> gauges;  // over `registry`: unregistered before it goes
@@ -161,10 +163,15 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
       MakeQueryRegistry(config, s->coordinator->oracle(), s->segments.get(), s->store.get());
   s->query_gauges = query::RegisterQueryGauges(metrics::DefaultRegistry(), s->queries.get());
 
+  s->replicators = std::make_unique<replicate::ReplicateManager>(
+      s->registry.get(), replicate::ReplicateManager::Options{.cluster_id = config.cluster});
+
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
   rpc_options.max_message_bytes = config.max_payload_bytes + kMessageHeadroomBytes;
   rpc_options.wal_registry = s->registry.get();
+  rpc_options.replicate.cluster_id = config.cluster;
+  rpc_options.replicate.manager = s->replicators.get();
   rpc_options.coord.view = s->coordinator->view();
   rpc_options.coord.oracle = s->coordinator->oracle();
   rpc_options.coord.node_id = kStandaloneNodeId;
@@ -194,6 +201,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   node.registry = s->registry.get();
   node.queries = s->queries.get();
   node.wal.tso = s->coordinator->oracle();
+  node.wal.cluster_id = config.cluster;
   ConnectWalToQueries(s->queries.get(), &node.wal);
   node.lease_ttl = absl::Seconds(config.lease_ttl);
   auto started = streaming::StreamingNode::Start(s->store.get(), node, absl::Now() + kStartTimeout);
@@ -210,6 +218,7 @@ void Close(const ServerConfig& config, Standalone* s) {
   if (s->http) s->http->SetHealth(Health::kStopping, "shutting down");
   if (s->rpc) s->rpc->Shutdown(absl::Seconds(config.shutdown_grace_seconds));
   spdlog::debug("shutdown: rpc stopped");
+  s->replicators.reset();
   // The broadcaster's workers before the producer they append through; unfinished DDL
   // resumes at the next start.
   if (s->ddl) s->ddl->Stop();

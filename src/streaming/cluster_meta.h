@@ -44,6 +44,8 @@ class ClusterKeys {
 
   // Recovery storage (docs/recovery-storage.md): one PChannelCheckpoint per pchannel.
   std::string checkpoints_prefix() const { return root_ + "checkpoints/"; }
+  // The replicate configuration in force (docs/replication.md), written by its broadcast.
+  std::string replicate_config() const { return root_ + "replicate/config"; }
 
   // The node id of a key under nodes_prefix() (nullopt for any other key).
   std::optional<int64_t> NodeIdOf(std::string_view key) const;

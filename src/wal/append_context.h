@@ -32,6 +32,7 @@
 #include "trace/span.h"
 #include "wal/collections/collection_table.h"
 #include "wal/idempotency.h"
+#include "wal/replicate_state.h"
 #include "wal/wal.h"
 #include "wal/wal_metrics.h"
 
@@ -84,6 +85,7 @@ struct AppendContext {
   Run* run = nullptr;  // the run this lives in (run.h: HoldRun)
 
   // --- The interceptors' slots.
+  ReplicateAppend replicate;                      // ReplicateInterceptor: `_rh`, a config
   CollectionAppend collection;                    // CollectionInterceptor: what the rules check
   std::optional<IdempotencyKey> broadcast_key;    // BroadcastInterceptor: the key it holds
   std::optional<IdempotencyKey> key;              // IdempotencyInterceptor: the `_ik` it holds

@@ -21,7 +21,7 @@ AppendResult RecoveredResult(const MessageId& id, TimeTick tt, const MutableMess
 }  // namespace
 
 absl::StatusOr<RecoveredState> RecoverWal(WalBackend& backend, const RecoveryOptions& options) {
-  RecoveredState state;
+  RecoveredState state{.replicate = ReplicateState(options.cluster_id)};
   state.broadcasts = NewBroadcastTable();
   state.idempotency = NewIdempotencyTable(options.dedup_window_per_producer);
   ASSIGN_OR_RETURN(MessageId tail, backend.TailStart(options.tail_bytes));
@@ -39,6 +39,7 @@ absl::StatusOr<RecoveredState> RecoverWal(WalBackend& backend, const RecoveryOpt
     state.last_id = *after;
     state.last_timetick = TimeTick(c->after_timetick());
     state.collections.LoadFrom(*c);
+    state.replicate.LoadFrom(*c);
     for (const kingfisher::v1::WalBroadcast& b : c->broadcasts()) {
       auto id = MessageId::Decode(b.id());
       auto lc = MessageId::Decode(b.last_confirmed());
@@ -66,7 +67,9 @@ absl::StatusOr<RecoveredState> RecoverWal(WalBackend& backend, const RecoveryOpt
     const bool in_tail = !(entry->id < tail);
     const bool new_ddl = !checkpointed || *checkpointed < entry->id;
     const MessageType type = MutableMessage::DecodeType(entry->data);
-    if (!in_tail && !(new_ddl && IsExclusiveType(type))) continue;
+    if (!in_tail && !(new_ddl && (IsExclusiveType(type) || state.replicate.secondary()))) {
+      continue;
+    }
     auto msg = MutableMessage::Decode(entry->data);
     if (!msg.ok()) {
       return StreamingError(
@@ -75,6 +78,7 @@ absl::StatusOr<RecoveredState> RecoverWal(WalBackend& backend, const RecoveryOpt
                        " does not decode: ", msg.status().message()));
     }
     const std::optional<TimeTick> tt = msg->timetick();
+    if (new_ddl) state.replicate.Replay(*msg);
     if (new_ddl && IsExclusiveType(msg->type())) {
       state.collections.Replay(*msg);
       if (auto key = BroadcastKey(*msg); key && tt) {

@@ -9,6 +9,10 @@
 // the last timetick belongs to an earlier owner) and the write-ahead buffer (it starts after the
 // last id).
 //
+// Replication (docs/replication.md): every AlterReplicateConfig is a DDL of that pass; while
+// the configuration makes this cluster a secondary every entry is decoded, so that the
+// checkpoint of what was replicated (`_rh`) is exact wherever the tail begins.
+//
 // From a checkpoint of that state (the collection table and the broadcast results as of one
 // message, written by the pchannel's follower: docs/recovery-storage.md) only the DDL after
 // that message are read — from it, or from the tail if that starts earlier — so the log below
@@ -30,11 +34,13 @@
 #include "wal/backend.h"
 #include "wal/collections/collection_table.h"
 #include "wal/idempotency_interceptor.h"
+#include "wal/replicate_state.h"
 
 namespace kf::wal {
 
 struct RecoveryOptions {
-  std::string pchannel;  // for errors
+  std::string pchannel;    // for errors
+  std::string cluster_id;  // WalOptions::cluster_id: whose role the replicate state tracks
   // How far back from the tail every entry is decoded (WalOptions::recovery_scan_bytes).
   uint64_t tail_bytes = 64ull << 20;
   size_t dedup_window_per_producer = 4096;  // WalOptions::dedup_window_per_producer
@@ -48,6 +54,7 @@ struct RecoveredState {
   CollectionTable collections;               // every DDL replayed
   std::unique_ptr<ResultTable> broadcasts;   // BroadcastKey -> the DDL's result, every DDL
   std::unique_ptr<ResultTable> idempotency;  // `_ik` -> the append's result, the tail's
+  ReplicateState replicate;                  // every AlterReplicateConfig; on a secondary, `_rh`
 };
 
 absl::StatusOr<RecoveredState> RecoverWal(WalBackend& backend, const RecoveryOptions& options);

@@ -43,6 +43,7 @@
 #include "common/strong_id.h"
 #include "kingfisher/v1/checkpoint.pb.h"
 #include "kingfisher/v1/message.pb.h"
+#include "kingfisher/v1/replicate.pb.h"
 #include "message/message.h"
 #include "message/message_id.h"
 #include "storage/tso/timestamp_source.h"
@@ -76,6 +77,9 @@ struct AppendRequest {
 
 struct WalOptions {
   std::string pchannel;
+  // This cluster's id in a replicate configuration (docs/replication.md); empty: none, so the
+  // pchannel is never a secondary and refuses replicated messages.
+  std::string cluster_id;
   // Borrowed; must outlive the Wal. Timeticks come from here (the node's TSO batch source).
   TimestampSource* tso = nullptr;
   // Persisted TimeTick cadence while there is traffic (docs/semantics.md §3 default 200 ms).
@@ -182,6 +186,11 @@ class Wal {
   // timestamp, docs/search.md): persisted if anything was appended since the last one, else
   // one for tailing readers only; none while the last append is still in flight.
   virtual void RequestTimeTick() {}
+
+  // Replication (docs/replication.md): the configuration of the pchannel's last
+  // AlterReplicateConfig and, per source cluster, the checkpoint of what was replicated from it
+  // and is durable: where a replicator resumes.
+  virtual kingfisher::v1::WalReplicateState replicate_state() const { return {}; }
 
   // Scanners currently open, internal ones (ScanOptions::internal) left out.
   virtual int readers() const = 0;

@@ -33,14 +33,17 @@ WalImpl::WalImpl(WalOptions options, std::unique_ptr<WalBackend> backend,
                   .max_append_attempts = options_.max_append_attempts,
                   .initial_backoff = options_.initial_backoff},
                  backend_.get(), &chain_, &completion_, &txns_, &readers_),
+      replicates_(sequencer_.mutex(), options_.cluster_id),
       collections_(sequencer_.mutex(), options_.admit_inserts),
       txn_rules_(&txns_),
       idempotency_(options_.dedup_window_per_producer),
       timeticks_(&txns_) {
-  // The order is the hooks' order (interceptor.h): the collection rules before the txn
+  // The order is the hooks' order (interceptor.h): the replicate rules first, so that what
+  // they refuse touched nothing else; the collection rules before the txn
   // manager, so that a rejected message neither joins a txn nor fails the vchannel's txns; the
   // broadcast deduplication before the `_ik` one, so that a broadcast duplicate leaves no `_ik`
   // state; the TimeTick logic last, so that its traffic is what passed the others' Admit.
+  chain_.Add(&replicates_);
   chain_.Add(&collections_);
   chain_.Add(&txn_rules_);
   chain_.Add(&broadcasts_);
@@ -59,6 +62,7 @@ absl::Status WalImpl::Recover() {
   ASSIGN_OR_RETURN(
       RecoveredState state,
       RecoverWal(*backend_, {.pchannel = options_.pchannel,
+                             .cluster_id = options_.cluster_id,
                              .tail_bytes = options_.recovery_scan_bytes,
                              .dedup_window_per_producer = options_.dedup_window_per_producer,
                              .checkpoint = checkpoint ? &*checkpoint : nullptr}));
@@ -69,6 +73,7 @@ absl::Status WalImpl::Recover() {
   buffer_options.starts_after = state.last_id.value_or(MessageId());
   buffer_ = WriteAheadBuffer::Create(std::move(buffer_options));
   completion_.set_buffer(buffer_);
+  replicates_.Restore(std::move(state.replicate));
   collections_.Restore(std::move(state.collections));
   broadcasts_.Restore(std::move(state.broadcasts));
   idempotency_.Restore(std::move(state.idempotency));

@@ -19,6 +19,7 @@
 #include "wal/completion.h"
 #include "wal/idempotency_interceptor.h"
 #include "wal/interceptor.h"
+#include "wal/replicate_interceptor.h"
 #include "wal/run.h"
 #include "wal/sequencer.h"
 #include "wal/timetick_interceptor.h"
@@ -49,6 +50,9 @@ class WalImpl final : public Wal {
   void AppendBatch(std::vector<AppendRequest> requests) override;
   absl::StatusOr<std::unique_ptr<Scanner>> Read(const ScanOptions& options) override;
   TimeTick LastTimeTick() const override { return sequencer_.last_timetick(); }
+  kingfisher::v1::WalReplicateState replicate_state() const override {
+    return replicates_.replicate_state();
+  }
   void RequestTimeTick() override { SyncTimeTick(); }
   int readers() const override {
     return readers_.load(std::memory_order_relaxed) -
@@ -98,6 +102,7 @@ class WalImpl final : public Wal {
   Completion completion_;
   Sequencer sequencer_;
   // The chain, in order (wired by the constructor).
+  ReplicateInterceptor replicates_;
   CollectionInterceptor collections_;
   TxnInterceptor txn_rules_;
   BroadcastInterceptor broadcasts_;

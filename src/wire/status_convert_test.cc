@@ -30,6 +30,8 @@ const Row kTable[] = {
     {StreamingCode::kDataLoss, grpc::StatusCode::DATA_LOSS},
     {StreamingCode::kUnrecoverable, grpc::StatusCode::INTERNAL},
     {StreamingCode::kInner, grpc::StatusCode::INTERNAL},
+    {StreamingCode::kReplicateViolation, grpc::StatusCode::FAILED_PRECONDITION},
+    {StreamingCode::kIgnoredOperation, grpc::StatusCode::ALREADY_EXISTS},
 };
 
 TEST(StatusConvertTest, EveryStreamingCodeRoundTripsThroughGrpc) {

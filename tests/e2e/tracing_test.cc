@@ -1,14 +1,17 @@
-// Tracing end to end (docs/tracing.md §8 scenario 18 for the autocommit and broadcast shapes):
-// real processes, the real OTLP/HTTP exporter, and a decoder we did not write (protobufjs with
-// the upstream OTLP protos, tests/otlp). `kfctl produce`, then `kfctl consume` twice: once from
-// the write-ahead buffer (tailing: no server-side consume span) and, after a server restart
-// empties the buffer, once from the log (catch-up). Per message there must be ONE trace:
+// Tracing end to end (docs/tracing.md §8 scenario 18 for the autocommit, transaction and
+// broadcast shapes): real processes, the real OTLP/HTTP exporter, and a decoder we did not write
+// (protobufjs with the upstream OTLP protos, tests/otlp). The autocommit shape: `kfctl produce`,
+// then `kfctl consume` twice: once from the write-ahead buffer (tailing: no server-side consume
+// span) and, after a server restart empties the buffer, once from the log (catch-up). Per message
+// there must be ONE trace:
 //   wal.autocommit > wal.dist_append > wal.append > wal.appendimpl > wal.dist_consume  (tailing)
 //                                                  wal.appendimpl > wal.catchup_consume >
 //                                                                   wal.dist_consume  (catch-up)
 // and TimeTick messages must produce no spans.
+#include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -17,9 +20,18 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kfctl_runner.h"
+#include "kingfisher/client.h"
+#include "kingfisher/consumer.h"
+#include "kingfisher/producer.h"
 #include "kingfisher/v1/collections.grpc.pb.h"
 #include "otlp/otlp_receiver.h"
 #include "server_process.h"
+#include "trace/batch_span_processor.h"
+#include "trace/env.h"
+#include "trace/otlp_http_exporter.h"
+#include "trace/public_context.h"
+#include "trace/sdk_tracer_provider.h"
+#include "trace/tracer.h"
 
 namespace kf::testing {
 namespace {
@@ -246,6 +258,174 @@ TEST(TracingE2E, CreateCollectionGivesOneTraceWithTheBroadcastShape) {
   }
   EXPECT_EQ(appended_to, std::set<std::string>(vchannels.begin(), vchannels.end()));
   EXPECT_EQ(by_name.size(), 5u);  // nothing else in the trace
+}
+
+// docs/tracing.md §6 "transaction" over real processes (scenario 18): Begin, 2 bodies and Commit
+// through the client library (this process, exporting to the same receiver) under a caller's
+// context, read by a consumer that was tailing before the Begin, give ONE trace, the caller's:
+//   request > wal.txn > wal.dist_append > wal.append > wal.appendimpl   (Begin, each body, Commit)
+//   the Commit's wal.appendimpl > wal.dist_consume                      (the assembled Txn, once)
+// and no wal.autocommit: the transaction stays flat. The request is the caller's remote parent,
+// not exported.
+TEST(TracingE2E, TxnGivesOneTraceWithTheTransactionShape) {
+  constexpr char kTxnPChannel[] = "kf-dml_1";
+  constexpr char kTxnVChannel[] = "kf-dml_1_traced_txn";
+  constexpr char kTraceId[] = "4bf92f3577b34da6a3ce929d0e0e4736";
+  constexpr char kCallerSpan[] = "00f067aa0ba902b7";
+  auto receiver = OtlpReceiver::Start();
+  ASSERT_TRUE(receiver.ok()) << receiver.status();
+  TempDir dir;
+  ServerProcess server({.data_dir = dir.path() + "/data",
+                        .env = {{"OTEL_EXPORTER_OTLP_ENDPOINT", (*receiver)->base_url()},
+                                {"OTEL_BSP_SCHEDULE_DELAY", "100"},
+                                {"OTEL_SERVICE_NAME", "kingfisher-e2e"}}});
+  ASSERT_TRUE(server.Start()) << server.Output();
+
+  // The client side's spans (wal.txn, wal.dist_append, wal.dist_consume) are made here.
+  trace::OtlpHttpExporterOptions exporter;
+  exporter.endpoint = (*receiver)->traces_endpoint();
+  auto provider = std::make_shared<trace::SdkTracerProvider>(
+      trace::Attributes{{"service.name", std::string("kf-client-e2e")}}, /*sampler=*/nullptr,
+      std::make_unique<trace::BatchSpanProcessor>(
+          std::make_shared<trace::OtlpHttpExporter>(exporter), trace::BatchSpanProcessorOptions{}));
+  trace::SetTracerProvider(provider);
+  trace::TracingHandle installed(provider);  // restores the no-op provider however the test ends
+
+  auto client = kingfisher::Client::Connect({.endpoint = server.address()});
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto consumer = (*client)->CreateConsumer({.vchannel = kTxnVChannel});  // from the latest
+  ASSERT_TRUE(consumer.ok()) << consumer.status();
+  absl::StatusOr<kingfisher::ConsumedMessage> consumed;
+  std::thread reader([&] {
+    const kingfisher::Deadline until = kingfisher::Clock::now() + std::chrono::seconds(30);
+    do {
+      consumed = (*consumer)->Next(until);
+    } while (consumed.ok() && consumed->type == kingfisher::MessageType::kTimeTick);
+  });
+  struct StopReader {  // an early return must not leave the reader blocked or joinable
+    kingfisher::Consumer* consumer;
+    std::thread* reader;
+    ~StopReader() {
+      consumer->Close();  // wakes a blocked Next
+      if (reader->joinable()) reader->join();
+    }
+  } stop_reader{consumer->get(), &reader};
+  // Tailing before the Begin: the Txn is served from the write-ahead buffer (§5).
+  ASSERT_TRUE(server.WaitForReaders(kTxnPChannel, 1)) << "the consumer never opened a reader";
+
+  auto producer = (*client)->CreateProducer();
+  ASSERT_TRUE(producer.ok()) << producer.status();
+  kingfisher::TxnOptions options;
+  options.trace = *kingfisher::TraceContext::FromTraceparent(std::string("00-") + kTraceId + "-" +
+                                                             kCallerSpan + "-01");
+  auto txn = (*producer)->BeginTxn(kTxnVChannel, options);
+  ASSERT_TRUE(txn.ok()) << txn.status();
+  std::set<int64_t> body_timeticks;
+  for (const char* payload : {"b1", "b2"}) {
+    auto body = (*txn)->AppendSync(kingfisher::Message{
+        .type = kingfisher::MessageType::kInsert, .vchannel = kTxnVChannel, .payload = payload});
+    ASSERT_TRUE(body.ok()) << body.status();
+    body_timeticks.insert(static_cast<int64_t>(body->timetick.value()));
+  }
+  auto commit = (*txn)->Commit();
+  ASSERT_TRUE(commit.ok()) << commit.status();
+  reader.join();  // the reader stops at the first message that is not a TimeTick
+  ASSERT_TRUE(consumed.ok()) << consumed.status();
+  ASSERT_EQ(consumed->type, kingfisher::MessageType::kTxn);
+  EXPECT_EQ(consumed->id, commit->id);
+  ASSERT_EQ(consumed->messages.size(), 4u);
+  (*producer)->Close();
+  ASSERT_TRUE(provider->ForceFlush(absl::Seconds(30))) << "the client's spans were not exported";
+  auto stopped = server.Stop();  // flushes the server's batch span processor
+  ASSERT_TRUE(stopped.exited && stopped.exit_code == 0) << stopped.output;
+
+  auto spans = (*receiver)->Spans();
+  ASSERT_TRUE(spans.ok()) << spans.status();
+  std::map<std::string, std::vector<const DecodedSpan*>> by_name;
+  for (const DecodedSpan& s : *spans) {
+    EXPECT_TRUE(kVocabulary.count(s.name)) << "span outside the vocabulary: " << s.name;
+    EXPECT_EQ(s.scope, "kingfisher.streaming.wal") << s.name;
+    EXPECT_EQ(s.trace_id, kTraceId) << s.name << ": not in the caller's trace";
+    by_name[s.name].push_back(&s);
+  }
+  EXPECT_EQ(by_name.size(), 5u) << "only wal.txn, wal.dist_append, wal.append, wal.appendimpl "
+                                   "and wal.dist_consume";
+  EXPECT_EQ(spans->size(), 14u);
+
+  ASSERT_EQ(by_name["wal.txn"].size(), 1u);
+  const DecodedSpan* txn_span = by_name["wal.txn"][0];
+  EXPECT_EQ(txn_span->parent_span_id, kCallerSpan) << "wal.txn hangs under the request";
+  EXPECT_EQ(txn_span->flags & 0x300u, 0x300u) << "its parent is remote";
+  EXPECT_EQ(txn_span->kind, kProducer);
+  EXPECT_EQ(txn_span->service_name, "kf-client-e2e");
+  const int64_t txn_id = static_cast<int64_t>((*txn)->txn_id().value());
+  EXPECT_EQ(std::get<int64_t>(txn_span->attributes.at("txn.id")), txn_id);
+
+  // One chain per message: wal.txn > wal.dist_append > wal.append > wal.appendimpl.
+  ASSERT_EQ(by_name["wal.dist_append"].size(), 4u);
+  ASSERT_EQ(by_name["wal.append"].size(), 4u);
+  ASSERT_EQ(by_name["wal.appendimpl"].size(), 4u);
+  auto only_child = [&](const std::string& name, const DecodedSpan* parent) -> const DecodedSpan* {
+    const DecodedSpan* found = nullptr;
+    for (const DecodedSpan* s : by_name[name]) {
+      if (s->parent_span_id != parent->span_id) continue;
+      if (found != nullptr) return nullptr;
+      found = s;
+    }
+    return found;
+  };
+  std::multiset<std::string> types;
+  std::set<int64_t> appended_body_timeticks;
+  const DecodedSpan* commit_impl = nullptr;
+  for (const DecodedSpan* dist : by_name["wal.dist_append"]) {
+    EXPECT_EQ(dist->parent_span_id, txn_span->span_id);
+    EXPECT_EQ(dist->kind, kProducer);
+    EXPECT_EQ(dist->service_name, "kf-client-e2e");
+    const DecodedSpan* append = only_child("wal.append", dist);
+    ASSERT_NE(append, nullptr) << "not one wal.append under a wal.dist_append";
+    const DecodedSpan* impl = only_child("wal.appendimpl", append);
+    ASSERT_NE(impl, nullptr) << "not one wal.appendimpl under a wal.append";
+    for (const DecodedSpan* s : {append, impl}) {
+      EXPECT_EQ(s->kind, kInternal) << s->name;
+      EXPECT_EQ(s->service_name, "kingfisher-e2e") << s->name;
+      EXPECT_EQ(std::get<std::string>(s->attributes.at("message.vchannel")), kTxnVChannel);
+    }
+    const std::string type = std::get<std::string>(append->attributes.at("message.type"));
+    EXPECT_EQ(std::get<std::string>(impl->attributes.at("message.type")), type);
+    types.insert(type);
+    // Every message carries the transaction's id (the Begin once the WAL has assigned it).
+    EXPECT_EQ(std::get<int64_t>(impl->attributes.at("txn.id")), txn_id) << type;
+    if (type != "BeginTxn") {
+      EXPECT_EQ(std::get<int64_t>(dist->attributes.at("txn.id")), txn_id) << type;
+      EXPECT_EQ(std::get<int64_t>(append->attributes.at("txn.id")), txn_id) << type;
+    }
+    const int64_t timetick = std::get<int64_t>(impl->attributes.at("message.timetick"));
+    if (type == "Insert") appended_body_timeticks.insert(timetick);
+    if (type == "CommitTxn") {
+      EXPECT_EQ(timetick, static_cast<int64_t>(commit->timetick.value()));
+      commit_impl = impl;
+    }
+  }
+  EXPECT_EQ(types, (std::multiset<std::string>{"BeginTxn", "Insert", "Insert", "CommitTxn"}));
+  EXPECT_EQ(appended_body_timeticks, body_timeticks);
+  ASSERT_NE(commit_impl, nullptr);
+
+  // The assembled Txn's single consume marker, under the Commit's wal.appendimpl (tailing: no
+  // wal.catchup_consume), and its context is what the consumer handed out.
+  ASSERT_EQ(by_name["wal.dist_consume"].size(), 1u) << "one for the Txn, none for its parts";
+  const DecodedSpan* dist_consume = by_name["wal.dist_consume"][0];
+  EXPECT_EQ(dist_consume->parent_span_id, commit_impl->span_id);
+  EXPECT_EQ(dist_consume->kind, kConsumer);
+  EXPECT_EQ(dist_consume->service_name, "kf-client-e2e");
+  EXPECT_EQ(std::get<std::string>(dist_consume->attributes.at("message.type")), "Txn");
+  EXPECT_EQ(std::get<int64_t>(dist_consume->attributes.at("txn.id")), txn_id);
+  const trace::SpanContext handed_out = trace::FromPublic(consumed->trace);
+  EXPECT_EQ(handed_out.trace_id.ToHex(), dist_consume->trace_id);
+  EXPECT_EQ(handed_out.span_id.ToHex(), dist_consume->span_id);
+  const std::string txn_tc = consumed->properties.at("_tc");
+  for (const kingfisher::ConsumedMessage& inner : consumed->messages) {
+    EXPECT_EQ(inner.properties.at("_tc"), txn_tc) << "the inner messages share the Txn's context";
+  }
 }
 
 }  // namespace

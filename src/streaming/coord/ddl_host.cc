@@ -20,16 +20,20 @@ void WaitForStop(const std::stop_token& stop) {
 
 }  // namespace
 
-// One term's DDL objects. The catalog borrows the broadcaster: declared after it, so it goes
-// first.
+// One term's DDL objects. The catalog and the replicate configurator borrow the broadcaster:
+// declared after it, so they go first.
 struct DdlHost::Term {
   Term(meta::MetaStore* store, const ClusterKeys& keys, int64_t revision,
        ddl::BroadcastAppender* appender, const Options& o)
       : broadcaster(store, keys, revision, appender, o.broadcaster),
-        catalog(&broadcaster, keys, {.pchannels = o.pchannels, .call_timeout = o.call_timeout}) {}
+        catalog(&broadcaster, keys, {.pchannels = o.pchannels, .call_timeout = o.call_timeout}),
+        replicate(
+            &broadcaster, keys,
+            {.cluster_id = o.cluster, .pchannels = o.pchannels, .call_timeout = o.call_timeout}) {}
 
   ddl::Broadcaster broadcaster;
   ddl::Catalog catalog;
+  ddl::ReplicateConfigurator replicate;
 };
 
 DdlHost::DdlHost(meta::MetaStore* store, ddl::BroadcastAppender* appender, Options options)
@@ -79,6 +83,15 @@ absl::StatusOr<std::shared_ptr<ddl::Catalog>> DdlHost::catalog() const {
   if (!in_office_) return absl::UnavailableError("not the acting coordinator");
   if (last_error_.empty()) return absl::UnavailableError("recovering DDL tasks");
   return absl::UnavailableError("recovering DDL tasks; last attempt: " + last_error_);
+}
+
+absl::StatusOr<std::shared_ptr<ddl::ReplicateConfigurator>> DdlHost::replicate() const {
+  absl::MutexLock l(&mu_);
+  if (serving_ != nullptr) {
+    return std::shared_ptr<ddl::ReplicateConfigurator>(serving_, &serving_->replicate);
+  }
+  if (!in_office_) return absl::UnavailableError("not the acting coordinator");
+  return absl::UnavailableError("recovering DDL tasks");
 }
 
 bool DdlHost::WaitServing(absl::Time deadline) const {

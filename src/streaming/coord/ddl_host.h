@@ -37,6 +37,7 @@
 #include "streaming/ddl/broadcast_appender.h"
 #include "streaming/ddl/broadcaster.h"
 #include "streaming/ddl/catalog.h"
+#include "streaming/ddl/replicate_configurator.h"
 
 namespace kf::streaming {
 
@@ -65,6 +66,8 @@ class DdlHost {
 
   // The acting term's catalog, once recovered.
   absl::StatusOr<std::shared_ptr<ddl::Catalog>> catalog() const;
+  // The acting term's replicate configurator, once recovered (as catalog()).
+  absl::StatusOr<std::shared_ptr<ddl::ReplicateConfigurator>> replicate() const;
   // Waits until catalog() succeeds; false at the deadline.
   bool WaitServing(absl::Time deadline) const;
 

@@ -1,0 +1,58 @@
+// ReplicateManager: runs the node's replicators (replicator.h, docs/replication.md "The
+// primary"): for every pchannel the node serves whose WAL's replicate configuration makes this
+// cluster a primary, one replicator per secondary, to the pchannel at the same index there.
+// It looks every `interval` (the configuration changes with an AlterReplicateConfig in the WAL,
+// the pchannels with the node's assignment) and starts, replaces (a new Wal for the pchannel)
+// or stops replicators accordingly.
+//
+// Thread-safety: thread-safe. Ownership: owns its thread and the replicators; borrows the
+// registry (must outlive it).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "replicate/replicator.h"
+#include "streaming/node/wal_registry.h"
+
+namespace kf::replicate {
+
+class ReplicateManager {
+ public:
+  struct Options {
+    std::string cluster_id;
+    absl::Duration interval = absl::Milliseconds(500);
+  };
+  struct Entry {
+    Replicator::Options options;
+    Replicator::Progress progress;
+    uint64_t wal_last_tt = 0;  // the primary's last timetick, for the lag
+  };
+
+  ReplicateManager(const streaming::node::WalRegistry* registry, Options options);
+  ~ReplicateManager();  // stops every replicator
+
+  // Starts or stops replicators now (the loop does it every interval).
+  void Reconcile();
+  // Every replicator, by pchannel and secondary.
+  std::vector<Entry> Status() const;
+
+ private:
+  using Key = std::tuple<std::string, std::string>;  // pchannel, secondary id
+
+  const streaming::node::WalRegistry* const registry_;
+  const Options options_;
+  mutable absl::Mutex mu_;
+  std::map<Key, std::unique_ptr<Replicator>> replicators_ ABSL_GUARDED_BY(mu_);
+  std::jthread thread_;
+};
+
+}  // namespace kf::replicate

@@ -1,0 +1,245 @@
+#include "replicate/replicator.h"
+
+#include <algorithm>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/retry.h"
+#include "client/router.h"
+#include "common/absl_compat.h"
+#include "common/errors.h"
+#include "grpcpp/client_context.h"
+#include "kingfisher/v1/replicate.grpc.pb.h"
+#include "message/message_trace.h"
+#include "message/properties.h"
+#include "spdlog/spdlog.h"
+#include "wal/txn/txn_message.h"
+#include "wire/status_convert.h"
+
+namespace kf::replicate {
+
+// The secondary, as a session reaches it.
+class Peer {
+ public:
+  explicit Peer(const std::string& endpoint) : router(endpoint, grpc::ChannelArguments()) {}
+  client::Router router;
+  int64_t after_version = 0;  // a routing error asks for a newer assignment than this
+};
+
+namespace {
+
+// Whether the secondary gets `m` at all (docs/replication.md "The primary"). A piece of a
+// transaction outside a Txn is one the reader started inside of: reading from the checkpoint's
+// LCMID, that transaction ended at or before the checkpoint, so it is already there.
+bool Replicated(const ImmutableMessage& m) {
+  const MessageType t = m.type();
+  if (t != MessageType::kTxn &&
+      (t == MessageType::kBeginTxn || IsTxnControlType(t) || m.message().HasProperty(prop::kTxn))) {
+    return false;
+  }
+  return t != MessageType::kTimeTick && t != MessageType::kAlterReplicateConfig &&
+         t != MessageType::kCreateSegment && t != MessageType::kFlush &&
+         !m.message().HasProperty(prop::kNoReplicate);
+}
+
+// `m` on the wire, read remotely: its `_tc` (and a Txn's inner ones) is a `wal.dist_consume`
+// span, child of its own.
+void Encode(const ImmutableMessage& m, kingfisher::v1::ConsumedMessage* out) {
+  auto [ctx, span] =
+      StartSpanForMessage(ExtractTraceContext(trace::Context(), m.message()), &m.message(),
+                          "wal.dist_consume", trace::SpanKind::kConsumer);
+  span->End();
+  out->set_message_id(m.id().Encode());
+  EncodeWithTraceContext(ctx, m.message(), out->mutable_message());
+  if (const wal::TxnMessage* txn = wal::AsTxnMessage(m)) {
+    for (const ImmutableMessagePtr& inner : txn->inner()) {
+      kingfisher::v1::ConsumedMessage* c = out->add_inner();
+      c->set_message_id(inner->id().Encode());
+      EncodeWithTraceContext(ctx, inner->message(), c->mutable_message());
+    }
+  }
+}
+
+// Cancels `ctx` when `stop` is requested.
+class CancelOnStop {
+ public:
+  CancelOnStop(std::stop_token stop, grpc::ClientContext* ctx)
+      : callback_(std::move(stop), [ctx] { ctx->TryCancel(); }) {}
+
+ private:
+  std::stop_callback<std::function<void()>> callback_;
+};
+
+}  // namespace
+
+Replicator::Replicator(Options options, std::shared_ptr<wal::Wal> wal)
+    : options_(std::move(options)), wal_(std::move(wal)) {
+  thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+}
+
+Replicator::~Replicator() {
+  thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+Replicator::Progress Replicator::progress() const {
+  absl::MutexLock lock(&mu_);
+  return progress_;
+}
+
+bool Replicator::running() const {
+  absl::MutexLock lock(&mu_);
+  return !ended_;
+}
+
+void Replicator::Update(const std::function<void(Progress&)>& change) {
+  absl::MutexLock lock(&mu_);
+  change(progress_);
+  progress_.updated = absl::Now();
+}
+
+void Replicator::Loop(std::stop_token stop) {
+  const std::string what = absl::StrCat("replicate ", options_.pchannel, " -> ",
+                                        options_.secondary_id, "/", options_.secondary_pchannel);
+  spdlog::info("{}: started (secondary endpoint {})", what, options_.secondary_endpoint);
+  Peer peer(options_.secondary_endpoint);
+  absl::Duration backoff = options_.backoff_initial;
+  absl::Mutex sleep_mu;
+  absl::CondVar wake;
+  std::stop_callback on_stop(stop, [&] {
+    absl::MutexLock l(&sleep_mu);
+    wake.SignalAll();
+  });
+  while (!stop.stop_requested()) {
+    absl::Status ended = Session(stop, peer);
+    if (stop.stop_requested()) break;
+    if (!wal_->Health().ok() || GetStreamingCode(ended) == StreamingCode::kOnShutdown) {
+      spdlog::info("{}: the WAL is closed or broken, stopping: {}", what, ended.ToString());
+      break;
+    }
+    spdlog::warn("{}: session ended, retrying in {}: {}", what, absl::FormatDuration(backoff),
+                 ended.ToString());
+    Update([&](Progress& p) {
+      p.state = "retrying";
+      p.last_error = ended.ToString();
+      p.pending = 0;
+    });
+    absl::MutexLock l(&sleep_mu);
+    if (!stop.stop_requested()) wake.WaitWithTimeout(&sleep_mu, backoff);
+    backoff = std::min(backoff * 2, options_.backoff_max);
+    if (GetStreamingCode(ended) == StreamingCode::kOk) backoff = options_.backoff_initial;
+  }
+  absl::MutexLock lock(&mu_);
+  ended_ = true;
+  progress_.state = "stopped";
+  progress_.updated = absl::Now();
+}
+
+absl::Status Replicator::Session(std::stop_token stop, Peer& peer) {
+  Update([](Progress& p) { p.state = "connecting"; });
+  absl::StatusOr<client::Router::Route> route = peer.router.Resolve(
+      options_.secondary_pchannel, peer.after_version, absl::Now() + options_.call_timeout,
+      [&stop] { return stop.stop_requested(); });
+  if (!route.ok()) return route.status();
+  auto stub = kingfisher::v1::Replicate::NewStub(route->node->channel);
+  auto routed = [&](absl::Status s) {
+    if (client::IsRoutingError(s)) peer.after_version = route->version;
+    return s;
+  };
+
+  kingfisher::v1::GetReplicateCheckpointRequest ask;
+  ask.set_pchannel(options_.secondary_pchannel);
+  ask.set_term(route->term);
+  ask.set_source_cluster_id(options_.cluster_id);
+  kingfisher::v1::GetReplicateCheckpointResponse checkpoint;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.call_timeout));
+    CancelOnStop cancel(stop, &ctx);
+    absl::Status s = wire::FromGrpcStatus(stub->GetCheckpoint(&ctx, ask, &checkpoint));
+    if (!s.ok()) return routed(s);
+  }
+  wal::ScanOptions scan{.internal = true};
+  uint64_t previous = 0;
+  if (checkpoint.found()) {
+    absl::StatusOr<MessageId> from =
+        MessageId::Decode(checkpoint.checkpoint().last_confirmed_message_id());
+    if (!from.ok()) return from.status();
+    scan.policy = {.kind = wal::DeliverPolicy::Kind::kStartFrom, .id = *from};
+    previous = checkpoint.checkpoint().time_tick();
+  }
+  absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner = wal_->Read(scan);
+  if (!scanner.ok()) return scanner.status();
+  Update([&](Progress& p) {
+    p.state = "replicating";
+    p.checkpoint_tt = previous;
+  });
+
+  while (!stop.stop_requested()) {
+    kingfisher::v1::ReplicateAppendRequest request;
+    request.set_pchannel(options_.secondary_pchannel);
+    request.set_term(route->term);
+    request.set_source_cluster_id(options_.cluster_id);
+    request.set_source_pchannel(options_.pchannel);
+    request.set_previous_time_tick(previous);
+    size_t bytes = 0;
+    absl::Time wait_until = absl::Now() + absl::Milliseconds(200);  // the first one only
+    while (request.messages_size() < options_.max_batch_messages &&
+           bytes < options_.max_batch_bytes) {
+      absl::StatusOr<ImmutableMessagePtr> next = (*scanner)->Next(trace::Context(), wait_until);
+      if (absl::IsDeadlineExceeded(next.status())) break;
+      if (!next.ok()) return next.status();
+      const ImmutableMessage& m = **next;
+      if (!Replicated(m) || m.timetick().value() <= previous) continue;
+      Encode(m, request.add_messages());
+      bytes += request.messages(request.messages_size() - 1).ByteSizeLong();
+      previous = m.timetick().value();
+      wait_until = absl::InfinitePast();
+    }
+    if (request.messages_size() == 0) continue;
+    const auto sent = static_cast<uint64_t>(request.messages_size());
+    Update([&](Progress& p) { p.pending = sent; });
+    kingfisher::v1::ReplicateAppendResponse response;
+    {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.call_timeout));
+      CancelOnStop cancel(stop, &ctx);
+      absl::Status s = wire::FromGrpcStatus(stub->Append(&ctx, request, &response));
+      if (!s.ok()) return routed(s);
+    }
+    uint64_t appended = 0, ignored = 0, at = request.previous_time_tick();
+    for (const kingfisher::v1::ReplicateResult& r : response.results()) {
+      if (r.has_error()) {
+        absl::Status s = wire::FromProtoError(r.error());
+        if (GetStreamingCode(s) != StreamingCode::kIgnoredOperation) {
+          Update([&](Progress& p) {
+            p.replicated += appended;
+            p.ignored += ignored;
+            p.checkpoint_tt = at;
+          });
+          return routed(s);
+        }
+        ++ignored;
+      } else {
+        ++appended;
+      }
+      at = r.source_time_tick();
+    }
+    Update([&](Progress& p) {
+      p.replicated += appended;
+      p.ignored += ignored;
+      p.checkpoint_tt = at;
+      p.pending = 0;
+      p.last_error.clear();
+    });
+    if (static_cast<uint64_t>(response.results_size()) < sent) {
+      return absl::UnavailableError(absl::StrCat("the secondary answered ", response.results_size(),
+                                                 " of ", sent, " messages without an error"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kf::replicate

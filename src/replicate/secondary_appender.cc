@@ -1,0 +1,231 @@
+#include "replicate/secondary_appender.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/absl_compat.h"
+#include "common/errors.h"
+#include "message/message_id.h"
+#include "message/message_trace.h"
+#include "message/properties.h"
+#include "wire/status_convert.h"
+
+namespace kf::replicate {
+namespace {
+
+using kingfisher::v1::ConsumedMessage;
+using kingfisher::v1::ReplicateAppendRequest;
+using kingfisher::v1::ReplicateAppendResponse;
+
+absl::Status Invalid(const std::string& message) {
+  return StreamingError(StreamingCode::kInvalidArgument, message);
+}
+
+// One source message as this cluster appends it.
+struct Replica {
+  MutableMessage msg;
+  uint64_t source_tt = 0;
+};
+
+absl::StatusOr<Replica> ToReplica(const ConsumedMessage& in, const ReplicateAppendRequest& r,
+                                  uint64_t previous) {
+  absl::StatusOr<MutableMessage> msg = MutableMessage::Decode(in.message());
+  if (!msg.ok())
+    return Invalid(absl::StrCat("a replicated message does not decode: ", msg.status().message()));
+  absl::StatusOr<MessageId> id = MessageId::Decode(in.message_id());
+  std::optional<TimeTick> tt = msg->timetick();
+  if (!id.ok() || !tt.has_value()) {
+    return Invalid("a replicated message has no source id or timetick");
+  }
+  if (msg->type() == MessageType::kTimeTick || msg->type() == MessageType::kTxn) {
+    return Invalid(
+        absl::StrCat("a ", ToAbsl(MessageTypeName(msg->type())), " is never replicated as such"));
+  }
+  const MessageId lcmid =
+      msg->HasProperty(prop::kLastConfirmedSelf) ? *id : msg->last_confirmed().value_or(*id);
+  kingfisher::v1::ReplicateHeader h;
+  h.set_cluster_id(r.source_cluster_id());
+  h.set_message_id(in.message_id());
+  h.set_last_confirmed_message_id(lcmid.Encode());
+  h.set_time_tick(tt->value());
+  h.set_vchannel(std::string(msg->vchannel()));
+  h.set_previous_time_tick(previous);
+  if (const std::string_view vc = msg->vchannel(); !vc.empty()) {
+    const std::string prefix = r.source_pchannel() + "_";
+    if (!vc.starts_with(prefix)) {
+      return Invalid(absl::StrCat("replicated vchannel ", ToAbsl(vc), " is not on source pchannel ",
+                                  r.source_pchannel()));
+    }
+    msg->set_vchannel(absl::StrCat(r.pchannel(), ToAbsl(vc.substr(r.source_pchannel().size()))));
+  }
+  for (std::string_view key : {prop::kTimeTick, prop::kLastConfirmed, prop::kLastConfirmedSelf,
+                               prop::kWalTerm, prop::kNotPersisted}) {
+    msg->EraseProperty(key);
+  }
+  msg->set_replicate_header(h);
+  return Replica{*std::move(msg), tt->value()};
+}
+
+// Appends `replicas` as one batch, each under `replicate.secondary` > `wal.autocommit`, and
+// waits for every answer.
+std::vector<absl::StatusOr<wal::AppendResult>> AppendAll(wal::Wal& wal,
+                                                         std::vector<Replica> replicas,
+                                                         const trace::Context& ctx) {
+  struct Waiter {
+    absl::Mutex mu;
+    size_t left;
+    std::vector<absl::StatusOr<wal::AppendResult>> results;
+  };
+  auto waiter = std::make_shared<Waiter>();
+  waiter->left = replicas.size();
+  waiter->results.resize(replicas.size(), absl::UnknownError("not answered"));
+  std::vector<wal::AppendRequest> requests;
+  requests.reserve(replicas.size());
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    MutableMessage& m = replicas[i].msg;
+    auto [received, receive_span] = StartSpanForMessage(
+        ExtractTraceContext(ctx, m), &m, "replicate.secondary", trace::SpanKind::kConsumer);
+    auto [logical, logical_span] =
+        StartSpanForMessage(received, &m, "wal.autocommit", trace::SpanKind::kProducer);
+    requests.push_back({.ctx = logical,
+                        .msg = std::move(m),
+                        .done = [waiter, i, receive_span = std::move(receive_span),
+                                 logical_span = std::move(logical_span)](
+                                    absl::StatusOr<wal::AppendResult> r) mutable {
+                          if (!r.ok()) logical_span->RecordError(r.status());
+                          logical_span->End();
+                          receive_span->End();
+                          absl::MutexLock lock(&waiter->mu);
+                          waiter->results[i] = std::move(r);
+                          --waiter->left;
+                        }});
+  }
+  wal.AppendBatch(std::move(requests));
+  absl::MutexLock lock(&waiter->mu);
+  waiter->mu.Await(absl::Condition(
+      +[](size_t* left) { return *left == 0; }, &waiter->left));
+  return std::move(waiter->results);
+}
+
+// Appends one request's messages in order, stopping at the first failure.
+class Appender {
+ public:
+  Appender(wal::Wal& wal, const ReplicateAppendRequest& r, const trace::Context& ctx)
+      : wal_(wal), r_(r), ctx_(ctx), previous_(r.previous_time_tick()) {}
+
+  ReplicateAppendResponse Run() && {
+    std::vector<Replica> run;
+    bool ok = true;
+    for (const ConsumedMessage& in : r_.messages()) {
+      if (in.inner_size() > 0) {
+        ok = Plain(std::exchange(run, {})) && Txn(in);
+      } else if (absl::StatusOr<Replica> replica = ToReplica(in, r_, previous_); replica.ok()) {
+        previous_ = replica->source_tt;
+        run.push_back(*std::move(replica));
+        continue;
+      } else {
+        ok = Plain(std::exchange(run, {})) && Fail(replica.status(), 0);
+      }
+      if (!ok) break;
+    }
+    if (ok) Plain(std::move(run));
+    return std::move(out_);
+  }
+
+ private:
+  // Messages outside transactions, as one batch. False once one failed.
+  bool Plain(std::vector<Replica> run) {
+    if (run.empty()) return true;
+    std::vector<uint64_t> tts;
+    for (const Replica& r : run) tts.push_back(r.source_tt);
+    const auto results = AppendAll(wal_, std::move(run), ctx_);
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (!Record(results[i], tts[i])) return false;
+    }
+    return true;
+  }
+
+  // A committed source transaction as a txn of this WAL.
+  bool Txn(const ConsumedMessage& txn) {
+    std::vector<Replica> replicas;
+    for (const ConsumedMessage& in : txn.inner()) {
+      absl::StatusOr<Replica> replica = ToReplica(in, r_, previous_);
+      if (!replica.ok()) return Fail(replica.status(), 0);
+      replicas.push_back(*std::move(replica));
+    }
+    if (replicas.size() < 2 || replicas.front().msg.type() != MessageType::kBeginTxn ||
+        !replicas.front().msg.txn().has_value() ||
+        replicas.back().msg.type() != MessageType::kCommitTxn) {
+      return Fail(Invalid("a replicated Txn is not Begin, bodies, Commit"), 0);
+    }
+    const uint64_t commit_tt = replicas.back().source_tt;
+    const std::string vchannel(replicas.front().msg.vchannel());
+    kingfisher::v1::TxnContext begin = *replicas.front().msg.txn();
+    begin.set_txn_id(0);  // this WAL assigns its own
+    replicas.front().msg.set_txn(begin);
+    std::vector<Replica> one;
+    one.push_back(std::move(replicas.front()));
+    absl::StatusOr<wal::AppendResult> begun = std::move(AppendAll(wal_, std::move(one), ctx_)[0]);
+    if (!begun.ok()) return Record(begun, commit_tt);
+    if (!begun->txn.has_value())
+      return Fail(absl::InternalError("BeginTxn gave no txn"), commit_tt);
+    const kingfisher::v1::TxnContext mine = *begun->txn;
+    std::vector<Replica> bodies;
+    for (size_t i = 1; i + 1 < replicas.size(); ++i) {
+      replicas[i].msg.set_txn(mine);
+      bodies.push_back(std::move(replicas[i]));
+    }
+    for (absl::StatusOr<wal::AppendResult>& r : AppendAll(wal_, std::move(bodies), ctx_)) {
+      if (!r.ok()) {
+        Rollback(vchannel, mine);
+        return Record(r, commit_tt);
+      }
+    }
+    replicas.back().msg.set_txn(mine);
+    one.clear();
+    one.push_back(std::move(replicas.back()));
+    absl::StatusOr<wal::AppendResult> committed =
+        std::move(AppendAll(wal_, std::move(one), ctx_)[0]);
+    if (!committed.ok()) Rollback(vchannel, mine);  // refused (a duplicate too): end it now
+    previous_ = commit_tt;
+    return Record(committed, commit_tt);
+  }
+
+  // One message's result; false if it failed (IGNORED_OPERATION is not a failure).
+  bool Record(const absl::StatusOr<wal::AppendResult>& r, uint64_t source_tt) {
+    kingfisher::v1::ReplicateResult* out = out_.add_results();
+    out->set_source_time_tick(source_tt);
+    if (r.ok()) return true;
+    *out->mutable_error() = wire::ToProtoError(r.status());
+    return GetStreamingCode(r.status()) == StreamingCode::kIgnoredOperation;
+  }
+  bool Fail(const absl::Status& s, uint64_t source_tt) { return Record(s, source_tt); }
+
+  // Ends a txn of this WAL that will not commit (else it would expire at its keepalive).
+  void Rollback(const std::string& vchannel, const kingfisher::v1::TxnContext& txn) {
+    MutableMessage rollback(MessageType::kRollbackTxn, "");
+    rollback.set_vchannel(vchannel);
+    rollback.set_txn(txn);
+    (void)wal_.AppendSync(ctx_, std::move(rollback));
+  }
+
+  wal::Wal& wal_;
+  const ReplicateAppendRequest& r_;
+  const trace::Context& ctx_;
+  uint64_t previous_;
+  ReplicateAppendResponse out_;
+};
+
+}  // namespace
+
+kingfisher::v1::ReplicateAppendResponse AppendReplicated(wal::Wal& wal,
+                                                         const ReplicateAppendRequest& request,
+                                                         const trace::Context& ctx) {
+  return Appender(wal, request, ctx).Run();
+}
+
+}  // namespace kf::replicate

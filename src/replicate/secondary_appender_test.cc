@@ -1,0 +1,227 @@
+// AppendReplicated over a real WAL adaptor (memory backend) of cluster "west", secondary of
+// "east" (docs/replication.md "The secondary"): what it appends, what it answers, and the
+// trace shape of docs/tracing.md §6 (scenario 14).
+#include "replicate/secondary_appender.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/errors.h"
+#include "common/testing/temp_dir.h"
+#include "message/builders.h"
+#include "message/message_trace.h"
+#include "message/properties.h"
+#include "storage/tso/timestamp_allocator.h"
+#include "trace/testing/scoped_in_memory_tracing.h"
+#include "wal/testing/memory_backend.h"
+#include "wal/txn/txn_message.h"
+#include "wal/wal_impl.h"
+#include "wire/status_convert.h"
+
+namespace kf::replicate {
+namespace {
+
+namespace v1 = kingfisher::v1;
+
+v1::ReplicateConfiguration EastToWest() {
+  v1::ReplicateConfiguration c;
+  for (const char* id : {"east", "west"}) {
+    v1::ReplicateCluster* cluster = c.add_clusters();
+    cluster->set_cluster_id(id);
+    cluster->set_endpoint(std::string(id) + ":1");
+    cluster->add_pchannels(std::string(id) + "-dml_0");
+  }
+  v1::ReplicateTopologyEdge* e = c.add_topology();
+  e->set_source_cluster_id("east");
+  e->set_target_cluster_id("west");
+  return c;
+}
+
+// A message as the primary's WAL stored it: id (entry), timetick, LCMID.
+v1::ConsumedMessage Source(MutableMessage m, uint64_t entry, uint64_t tt) {
+  m.set_timetick(TimeTick(tt));
+  m.set_wal_term(Term(3));
+  m.set_last_confirmed_self();
+  v1::ConsumedMessage out;
+  out.set_message_id(MessageId(WalKind::kLocal, 0, entry).Encode());
+  m.EncodeTo(out.mutable_message());
+  return out;
+}
+MutableMessage Row(const std::string& payload) {
+  MutableMessage m(MessageType::kInsert, payload);
+  m.set_vchannel("east-dml_0_orders");
+  return m;
+}
+MutableMessage InTxn(MutableMessage m, int64_t txn) {
+  v1::TxnContext ctx;
+  ctx.set_txn_id(txn);
+  ctx.set_keepalive_ms(60'000);
+  m.set_txn(ctx);
+  return m;
+}
+
+class SecondaryAppenderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tso_ = *TimestampAllocator::Open(dir_.path() + "/tso", {});
+    wal_ = std::make_unique<wal::WalImpl>(
+        wal::WalOptions{.pchannel = "west-dml_0", .cluster_id = "west", .tso = tso_.get()},
+        std::make_unique<wal::testing::MemoryWalBackend>("west-dml_0"));
+    ASSERT_TRUE(wal_->Recover().ok());
+    MutableMessage alter(MessageType::kAlterReplicateConfig, EastToWest().SerializeAsString());
+    alter.set_vchannel("west-dml_0_replicate");
+    ASSERT_TRUE(wal_->AppendSync({}, std::move(alter)).ok());
+  }
+  void TearDown() override { wal_->Close(); }
+
+  v1::ReplicateAppendRequest Request(uint64_t previous) {
+    v1::ReplicateAppendRequest r;
+    r.set_pchannel("west-dml_0");
+    r.set_source_cluster_id("east");
+    r.set_source_pchannel("east-dml_0");
+    r.set_previous_time_tick(previous);
+    return r;
+  }
+  // The codes of a response, OK for a result without error.
+  static std::vector<StreamingCode> Codes(const v1::ReplicateAppendResponse& response) {
+    std::vector<StreamingCode> out;
+    for (const auto& r : response.results()) {
+      out.push_back(r.has_error() ? GetStreamingCode(wire::FromProtoError(r.error()))
+                                  : StreamingCode::kOk);
+    }
+    return out;
+  }
+  // Every message of the log outside AlterReplicateConfig and TimeTicks (Txn: its inner ones).
+  std::vector<ImmutableMessagePtr> Log() {
+    auto scanner = *wal_->Read({});
+    std::vector<ImmutableMessagePtr> out;
+    for (;;) {
+      auto m = scanner->Next({}, absl::Now() + absl::Milliseconds(100));
+      if (!m.ok()) break;
+      const MessageType t = (*m)->type();
+      if (t == MessageType::kTimeTick || t == MessageType::kAlterReplicateConfig) continue;
+      if (t == MessageType::kTxn) {
+        for (const auto& inner : wal::AsTxnMessage(**m)->inner()) out.push_back(inner);
+      } else {
+        out.push_back(*m);
+      }
+    }
+    return out;
+  }
+
+  kf::testing::TempDir dir_;
+  std::unique_ptr<TimestampAllocator> tso_;
+  std::unique_ptr<wal::WalImpl> wal_;
+};
+
+TEST_F(SecondaryAppenderTest, EachMessageIsAppendedOnceUnderThisPChannelWithItsOrigin) {
+  v1::ReplicateAppendRequest r = Request(0);
+  *r.add_messages() = Source(Row("a"), 5, 100);
+  *r.add_messages() = Source(Row("b"), 6, 101);
+  EXPECT_EQ(Codes(AppendReplicated(*wal_, r, {})),
+            (std::vector<StreamingCode>{StreamingCode::kOk, StreamingCode::kOk}));
+  // Sent again (a replicator that did not see the answer): already there, nothing appended.
+  EXPECT_EQ(Codes(AppendReplicated(*wal_, r, {})),
+            (std::vector<StreamingCode>{StreamingCode::kIgnoredOperation,
+                                        StreamingCode::kIgnoredOperation}));
+  const std::vector<ImmutableMessagePtr> log = Log();
+  ASSERT_EQ(log.size(), 2u);
+  const MutableMessage& a = log[0]->message();
+  EXPECT_EQ(a.vchannel(), "west-dml_0_orders");
+  EXPECT_EQ(a.payload(), "a");
+  EXPECT_NE(a.timetick()->value(), 100u);  // this WAL's own timetick
+  auto h = a.replicate_header();
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->cluster_id(), "east");
+  EXPECT_EQ(h->time_tick(), 100u);
+  EXPECT_EQ(h->vchannel(), "east-dml_0_orders");
+  EXPECT_EQ(*MessageId::Decode(h->message_id()), MessageId(WalKind::kLocal, 0, 5));
+  EXPECT_EQ(*MessageId::Decode(h->last_confirmed_message_id()), MessageId(WalKind::kLocal, 0, 5));
+  EXPECT_EQ(log[1]->message().replicate_header()->previous_time_tick(), 100u);
+  EXPECT_EQ(wal_->replicate_state().checkpoints(0).time_tick(), 101u);
+}
+
+TEST_F(SecondaryAppenderTest, AMessageAfterAGapIsRefusedAndNothingAfterItLands) {
+  v1::ReplicateAppendRequest r = Request(0);
+  *r.add_messages() = Source(Row("a"), 5, 100);
+  ASSERT_EQ(Codes(AppendReplicated(*wal_, r, {}))[0], StreamingCode::kOk);
+  v1::ReplicateAppendRequest gap = Request(150);  // the replicator missed what came at 150
+  *gap.add_messages() = Source(Row("c"), 9, 200);
+  *gap.add_messages() = Source(Row("d"), 10, 201);
+  EXPECT_EQ(Codes(AppendReplicated(*wal_, gap, {})),
+            (std::vector<StreamingCode>{StreamingCode::kReplicateViolation}));
+  EXPECT_EQ(Log().size(), 1u);
+}
+
+TEST_F(SecondaryAppenderTest, ATransactionBecomesATxnOfThisWalAndIsTakenOnce) {
+  v1::ReplicateAppendRequest r = Request(0);
+  v1::ConsumedMessage* txn = r.add_messages();
+  *txn->add_inner() = Source(InTxn(NewBeginTxnMessage("east-dml_0_orders", 60'000), 90), 3, 90);
+  *txn->add_inner() = Source(InTxn(Row("t1"), 90), 4, 91);
+  *txn->add_inner() = Source(InTxn(Row("t2"), 90), 5, 92);
+  *txn->add_inner() = Source(NewCommitTxnMessage("east-dml_0_orders", TxnId(90)), 7, 95);
+  *r.add_messages() = Source(Row("after"), 8, 96);
+  EXPECT_EQ(Codes(AppendReplicated(*wal_, r, {})),
+            (std::vector<StreamingCode>{StreamingCode::kOk, StreamingCode::kOk}));
+  EXPECT_EQ(Codes(AppendReplicated(*wal_, r, {})),
+            (std::vector<StreamingCode>{StreamingCode::kIgnoredOperation,
+                                        StreamingCode::kIgnoredOperation}));
+  const std::vector<ImmutableMessagePtr> log = Log();  // the duplicate txn was rolled back
+  ASSERT_EQ(log.size(), 5u);
+  EXPECT_EQ(log[0]->type(), MessageType::kBeginTxn);
+  const int64_t mine = log[0]->message().txn()->txn_id();
+  EXPECT_NE(mine, 90);
+  EXPECT_EQ(log[1]->message().payload(), "t1");
+  EXPECT_EQ(log[2]->message().txn()->txn_id(), mine);
+  EXPECT_EQ(log[3]->type(), MessageType::kCommitTxn);
+  EXPECT_EQ(log[4]->message().payload(), "after");
+  EXPECT_EQ(log[4]->message().replicate_header()->previous_time_tick(), 95u);
+}
+
+TEST_F(SecondaryAppenderTest, Scenario14TheReappendRunsUnderReplicateSecondaryChildOfTheSource) {
+  trace::testing::ScopedInMemoryTracing tracing;
+  auto [source_ctx, source_span] = StartSpan(trace::Context(), "source");
+  source_span->End();
+  MutableMessage row = Row("traced");
+  InjectTraceContext(source_ctx, &row);
+  v1::ReplicateAppendRequest r = Request(0);
+  *r.add_messages() = Source(std::move(row), 5, 100);
+  ASSERT_EQ(Codes(AppendReplicated(*wal_, r, {}))[0], StreamingCode::kOk);
+
+  auto one = [&](const std::string& name) {
+    std::vector<trace::SpanData> spans = tracing.SpansNamed(name);
+    EXPECT_EQ(spans.size(), 1u) << name;
+    return spans.empty() ? trace::SpanData() : spans[0];
+  };
+  const trace::SpanData received = one("replicate.secondary");
+  const trace::SpanData logical = one("wal.autocommit");
+  const trace::SpanData append = one("wal.append");
+  const trace::SpanData impl = one("wal.appendimpl");
+  const trace::SpanContext source = source_ctx.span_context();
+  EXPECT_EQ(received.context.trace_id, source.trace_id);
+  EXPECT_EQ(received.parent_span_id, source.span_id);
+  EXPECT_TRUE(received.parent_remote);  // extracted from `_tc`
+  EXPECT_EQ(received.kind, trace::SpanKind::kConsumer);
+  EXPECT_EQ(logical.parent_span_id, received.context.span_id);
+  EXPECT_EQ(logical.kind, trace::SpanKind::kProducer);
+  EXPECT_EQ(append.parent_span_id, logical.context.span_id);
+  EXPECT_EQ(impl.parent_span_id, append.context.span_id);
+  for (const trace::SpanData& s : {logical, append, impl}) {
+    EXPECT_EQ(s.context.trace_id, source.trace_id) << s.name;
+  }
+  // Stored: the `wal.appendimpl` context, as for any append (a catch-up read marks it with its
+  // `wal.catchup_consume`, whose parent is what was stored).
+  ASSERT_EQ(Log().size(), 1u);
+  int reads_of_it = 0;
+  for (const trace::SpanData& read : tracing.SpansNamed("wal.catchup_consume")) {
+    reads_of_it += read.parent_span_id == impl.context.span_id ? 1 : 0;
+  }
+  EXPECT_EQ(reads_of_it, 1);
+}
+
+}  // namespace
+}  // namespace kf::replicate

@@ -1,0 +1,158 @@
+#include "rpc/replicate_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "common/hybrid_time.h"
+#include "message/replicate_config.h"
+#include "replicate/replicate_manager.h"
+#include "replicate/secondary_appender.h"
+#include "streaming/coord/ddl_host.h"
+#include "wire/status_convert.h"
+
+namespace kf::rpc {
+
+namespace v1 = kingfisher::v1;
+
+namespace {
+
+// Runs `work(deadline)` on one of `workers` and finishes the call with its status.
+template <typename Work>
+grpc::ServerUnaryReactor* RunOn(CallWorkers& workers, absl::Duration max_call_timeout,
+                                grpc::CallbackServerContext* context, const char* what, Work work) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const auto cap = std::chrono::system_clock::now() + absl::ToChronoNanoseconds(max_call_timeout);
+  const absl::Time deadline = absl::FromChrono(std::min(context->deadline(), cap));
+  // The request and response stay valid until Finish.
+  const CallWorkers::Spawn spawned =
+      workers.TrySpawn([reactor, deadline, work = std::move(work)]() mutable -> CallWorkers::Reply {
+        const grpc::Status status = wire::ToGrpcStatus(work(deadline));
+        return [reactor, status] { reactor->Finish(status); };
+      });
+  if (spawned != CallWorkers::Spawn::kStarted) {
+    reactor->Finish(wire::ToGrpcStatus(workers.Refusal(spawned, what)));
+  }
+  return reactor;
+}
+
+}  // namespace
+
+ReplicateService::~ReplicateService() {
+  BeginShutdown();
+  WaitForCalls(absl::InfiniteFuture());
+}
+
+template <typename Work>
+grpc::ServerUnaryReactor* ReplicateService::Run(grpc::CallbackServerContext* context, Work work) {
+  return RunOn(workers_, options_.max_call_timeout, context, "replicate calls", std::move(work));
+}
+
+grpc::ServerUnaryReactor* ReplicateService::Append(grpc::CallbackServerContext* context,
+                                                   const v1::ReplicateAppendRequest* request,
+                                                   v1::ReplicateAppendResponse* response) {
+  return Run(context, [this, request, response](absl::Time) -> absl::Status {
+    absl::StatusOr<std::shared_ptr<wal::Wal>> wal =
+        streaming::node::GetAtTerm(*registry_, request->pchannel(), request->term());
+    if (!wal.ok()) return wal.status();
+    *response = replicate::AppendReplicated(**wal, *request, trace::Context());
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ReplicateService::GetCheckpoint(
+    grpc::CallbackServerContext* context, const v1::GetReplicateCheckpointRequest* request,
+    v1::GetReplicateCheckpointResponse* response) {
+  return Run(context, [this, request, response](absl::Time) -> absl::Status {
+    absl::StatusOr<std::shared_ptr<wal::Wal>> wal =
+        streaming::node::GetAtTerm(*registry_, request->pchannel(), request->term());
+    if (!wal.ok()) return wal.status();
+    *response->mutable_state() = (*wal)->replicate_state();
+    for (const v1::ReplicateCheckpoint& c : response->state().checkpoints()) {
+      if (c.cluster_id() != request->source_cluster_id()) continue;
+      response->set_found(true);
+      *response->mutable_checkpoint() = c;
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ReplicateService::Status(grpc::CallbackServerContext* context,
+                                                   const v1::ReplicateStatusRequest*,
+                                                   v1::ReplicateStatusResponse* response) {
+  return Run(context, [this, response](absl::Time) -> absl::Status {
+    response->set_cluster_id(options_.cluster_id);
+    if (options_.manager != nullptr) {
+      for (const replicate::ReplicateManager::Entry& e : options_.manager->Status()) {
+        v1::ReplicatorStatus* s = response->add_replicators();
+        s->set_pchannel(e.options.pchannel);
+        s->set_secondary_cluster_id(e.options.secondary_id);
+        s->set_secondary_pchannel(e.options.secondary_pchannel);
+        s->set_state(e.progress.state);
+        s->set_last_error(e.progress.last_error);
+        s->set_checkpoint_time_tick(e.progress.checkpoint_tt);
+        s->set_primary_time_tick(e.wal_last_tt);
+        const uint64_t behind = PhysicalMs(TimeTick(e.wal_last_tt));
+        const uint64_t at = PhysicalMs(TimeTick(e.progress.checkpoint_tt));
+        s->set_lag_ms(e.progress.pending == 0 || behind < at ? 0 : behind - at);
+        s->set_replicated(e.progress.replicated);
+        s->set_ignored(e.progress.ignored);
+        s->set_pending(e.progress.pending);
+      }
+    }
+    for (const auto& info : registry_->List()) {
+      absl::StatusOr<std::shared_ptr<wal::Wal>> wal = registry_->Get(info.pchannel);
+      if (!wal.ok()) continue;
+      v1::PChannelReplicateState* p = response->add_pchannels();
+      p->set_pchannel(info.pchannel);
+      *p->mutable_state() = (*wal)->replicate_state();
+      p->set_role(
+          std::string(ReplicateRoleName(RoleOf(p->state().config(), options_.cluster_id).kind)));
+    }
+    return absl::OkStatus();
+  });
+}
+
+ReplicateAdminService::~ReplicateAdminService() {
+  BeginShutdown();
+  WaitForCalls(absl::Now());
+}
+
+template <typename Work>
+grpc::ServerUnaryReactor* ReplicateAdminService::Run(grpc::CallbackServerContext* context,
+                                                     Work work) {
+  absl::StatusOr<std::shared_ptr<streaming::ddl::ReplicateConfigurator>> configurator =
+      options_.ddl->replicate();
+  if (!configurator.ok()) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(wire::ToGrpcStatus(configurator.status()));
+    return reactor;
+  }
+  return RunOn(workers_, options_.max_call_timeout, context, "replicate configuration calls",
+               [work = std::move(work), c = *std::move(configurator)](absl::Time deadline) mutable {
+                 return work(*c, deadline);
+               });
+}
+
+grpc::ServerUnaryReactor* ReplicateAdminService::AlterReplicateConfig(
+    grpc::CallbackServerContext* context, const v1::AlterReplicateConfigRequest* request,
+    v1::AlterReplicateConfigResponse*) {
+  return Run(context, [request](streaming::ddl::ReplicateConfigurator& c, absl::Time deadline) {
+    return c.Alter(request->config(), trace::Context(), /*blocking=*/true, deadline);
+  });
+}
+
+grpc::ServerUnaryReactor* ReplicateAdminService::GetReplicateConfig(
+    grpc::CallbackServerContext* context, const v1::GetReplicateConfigRequest*,
+    v1::GetReplicateConfigResponse* response) {
+  return Run(context, [response](streaming::ddl::ReplicateConfigurator& c, absl::Time deadline) {
+    absl::StatusOr<v1::ReplicateConfiguration> config = c.Get(deadline);
+    if (!config.ok()) return config.status();
+    response->set_cluster_id(c.cluster_id());
+    for (const std::string& p : c.pchannels()) response->add_pchannels(p);
+    *response->mutable_config() = *std::move(config);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace kf::rpc

@@ -1,0 +1,23 @@
+// Options of the Replicate service (replicate_service.h), apart from it so that the binaries
+// configure it without gRPC headers (rpc_server.h).
+#pragma once
+
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace kf::replicate {
+class ReplicateManager;
+}
+
+namespace kf::rpc {
+
+struct ReplicateServiceOptions {
+  std::string cluster_id;  // this cluster's (the server's `cluster`)
+  // The node's replicators, for Status; borrowed. Null: none run here.
+  const replicate::ReplicateManager* manager = nullptr;
+  int max_calls = 64;  // calls at once; beyond: RESOURCE_EXHAUSTED
+  absl::Duration max_call_timeout = absl::Seconds(30);
+};
+
+}  // namespace kf::rpc

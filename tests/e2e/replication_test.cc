@@ -1,0 +1,277 @@
+// Cross-cluster replication over real processes (docs/replication.md): two standalone servers,
+// clusters "east" (primary) and "west" (secondary), configured with `kfctl replicate configure`.
+// Writes and transactions (committed and rolled back) on the primary appear on the secondary
+// exactly once and in the same per-vchannel order while either server is killed -9 at random
+// points (KF_REPLICATION_ROUNDS rounds, default 4; the soak runs more); what breaks the
+// topology is refused with a clear error and writes nothing.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/errors.h"
+#include "common/testing/temp_dir.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "kfctl_runner.h"
+#include "kingfisher/client.h"
+#include "kingfisher/consumer.h"
+#include "kingfisher/producer.h"
+#include "kingfisher/v1/replicate.grpc.pb.h"
+#include "message/message.h"
+#include "server_process.h"
+#include "wire/status_convert.h"
+
+namespace kf {
+namespace {
+
+using testing::ServerProcess;
+using testing::TempDir;
+
+// One delivered message as the test compares them: type, payload, a Txn's inner payloads.
+std::string Describe(const kingfisher::ConsumedMessage& m) {
+  std::string out = std::to_string(static_cast<int>(m.type)) + ":" + m.payload;
+  for (const auto& inner : m.messages) out += "|" + inner.payload;
+  return out;
+}
+
+// Everything on `vchannel` (TimeTicks left out), read from the start until `idle` passes
+// without a message.
+std::vector<kingfisher::ConsumedMessage> ReadAll(const std::string& endpoint,
+                                                 const std::string& vchannel,
+                                                 std::chrono::milliseconds idle) {
+  std::vector<kingfisher::ConsumedMessage> out;
+  auto client = kingfisher::Client::Connect({.endpoint = endpoint});
+  if (!client.ok()) return out;
+  auto consumer =
+      (*client)->CreateConsumer({.vchannel = vchannel, .policy = kingfisher::DeliverPolicy::All()});
+  if (!consumer.ok()) return out;
+  // TimeTicks keep coming: only another message extends the wait.
+  for (auto deadline = kingfisher::Clock::now() + idle;;) {
+    auto m = (*consumer)->Next(deadline);
+    if (!m.ok()) break;
+    if (m->type == MessageType::kTimeTick) continue;
+    out.push_back(*std::move(m));
+    deadline = kingfisher::Clock::now() + idle;
+  }
+  (*consumer)->Close();
+  return out;
+}
+
+std::vector<std::string> Described(const std::vector<kingfisher::ConsumedMessage>& all) {
+  std::vector<std::string> out;
+  for (const auto& m : all) out.push_back(Describe(m));
+  return out;
+}
+
+kingfisher::Message Insert(const std::string& vchannel, std::string payload) {
+  return kingfisher::Message{
+      .type = MessageType::kInsert, .vchannel = vchannel, .payload = std::move(payload)};
+}
+
+class ReplicationE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    east_ = new ServerProcess({.data_dir = dir_->path() + "/east",
+                               .extra_args = {"--cluster", "east", "--pchannels", "2"}});
+    west_ = new ServerProcess({.data_dir = dir_->path() + "/west",
+                               .extra_args = {"--cluster", "west", "--pchannels", "2"}});
+    ASSERT_TRUE(east_->Start()) << east_->Output();
+    ASSERT_TRUE(west_->Start()) << west_->Output();
+  }
+  static void TearDownTestSuite() {
+    delete east_;
+    delete west_;
+    delete dir_;
+  }
+  void SetUp() override {
+    if (east_ == nullptr || east_->pid() <= 0 || west_->pid() <= 0) {
+      GTEST_SKIP() << "a server did not start";
+    }
+  }
+
+  static testing::KfctlResult Kfctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--endpoint", east_->address(), "--timeout", "30"});
+    return testing::RunKfctl(dir_->path(), args);
+  }
+  static testing::KfctlResult Configure() {
+    return Kfctl({"replicate", "configure", "--primary", "east=" + east_->address(), "--secondary",
+                  "west=" + west_->address()});
+  }
+
+  static TempDir* dir_;
+  static ServerProcess* east_;
+  static ServerProcess* west_;
+};
+
+TempDir* ReplicationE2E::dir_ = nullptr;
+ServerProcess* ReplicationE2E::east_ = nullptr;
+ServerProcess* ReplicationE2E::west_ = nullptr;
+
+TEST_F(ReplicationE2E, WhatBreaksTheTopologyIsRefusedAndWritesNothing) {
+  // The endpoint says which cluster it is.
+  testing::KfctlResult wrong =
+      Kfctl({"replicate", "configure", "--primary", "nope=" + east_->address(), "--secondary",
+             "west=" + west_->address()});
+  EXPECT_EQ(wrong.exit_code, 2) << testing::Describe(wrong);
+  EXPECT_NE(wrong.err.find("is cluster east, not nope"), std::string::npos) << wrong.err;
+  // A cycle: the primary its own secondary.
+  testing::KfctlResult cycle =
+      Kfctl({"replicate", "configure", "--primary", "east=" + east_->address(), "--secondary",
+             "east=" + east_->address()});
+  EXPECT_EQ(cycle.exit_code, 2) << testing::Describe(cycle);
+  EXPECT_NE(cycle.err.find("cluster east twice"), std::string::npos) << cycle.err;
+  // A secondary with another pchannel count.
+  ServerProcess south({.data_dir = dir_->path() + "/south",
+                       .extra_args = {"--cluster", "south", "--pchannels", "3"}});
+  ASSERT_TRUE(south.Start()) << south.Output();
+  testing::KfctlResult count =
+      Kfctl({"replicate", "configure", "--primary", "east=" + east_->address(), "--secondary",
+             "south=" + south.address()});
+  EXPECT_EQ(count.exit_code, 2) << testing::Describe(count);
+  EXPECT_NE(count.err.find("cluster south has 3 pchannels and the first cluster 2"),
+            std::string::npos)
+      << count.err;
+  south.Stop();
+
+  // Nothing was configured: both clusters still take writes.
+  for (ServerProcess* s : {east_, west_}) {
+    auto client = kingfisher::Client::Connect({.endpoint = s->address()});
+    ASSERT_TRUE(client.ok()) << client.status();
+    auto producer = *(*client)->CreateProducer();
+    const std::string pchannel = s == east_ ? "east-dml_0" : "west-dml_0";
+    EXPECT_TRUE(producer->AppendSync(Insert(pchannel + "_before", "x")).ok());
+  }
+
+  // Once configured, the secondary refuses user writes, naming its primary, and the primary
+  // refuses replicated messages.
+  testing::KfctlResult configured = Configure();
+  ASSERT_EQ(configured.exit_code, 0) << testing::Describe(configured);
+  ASSERT_EQ(configured.lines.size(), 2u);
+  EXPECT_EQ(configured.lines[0]["cluster"], "west");
+  EXPECT_EQ(configured.lines[0]["role"], "secondary");
+  EXPECT_EQ(configured.lines[1]["cluster"], "east");
+  EXPECT_EQ(configured.lines[1]["role"], "primary");
+
+  auto client = kingfisher::Client::Connect({.endpoint = west_->address()});
+  ASSERT_TRUE(client.ok());
+  auto producer = *(*client)->CreateProducer();
+  auto refused = producer->AppendSync(Insert("west-dml_0_user", "nope"));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_NE(refused.status().message().find("secondary of cluster east"), std::string::npos)
+      << refused.status();
+
+  auto stub = kingfisher::v1::Replicate::NewStub(
+      grpc::CreateChannel(east_->address(), grpc::InsecureChannelCredentials()));
+  kingfisher::v1::ReplicateAppendRequest request;
+  request.set_pchannel("east-dml_0");
+  request.set_source_cluster_id("west");
+  request.set_source_pchannel("west-dml_0");
+  MutableMessage m(MessageType::kInsert, "from west");
+  m.set_vchannel("west-dml_0_rh");
+  m.set_timetick(TimeTick(1000));
+  kingfisher::v1::ConsumedMessage* c = request.add_messages();
+  c->set_message_id(MessageId(WalKind::kLocal, 0, 7).Encode());
+  m.EncodeTo(c->mutable_message());
+  kingfisher::v1::ReplicateAppendResponse response;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub->Append(&ctx, request, &response).ok());
+  ASSERT_EQ(response.results_size(), 1);
+  absl::Status rh = wire::FromProtoError(response.results(0).error());
+  EXPECT_EQ(GetStreamingCode(rh), StreamingCode::kReplicateViolation) << rh;
+  EXPECT_TRUE(ReadAll(east_->address(), "east-dml_0_rh", std::chrono::milliseconds(300)).empty());
+}
+
+TEST_F(ReplicationE2E, EveryMessageReachesTheSecondaryOnceInOrderWhileServersAreKilled) {
+  testing::KfctlResult configured = Configure();  // idempotent: the same configuration again
+  ASSERT_EQ(configured.exit_code, 0) << testing::Describe(configured);
+  const char* env = std::getenv("KF_REPLICATION_ROUNDS");
+  const int rounds = env != nullptr ? std::atoi(env) : 4;
+  std::mt19937 rng(::getpid());
+  const std::vector<std::string> vchannels = {"east-dml_0_orders", "east-dml_1_orders"};
+
+  int written = 0;
+  for (int round = 0; round < rounds; ++round) {
+    // A writer on the primary for the whole round; one of the two servers is killed -9 at a
+    // random point of it and restarted.
+    std::atomic<bool> stop{false};
+    std::thread writer([&, round] {
+      auto client = kingfisher::Client::Connect({.endpoint = east_->address()});
+      if (!client.ok()) return;
+      auto producer = *(*client)->CreateProducer();
+      for (int i = 0; !stop.load(); ++i) {
+        const std::string& v = vchannels[i % 2];
+        const std::string tag = "r" + std::to_string(round) + "-" + std::to_string(i);
+        if (i % 25 == 7) {  // a transaction, committed or rolled back
+          auto txn = producer->BeginTxn(v);
+          if (!txn.ok()) continue;
+          (void)(*txn)->AppendSync(Insert(v, tag + "-b1"));
+          (void)(*txn)->AppendSync(Insert(v, tag + "-b2"));
+          if (i % 2 == 0) {
+            (void)(*txn)->Commit();
+          } else {
+            (void)(*txn)->Rollback();
+          }
+          continue;
+        }
+        (void)producer->AppendSync(Insert(v, tag));
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 + rng() % 800));  // chaos timing
+    ServerProcess* victim = rng() % 2 == 0 ? east_ : west_;
+    victim->Kill();
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 300));
+    ASSERT_TRUE(victim->Start()) << victim->Output();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop = true;
+    writer.join();
+    ++written;
+  }
+  ASSERT_EQ(written, rounds);
+
+  // The primary's log is the truth: the secondary must hold exactly it, in order.
+  for (const std::string& v : vchannels) {
+    const std::vector<kingfisher::ConsumedMessage> primary =
+        ReadAll(east_->address(), v, std::chrono::seconds(2));
+    ASSERT_GT(primary.size(), static_cast<size_t>(rounds)) << v;
+    const std::string peer = "west" + v.substr(4);
+    std::vector<kingfisher::ConsumedMessage> secondary;
+    for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+         std::chrono::steady_clock::now() < deadline;) {
+      secondary = ReadAll(west_->address(), peer, std::chrono::milliseconds(500));
+      if (secondary.size() >= primary.size()) break;
+    }
+    EXPECT_EQ(Described(secondary), Described(primary)) << v;
+    std::printf("%s: %zu messages on the primary, %zu on the secondary, after %d rounds\n",
+                v.c_str(), primary.size(), secondary.size(), rounds);
+    for (const auto& m : secondary) {
+      EXPECT_EQ(m.vchannel, peer);
+      const auto& carrier = m.messages.empty() ? m : m.messages.back();
+      EXPECT_TRUE(carrier.properties.contains("_rh")) << Describe(m);
+    }
+  }
+
+  testing::KfctlResult status = Kfctl({"replicate", "status"});
+  ASSERT_EQ(status.exit_code, 0) << testing::Describe(status);
+  ASSERT_EQ(status.lines.size(), 1u);
+  const auto& replicators = status.lines[0]["replicators"];
+  ASSERT_EQ(replicators.size(), 2u) << status.out;
+  for (const auto& r : replicators) {
+    EXPECT_EQ(r["secondary_cluster_id"], "west");
+    EXPECT_EQ(r["state"], "replicating") << status.out;
+  }
+}
+
+}  // namespace
+}  // namespace kf
