@@ -37,3 +37,6 @@ run search_bench --dir "$BUILD_DIR"
 # Recovery storage: restart time after kill -9 with checkpoints vs a whole-log replay, 1x and
 # 10x the history; a segment flush vs a raw PUT.
 run recovery_bench --dir "$BUILD_DIR"
+# Issue 30: replication east -> west between two standalone servers: the secondary's apply rate
+# next to its own append rate; the lag at 5000 msgs/s next to the primary's ack latency.
+run replication_bench --dir "$BUILD_DIR"

@@ -173,6 +173,11 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
       ->add_option("--secondary", args->replicate.secondaries,
                    "ID=ENDPOINT of a secondary (repeat for each)")
       ->required();
+  CLI::App* rpromote = replicate->add_subcommand(
+      "promote",
+      "switchover: the secondary at --endpoint becomes the primary once its primary handed over "
+      "everything it acknowledged; the primary becomes its secondary");
+  rpromote->add_option("id", args->replicate.promote, "the secondary's cluster id")->required();
   CLI::App* rstatus = replicate->add_subcommand(
       "status", "the endpoint's replicate configuration, roles, checkpoints and replicators");
 
@@ -306,6 +311,8 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
     args->command = Args::Command::kReplicateConfigure;
   } else if (*rstatus) {
     args->command = Args::Command::kReplicateStatus;
+  } else if (*rpromote) {
+    args->command = Args::Command::kReplicatePromote;
   } else if (*create) {
     args->command = Args::Command::kCollectionCreate;
   } else if (*drop) {

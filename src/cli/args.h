@@ -89,6 +89,7 @@ struct GetArgs : ReadArgs {
 struct ReplicateArgs {
   std::string primary;
   std::vector<std::string> secondaries;
+  std::string promote;  // kfctl replicate promote ID
 };
 
 struct Args {
@@ -108,6 +109,7 @@ struct Args {
     kGet,
     kReplicateConfigure,
     kReplicateStatus,
+    kReplicatePromote,
   };
   std::string endpoint = "127.0.0.1:19530";
   double timeout_seconds = 30;

@@ -41,6 +41,11 @@ int RunGet(const Args& args, std::FILE* out, std::FILE* err);
 // endpoint's configuration and its node's roles, checkpoints and replicators as one JSON line.
 int RunReplicateConfigure(const Args& args, std::FILE* out, std::FILE* err);
 int RunReplicateStatus(const Args& args, std::FILE* out, std::FILE* err);
+// promote ID: the secondary ID at --endpoint and its primary swap roles (a switchover, both up;
+// one primary and one secondary): the primary is altered first (it stops taking writes), kfctl
+// waits until each of its pchannels handed over everything it acknowledged, then the secondary
+// is altered; one JSON line per cluster.
+int RunReplicatePromote(const Args& args, std::FILE* out, std::FILE* err);
 
 // "kfctl: INVALID_ARGUMENT: <message>\n" on `err`.
 void PrintError(std::FILE* err, const absl::Status& s);

@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
       return kf::cli::RunReplicateConfigure(args, stdout, stderr);
     case kf::cli::Args::Command::kReplicateStatus:
       return kf::cli::RunReplicateStatus(args, stdout, stderr);
+    case kf::cli::Args::Command::kReplicatePromote:
+      return kf::cli::RunReplicatePromote(args, stdout, stderr);
     case kf::cli::Args::Command::kNone:
       break;
   }

@@ -60,6 +60,61 @@ absl::StatusOr<v1::GetReplicateConfigResponse> GetConfig(const Args& args,
   return response;
 }
 
+// Alters the configuration of the cluster at `endpoint` and prints its new role; false (the
+// error printed) on failure.
+bool Alter(const Args& args, const v1::ReplicateConfiguration& config, const std::string& id,
+           const std::string& endpoint, std::FILE* out, std::FILE* err) {
+  auto stub = v1::ReplicateAdmin::NewStub(ChannelTo(endpoint));
+  grpc::ClientContext ctx;
+  SetDeadline(args, &ctx);
+  v1::AlterReplicateConfigRequest request;
+  *request.mutable_config() = config;
+  v1::AlterReplicateConfigResponse response;
+  absl::Status s = wire::FromGrpcStatus(stub->AlterReplicateConfig(&ctx, request, &response));
+  if (!s.ok()) {
+    PrintError(err, WithContext(s, absl::StrCat("cluster ", id, " at ", endpoint)));
+    return false;
+  }
+  PrintLine(out, absl::StrCat(R"({"cluster":")", id, R"(","endpoint":")", endpoint, R"(","role":")",
+                              ToAbsl(ReplicateRoleName(RoleOf(config, id).kind)), R"("})"));
+  return true;
+}
+
+// Waits until the node at `endpoint` reports, for each of `pchannels`, a replicator to
+// `secondary` that handed over (replicator.h); DEADLINE_EXCEEDED naming the first missing.
+absl::Status AwaitHandover(const Args& args, const std::string& endpoint,
+                           const google::protobuf::RepeatedPtrField<std::string>& pchannels,
+                           const std::string& secondary) {
+  auto stub = v1::Replicate::NewStub(ChannelTo(endpoint));
+  const absl::Time deadline = absl::Now() + absl::Seconds(args.timeout_seconds);
+  for (std::string missing;;) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(deadline));
+    v1::ReplicateStatusResponse status;
+    absl::Status s =
+        wire::FromGrpcStatus(stub->Status(&ctx, v1::ReplicateStatusRequest(), &status));
+    if (!s.ok()) return WithContext(s, endpoint);
+    missing.clear();
+    for (const std::string& p : pchannels) {
+      bool done = false;
+      for (const v1::ReplicatorStatus& r : status.replicators()) {
+        done = done || (r.pchannel() == p && r.secondary_cluster_id() == secondary &&
+                        r.state() == "handed_over");
+      }
+      if (!done && missing.empty()) missing = p;
+    }
+    if (missing.empty()) return absl::OkStatus();
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "pchannel ", missing, " of the old primary at ", endpoint,
+          " has not handed everything over to ", secondary,
+          " (its node restarted, or it is still sending: see `kfctl replicate status`); the new "
+          "configuration is in force on the old primary only"));
+    }
+    absl::SleepFor(absl::Milliseconds(100));  // polling period
+  }
+}
+
 std::string Json(const google::protobuf::Message& m) {
   std::string out;
   google::protobuf::util::JsonPrintOptions options;
@@ -116,22 +171,48 @@ int RunReplicateConfigure(const Args& args, std::FILE* out, std::FILE* err) {
   // The secondaries first: they take replicated messages before the primary sends any.
   for (size_t i = 1; i <= clusters.size(); ++i) {
     const Cluster& c = clusters[i % clusters.size()];
-    auto stub = v1::ReplicateAdmin::NewStub(ChannelTo(c.endpoint));
-    grpc::ClientContext ctx;
-    SetDeadline(args, &ctx);
-    v1::AlterReplicateConfigRequest request;
-    *request.mutable_config() = config;
-    v1::AlterReplicateConfigResponse response;
-    absl::Status s = wire::FromGrpcStatus(stub->AlterReplicateConfig(&ctx, request, &response));
-    if (!s.ok()) {
-      PrintError(err, WithContext(s, absl::StrCat("cluster ", c.id, " at ", c.endpoint)));
-      return kExitServerError;
-    }
-    PrintLine(
-        out, absl::StrCat(R"({"cluster":")", c.id, R"(","endpoint":")", c.endpoint, R"(","role":")",
-                          ToAbsl(ReplicateRoleName(RoleOf(config, c.id).kind)), R"("})"));
+    if (!Alter(args, config, c.id, c.endpoint, out, err)) return kExitServerError;
   }
   return kExitOk;
+}
+
+int RunReplicatePromote(const Args& args, std::FILE* out, std::FILE* err) {
+  const std::string& id = args.replicate.promote;
+  absl::StatusOr<v1::GetReplicateConfigResponse> got = GetConfig(args, args.endpoint);
+  if (!got.ok()) {
+    PrintError(err, got.status());
+    return kExitServerError;
+  }
+  if (got->cluster_id() != id) {
+    PrintError(err, StreamingError(StreamingCode::kInvalidArgument,
+                                   absl::StrCat("endpoint ", args.endpoint, " is cluster ",
+                                                got->cluster_id(), ", not ", id)));
+    return kExitUsage;
+  }
+  const ReplicateRole role = RoleOf(got->config(), id);
+  if (role.kind != ReplicateRole::Kind::kSecondary || got->config().clusters_size() != 2) {
+    PrintError(err, StreamingError(
+                        StreamingCode::kInvalidArgument,
+                        absl::StrCat("cluster ", id, " is ", ToAbsl(ReplicateRoleName(role.kind)),
+                                     " in a configuration of ", got->config().clusters_size(),
+                                     " clusters; promote swaps a primary and its one secondary")));
+    return kExitUsage;
+  }
+  v1::ReplicateConfiguration swapped = got->config();
+  swapped.mutable_topology(0)->set_source_cluster_id(id);
+  swapped.mutable_topology(0)->set_target_cluster_id(role.primary_id);
+  const v1::ReplicateCluster* old_primary = FindCluster(swapped, role.primary_id);
+  // The old primary first: it stops taking writes where the configuration enters its WALs, and
+  // its replicators hand over everything before that.
+  if (!Alter(args, swapped, role.primary_id, old_primary->endpoint(), out, err)) {
+    return kExitServerError;
+  }
+  if (absl::Status s = AwaitHandover(args, old_primary->endpoint(), old_primary->pchannels(), id);
+      !s.ok()) {
+    PrintError(err, s);
+    return kExitServerError;
+  }
+  return Alter(args, swapped, id, args.endpoint, out, err) ? kExitOk : kExitServerError;
 }
 
 int RunReplicateStatus(const Args& args, std::FILE* out, std::FILE* err) {

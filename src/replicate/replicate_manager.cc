@@ -62,21 +62,32 @@ void ReplicateManager::Reconcile() {
   std::vector<std::unique_ptr<Replicator>> stopping;
   absl::MutexLock lock(&mu_);
   for (auto it = replicators_.begin(); it != replicators_.end();) {
-    auto w = want.find(it->first);
     const Replicator& r = *it->second;
-    const bool same = w != want.end() && w->second.second == r.wal() &&
-                      w->second.first.secondary_endpoint == r.options().secondary_endpoint &&
-                      w->second.first.secondary_pchannel == r.options().secondary_pchannel &&
-                      r.running();
-    if (same) {
-      want.erase(w);
-      ++it;
-    } else {
-      stopping.push_back(std::move(it->second));
-      it = replicators_.erase(it);
+    auto w = want.find(it->first);
+    bool keep = r.running();
+    if (keep && w != want.end()) {
+      keep = w->second.second == r.wal() &&
+             w->second.first.secondary_endpoint == r.options().secondary_endpoint &&
+             w->second.first.secondary_pchannel == r.options().secondary_pchannel;
+    } else if (keep) {
+      // Configured out: it runs on to the AlterReplicateConfig that removed it and stops there
+      // (replicator.h), unless its WAL is no longer served here.
+      absl::StatusOr<std::shared_ptr<wal::Wal>> served = registry_->Get(r.options().pchannel);
+      keep = served.ok() && *served == r.wal();
     }
+    if (keep) {
+      if (w != want.end()) want.erase(w);
+      ++it;
+      continue;
+    }
+    if (const Replicator::Progress p = r.progress(); p.state == "handed_over") {
+      handed_over_[it->first] = {.options = r.options(), .progress = p};
+    }
+    stopping.push_back(std::move(it->second));
+    it = replicators_.erase(it);
   }
   for (auto& [key, what] : want) {
+    handed_over_.erase(key);
     replicators_[key] = std::make_unique<Replicator>(std::move(what.first), std::move(what.second));
   }
 }
@@ -89,6 +100,7 @@ std::vector<ReplicateManager::Entry> ReplicateManager::Status() const {
                    .progress = r->progress(),
                    .wal_last_tt = r->wal()->LastTimeTick().value()});
   }
+  for (const auto& [key, e] : handed_over_) out.push_back(e);
   return out;
 }
 

@@ -2,8 +2,10 @@
 // primary"): for every pchannel the node serves whose WAL's replicate configuration makes this
 // cluster a primary, one replicator per secondary, to the pchannel at the same index there.
 // It looks every `interval` (the configuration changes with an AlterReplicateConfig in the WAL,
-// the pchannels with the node's assignment) and starts, replaces (a new Wal for the pchannel)
-// or stops replicators accordingly.
+// the pchannels with the node's assignment) and starts replicators, replaces them (a new Wal
+// for the pchannel, another endpoint) and stops them when their WAL is no longer served here.
+// A replicator the configuration no longer wants runs on until it reaches that
+// AlterReplicateConfig in the WAL and stops itself (replicator.h); then it is let go.
 //
 // Thread-safety: thread-safe. Ownership: owns its thread and the replicators; borrows the
 // registry (must outlive it).
@@ -42,7 +44,8 @@ class ReplicateManager {
 
   // Starts or stops replicators now (the loop does it every interval).
   void Reconcile();
-  // Every replicator, by pchannel and secondary.
+  // Every replicator, by pchannel and secondary, and those that handed over (configured out,
+  // everything before it sent: `kfctl replicate promote` waits for them) since.
   std::vector<Entry> Status() const;
 
  private:
@@ -52,6 +55,7 @@ class ReplicateManager {
   const Options options_;
   mutable absl::Mutex mu_;
   std::map<Key, std::unique_ptr<Replicator>> replicators_ ABSL_GUARDED_BY(mu_);
+  std::map<Key, Entry> handed_over_ ABSL_GUARDED_BY(mu_);
   std::jthread thread_;
 };
 

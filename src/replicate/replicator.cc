@@ -30,18 +30,31 @@ class Peer {
 
 namespace {
 
-// Whether the secondary gets `m` at all (docs/replication.md "The primary"). A piece of a
+// Whether `secondary` gets `m` at all (docs/replication.md "The primary"). A piece of a
 // transaction outside a Txn is one the reader started inside of: reading from the checkpoint's
-// LCMID, that transaction ended at or before the checkpoint, so it is already there.
-bool Replicated(const ImmutableMessage& m) {
+// LCMID, that transaction ended at or before the checkpoint, so it is already there. A message
+// replicated here from `secondary` (this cluster was its secondary before) came from there.
+bool Replicated(const ImmutableMessage& m, const std::string& secondary) {
   const MessageType t = m.type();
   if (t != MessageType::kTxn &&
       (t == MessageType::kBeginTxn || IsTxnControlType(t) || m.message().HasProperty(prop::kTxn))) {
     return false;
   }
+  if (m.message().HasProperty(prop::kReplicate)) {
+    auto h = m.message().replicate_header();
+    if (h.has_value() && h->cluster_id() == secondary) return false;
+  }
   return t != MessageType::kTimeTick && t != MessageType::kAlterReplicateConfig &&
-         t != MessageType::kCreateSegment && t != MessageType::kFlush &&
-         !m.message().HasProperty(prop::kNoReplicate);
+         !IsSelfControlledType(t) && !m.message().HasProperty(prop::kNoReplicate);
+}
+
+// Whether `config` has this replicator's edge.
+bool HasEdge(const kingfisher::v1::ReplicateConfiguration& config, const std::string& primary,
+             const std::string& secondary) {
+  for (const auto& e : config.topology()) {
+    if (e.source_cluster_id() == primary && e.target_cluster_id() == secondary) return true;
+  }
+  return false;
 }
 
 // `m` on the wire, read remotely: its `_tc` (and a Txn's inner ones) is a `wal.dist_consume`
@@ -84,6 +97,15 @@ Replicator::~Replicator() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool Replicator::EndsHere(const ImmutableMessage& alter) const {
+  kingfisher::v1::ReplicateConfiguration config;
+  if (!config.ParseFromString(alter.message().payload())) return false;
+  // An older configuration without the edge, read on the way to a newer one with it, ends
+  // nothing: the WAL's latest decides.
+  return !HasEdge(config, options_.cluster_id, options_.secondary_id) &&
+         !HasEdge(wal_->replicate_state().config(), options_.cluster_id, options_.secondary_id);
+}
+
 Replicator::Progress Replicator::progress() const {
   absl::MutexLock lock(&mu_);
   return progress_;
@@ -106,6 +128,7 @@ void Replicator::Loop(std::stop_token stop) {
   spdlog::info("{}: started (secondary endpoint {})", what, options_.secondary_endpoint);
   Peer peer(options_.secondary_endpoint);
   absl::Duration backoff = options_.backoff_initial;
+  bool handed_over = false;
   absl::Mutex sleep_mu;
   absl::CondVar wake;
   std::stop_callback on_stop(stop, [&] {
@@ -113,31 +136,45 @@ void Replicator::Loop(std::stop_token stop) {
     wake.SignalAll();
   });
   while (!stop.stop_requested()) {
-    absl::Status ended = Session(stop, peer);
+    const Ended ended = Session(stop, peer);
     if (stop.stop_requested()) break;
-    if (!wal_->Health().ok() || GetStreamingCode(ended) == StreamingCode::kOnShutdown) {
-      spdlog::info("{}: the WAL is closed or broken, stopping: {}", what, ended.ToString());
+    if (ended.final) {
+      spdlog::info("{}: stopping: {}", what, ended.status.ToString());
+      handed_over = ended.handed_over;
       break;
     }
+    if (ended.progressed) backoff = options_.backoff_initial;
     spdlog::warn("{}: session ended, retrying in {}: {}", what, absl::FormatDuration(backoff),
-                 ended.ToString());
+                 ended.status.ToString());
     Update([&](Progress& p) {
       p.state = "retrying";
-      p.last_error = ended.ToString();
+      p.last_error = ended.status.ToString();
       p.pending = 0;
     });
     absl::MutexLock l(&sleep_mu);
     if (!stop.stop_requested()) wake.WaitWithTimeout(&sleep_mu, backoff);
     backoff = std::min(backoff * 2, options_.backoff_max);
-    if (GetStreamingCode(ended) == StreamingCode::kOk) backoff = options_.backoff_initial;
   }
   absl::MutexLock lock(&mu_);
   ended_ = true;
-  progress_.state = "stopped";
+  progress_.state = handed_over ? "handed_over" : "stopped";
   progress_.updated = absl::Now();
 }
 
-absl::Status Replicator::Session(std::stop_token stop, Peer& peer) {
+Replicator::Ended Replicator::Session(std::stop_token stop, Peer& peer) {
+  Ended ended;
+  ended.status = SessionOnce(stop, peer, ended);
+  return ended;
+}
+
+absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& ended) {
+  // The local WAL's errors end the replicator when the WAL is closed or broken (its manager
+  // starts one on the WAL that replaces it); the secondary's never do.
+  auto local = [&](absl::Status s) {
+    ended.final = !wal_->Health().ok() || GetStreamingCode(s) == StreamingCode::kOnShutdown ||
+                  absl::IsCancelled(s);
+    return s;
+  };
   Update([](Progress& p) { p.state = "connecting"; });
   absl::StatusOr<client::Router::Route> route = peer.router.Resolve(
       options_.secondary_pchannel, peer.after_version, absl::Now() + options_.call_timeout,
@@ -171,7 +208,7 @@ absl::Status Replicator::Session(std::stop_token stop, Peer& peer) {
     previous = checkpoint.checkpoint().time_tick();
   }
   absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner = wal_->Read(scan);
-  if (!scanner.ok()) return scanner.status();
+  if (!scanner.ok()) return local(scanner.status());
   Update([&](Progress& p) {
     p.state = "replicating";
     p.checkpoint_tt = previous;
@@ -185,18 +222,30 @@ absl::Status Replicator::Session(std::stop_token stop, Peer& peer) {
     request.set_source_pchannel(options_.pchannel);
     request.set_previous_time_tick(previous);
     size_t bytes = 0;
+    bool configured_out = false;  // read the AlterReplicateConfig that ends this replication
     absl::Time wait_until = absl::Now() + absl::Milliseconds(200);  // the first one only
     while (request.messages_size() < options_.max_batch_messages &&
            bytes < options_.max_batch_bytes) {
       absl::StatusOr<ImmutableMessagePtr> next = (*scanner)->Next(trace::Context(), wait_until);
       if (absl::IsDeadlineExceeded(next.status())) break;
-      if (!next.ok()) return next.status();
+      if (!next.ok()) return local(next.status());
       const ImmutableMessage& m = **next;
-      if (!Replicated(m) || m.timetick().value() <= previous) continue;
+      if (m.type() == MessageType::kAlterReplicateConfig && EndsHere(m)) {
+        configured_out = true;
+        break;
+      }
+      if (!Replicated(m, options_.secondary_id) || m.timetick().value() <= previous) continue;
       Encode(m, request.add_messages());
       bytes += request.messages(request.messages_size() - 1).ByteSizeLong();
       previous = m.timetick().value();
       wait_until = absl::InfinitePast();
+    }
+    if (request.messages_size() == 0 && configured_out) {
+      ended.final = true;
+      ended.handed_over = true;
+      return absl::CancelledError(
+          "the replicate configuration no longer replicates this pchannel there; everything "
+          "before that change was sent");
     }
     if (request.messages_size() == 0) continue;
     const auto sent = static_cast<uint64_t>(request.messages_size());
@@ -219,6 +268,7 @@ absl::Status Replicator::Session(std::stop_token stop, Peer& peer) {
             p.ignored += ignored;
             p.checkpoint_tt = at;
           });
+          ended.progressed = ended.progressed || appended + ignored > 0;
           return routed(s);
         }
         ++ignored;
@@ -234,6 +284,7 @@ absl::Status Replicator::Session(std::stop_token stop, Peer& peer) {
       p.pending = 0;
       p.last_error.clear();
     });
+    ended.progressed = ended.progressed || appended + ignored > 0;
     if (static_cast<uint64_t>(response.results_size()) < sent) {
       return absl::UnavailableError(absl::StrCat("the secondary answered ", response.results_size(),
                                                  " of ", sent, " messages without an error"));

@@ -5,9 +5,15 @@
 // client/router.h), ask it for its checkpoint (GetCheckpoint), read this WAL from the
 // checkpoint's LCMID (so a transaction that began before it and committed after is seen whole)
 // and send what follows the checkpoint in batches (Replicate.Append), one batch in flight.
-// Not sent: TimeTicks, AlterReplicateConfig (each cluster gets its own), and messages marked
-// `_ur`. Each message outside a transaction, and each committed transaction, goes with a
-// `wal.dist_consume` span as its `_tc` (it is read remotely), child of its own.
+// Not sent: TimeTicks, AlterReplicateConfig (each cluster gets its own), CreateSegment and Flush
+// (each cluster seals its own), messages marked `_ur`, and messages that came from the
+// secondary itself (replicated here while this cluster was its secondary). Each message outside a
+// transaction, and each committed transaction, goes with a `wal.dist_consume` span as its `_tc` (it
+// is read remotely), child of its own.
+//
+// The replicator stops where it reads the AlterReplicateConfig that removes its edge (when the
+// WAL's latest configuration has none either), after sending everything before it: a demoted
+// primary hands over every message it acknowledged.
 //
 // Any failure ends the session: after a backoff the next one starts again from the
 // secondary's checkpoint, which the secondary's WAL keeps exactly (a message is taken only
@@ -47,7 +53,9 @@ class Replicator {
     absl::Duration backoff_max = absl::Seconds(5);
   };
   struct Progress {
-    std::string state = "starting";  // "connecting", "replicating", "retrying", "stopped"
+    // "connecting", "replicating", "retrying", "stopped", or "handed_over": configured out, and
+    // everything the WAL holds before that AlterReplicateConfig is on the secondary.
+    std::string state = "starting";
     std::string last_error;
     uint64_t checkpoint_tt = 0;  // the secondary's, as last acknowledged
     uint64_t replicated = 0;     // messages appended by this replicator
@@ -70,9 +78,18 @@ class Replicator {
   bool running() const;
 
  private:
+  struct Ended {
+    absl::Status status;
+    bool final = false;        // the replicator stops (its WAL closed, or it was configured out)
+    bool handed_over = false;  // configured out, with everything before that sent
+    bool progressed = false;   // the secondary took something: the backoff starts over
+  };
   void Loop(std::stop_token stop);
-  // One session; returns why it ended.
-  absl::Status Session(std::stop_token stop, class Peer& peer);
+  // One session and why it ended.
+  Ended Session(std::stop_token stop, class Peer& peer);
+  absl::Status SessionOnce(std::stop_token stop, Peer& peer, Ended& ended);
+  // Whether `alter` (an AlterReplicateConfig read from the WAL) ends this replication.
+  bool EndsHere(const ImmutableMessage& alter) const;
   void Update(const std::function<void(Progress&)>& change);
 
   const Options options_;

@@ -62,8 +62,13 @@ absl::StatusOr<Replica> ToReplica(const ConsumedMessage& in, const ReplicateAppe
     }
     msg->set_vchannel(absl::StrCat(r.pchannel(), ToAbsl(vc.substr(r.source_pchannel().size()))));
   }
-  for (std::string_view key : {prop::kTimeTick, prop::kLastConfirmed, prop::kLastConfirmedSelf,
-                               prop::kWalTerm, prop::kNotPersisted}) {
+  // The source WAL's stamps, and the source's dedup keys: `_ik` and `_bh` name producers and
+  // broadcasts of the source cluster, which this cluster's own tables must not confuse with its
+  // own (a broadcast id of both clusters, a retried Begin of a txn that died here); the
+  // checkpoint in `_rh` is what deduplicates a replicated message.
+  for (std::string_view key :
+       {prop::kTimeTick, prop::kLastConfirmed, prop::kLastConfirmedSelf, prop::kWalTerm,
+        prop::kNotPersisted, prop::kIdempotencyKey, prop::kBroadcast}) {
     msg->EraseProperty(key);
   }
   msg->set_replicate_header(h);
@@ -182,7 +187,8 @@ class Appender {
     for (absl::StatusOr<wal::AppendResult>& r : AppendAll(wal_, std::move(bodies), ctx_)) {
       if (!r.ok()) {
         Rollback(vchannel, mine);
-        return Record(r, commit_tt);
+        Record(r, commit_tt);
+        return false;
       }
     }
     replicas.back().msg.set_txn(mine);

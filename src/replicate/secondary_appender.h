@@ -5,9 +5,9 @@
 // `_lc`, `_lcs`, `_wt`) are dropped, its vchannel moves from the source pchannel to this one
 // (same name after the pchannel), and `_rh` records where it came from: source cluster, id,
 // LCMID, timetick, vchannel, and the timetick of the message replicated before it (so that the
-// WAL takes it only right after that one, replicate_state.h). `_ik` and `_tc` are kept: the
-// idempotency key answers a producer that retries on this cluster once it is promoted, and the
-// trace context is the source's until the WAL overwrites it at `wal.appendimpl`.
+// WAL takes it only right after that one, replicate_state.h). `_ik` and `_bh` are dropped (they
+// name the source cluster's producers and broadcasts; the checkpoint deduplicates); `_tc` is
+// kept: the source's until the WAL overwrites it at `wal.appendimpl`.
 //
 // Messages outside transactions are appended in runs (one AppendBatch); a transaction gets a
 // txn of its own here (Begin, then its bodies, then Commit, with the new txn id), rolled back

@@ -94,7 +94,10 @@ grpc::ServerUnaryReactor* ReplicateService::Status(grpc::CallbackServerContext* 
         s->set_primary_time_tick(e.wal_last_tt);
         const uint64_t behind = PhysicalMs(TimeTick(e.wal_last_tt));
         const uint64_t at = PhysicalMs(TimeTick(e.progress.checkpoint_tt));
-        s->set_lag_ms(e.progress.pending == 0 || behind < at ? 0 : behind - at);
+        // Caught up (replicating, nothing in flight): the primary's last timetick is a TimeTick
+        // or a message nobody replicates, not a lag.
+        const bool caught_up = e.progress.state == "replicating" && e.progress.pending == 0;
+        s->set_lag_ms(caught_up || behind < at ? 0 : behind - at);
         s->set_replicated(e.progress.replicated);
         s->set_ignored(e.progress.ignored);
         s->set_pending(e.progress.pending);
@@ -116,6 +119,13 @@ grpc::ServerUnaryReactor* ReplicateService::Status(grpc::CallbackServerContext* 
 ReplicateAdminService::~ReplicateAdminService() {
   BeginShutdown();
   WaitForCalls(absl::Now());
+}
+
+void ReplicateAdminService::WaitForCalls(absl::Time deadline) {
+  if (!workers_.WaitIdle(deadline)) {
+    options_.ddl->Stop();
+    workers_.WaitIdle(absl::InfiniteFuture());
+  }
 }
 
 template <typename Work>

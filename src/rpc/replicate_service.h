@@ -68,7 +68,9 @@ class ReplicateAdminService final : public kingfisher::v1::ReplicateAdmin::Callb
       kingfisher::v1::GetReplicateConfigResponse* response) override;
 
   void BeginShutdown() { workers_.Close(); }
-  void WaitForCalls(absl::Time deadline) { workers_.WaitIdle(deadline); }
+  // As CollectionService's: calls still running at `deadline` are ended by stopping the DDL
+  // host (their broadcaster answers UNAVAILABLE).
+  void WaitForCalls(absl::Time deadline);
 
  private:
   template <typename Work>

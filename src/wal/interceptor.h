@@ -1,6 +1,7 @@
 // AppendInterceptor and InterceptorChain: the steps the WAL adaptor runs around its sequencer
 // for every append (docs/wal-internals.md). WalImpl wires one chain, in this order: the
-// collection rules (collection_interceptor.h), the transaction manager (txn_interceptor.h), the
+// replicate rules (replicate_interceptor.h, docs/replication.md), the collection rules
+// (collection_interceptor.h), the transaction manager (txn_interceptor.h), the
 // broadcast and the `_ik` deduplication (idempotency_interceptor.h), the TimeTick logic
 // (timetick_interceptor.h); later capabilities (e.g. a shard manager applying committed data to
 // growing segments) join at its end.
@@ -34,7 +35,8 @@
 // Dispatch: each hook goes only to the interceptors that implement it (hooks()), and for an
 // ordinary append (AppendContext::ordinary(): no txn role, not exclusive, not a TimeTick; what
 // most traffic and every batch's run is) only to those that need it for one (ordinary_hooks()):
-// an Insert passes the collection rules and the `_ik` table and nothing else. A run is all
+// an Insert passes the replicate and collection rules and the `_ik` table and nothing else
+// (and, once durable, the replicate checkpoint's bookkeeping). A run is all
 // ordinary or a run of one.
 //
 // Thread-safety: hooks run concurrently for different appends (Admit and BeforeSequence on

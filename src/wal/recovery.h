@@ -13,8 +13,9 @@
 // the configuration makes this cluster a secondary every entry is decoded, so that the
 // checkpoint of what was replicated (`_rh`) is exact wherever the tail begins.
 //
-// From a checkpoint of that state (the collection table and the broadcast results as of one
-// message, written by the pchannel's follower: docs/recovery-storage.md) only the DDL after
+// From a checkpoint of that state (the collection table, the broadcast results and the
+// replicate state as of one message, written by the pchannel's follower:
+// docs/recovery-storage.md) only the DDL (and on a secondary every entry) after
 // that message are read — from it, or from the tail if that starts earlier — so the log below
 // may have been truncated and the open reads a bounded part of it.
 //

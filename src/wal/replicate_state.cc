@@ -33,6 +33,7 @@ absl::Status ReplicateState::Prepare(const MutableMessage& m, ReplicateAppend* o
     }
     if (absl::Status bad = ValidateReplicateConfig(*config); !bad.ok()) return bad;
     out->config = std::move(config);
+    out->replicated = m.HasProperty(prop::kReplicate);  // refused by Check
     return absl::OkStatus();
   }
   if (!m.HasProperty(prop::kReplicate)) return absl::OkStatus();
@@ -55,11 +56,16 @@ absl::Status ReplicateState::Prepare(const MutableMessage& m, ReplicateAppend* o
 }
 
 absl::Status ReplicateState::Check(const ReplicateAppend& a) const {
-  if (a.type == MessageType::kTimeTick || a.type == MessageType::kAlterReplicateConfig) {
-    return absl::OkStatus();
+  if (a.type == MessageType::kAlterReplicateConfig) {
+    if (!a.replicated) return absl::OkStatus();
+    return Violation("an AlterReplicateConfig is never replicated: each cluster gets its own");
   }
   if (!a.replicated) {
-    if (!secondary() || a.type == MessageType::kRollbackTxn) return absl::OkStatus();
+    // The WAL's and the node's own messages (TimeTick, CreateSegment, Flush) and the end of a
+    // replicated txn that will not commit.
+    if (!secondary() || IsSelfControlledType(a.type) || a.type == MessageType::kRollbackTxn) {
+      return absl::OkStatus();
+    }
     return Violation(absl::StrCat("cluster ", cluster_id_, " is a secondary of cluster ",
                                   role_.primary_id, " (", role_.primary_endpoint,
                                   "): it takes writes only by replication; write to the primary"));

@@ -5,8 +5,9 @@
 // The rules (Check), applied to every append under the sequencer lock, so that they switch
 // exactly at the AlterReplicateConfig's place in the log:
 // - on a secondary, a message without `_rh` is refused with REPLICATE_VIOLATION naming the
-//   primary (user writes go there), except the WAL's own TimeTicks, AlterReplicateConfig
-//   (the cluster's own broadcast) and RollbackTxn (ends a replicated txn that will not commit);
+//   primary (user writes go there), except the WAL's and the node's own (TimeTick,
+//   CreateSegment, Flush), AlterReplicateConfig (the cluster's own broadcast; one carrying `_rh`
+//   is refused) and RollbackTxn (ends a replicated txn that will not commit);
 // - a message with `_rh` is refused with REPLICATE_VIOLATION on a cluster that is not a
 //   secondary, or when it comes from a cluster other than the primary;
 // - a replicated message that moves the checkpoint (one outside a transaction, or a CommitTxn)

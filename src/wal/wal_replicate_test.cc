@@ -222,6 +222,16 @@ TEST_P(WalReplicateTest, ASecondaryTakesOnlyItsPrimarysMessagesAndEachOnce) {
   EXPECT_EQ(CheckpointTimeTick(), 21u);
 }
 
+TEST_P(WalReplicateTest, ASecondaryTakesItsOwnSealsButNoReplicatedConfiguration) {
+  ASSERT_TRUE(Append(Alter(Config("a", "b"), 1)).ok());
+  // The node's own CreateSegment (its follower seals growing segments) is not a user write.
+  auto seal = Append(NewCreateSegmentMessage(kRaw, 42, "_default"));
+  EXPECT_TRUE(seal.ok()) << seal.status();
+  // Each cluster gets its own AlterReplicateConfig: a replicated one is refused.
+  auto copied = Append(Replicated(Alter(Config("a", "b"), 2), 50, 0));
+  EXPECT_EQ(CodeOf(copied), StreamingCode::kReplicateViolation) << copied.status();
+}
+
 TEST_P(WalReplicateTest, AReplicatedTransactionIsJudgedAtItsCommit) {
   ASSERT_TRUE(Append(Alter(Config("a", "b"), 1)).ok());
   ASSERT_TRUE(Append(Replicated(40, 0)).ok());

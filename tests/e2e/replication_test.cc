@@ -2,8 +2,9 @@
 // clusters "east" (primary) and "west" (secondary), configured with `kfctl replicate configure`.
 // Writes and transactions (committed and rolled back) on the primary appear on the secondary
 // exactly once and in the same per-vchannel order while either server is killed -9 at random
-// points (KF_REPLICATION_ROUNDS rounds, default 4; the soak runs more); what breaks the
-// topology is refused with a clear error and writes nothing.
+// points (KF_REPLICATION_ROUNDS rounds, default 4); what breaks the topology is refused with a
+// clear error and writes nothing; `kfctl replicate promote` under load swaps the roles and the
+// new primary holds every write either acknowledged, once.
 #include <unistd.h>
 
 #include <atomic>
@@ -271,6 +272,69 @@ TEST_F(ReplicationE2E, EveryMessageReachesTheSecondaryOnceInOrderWhileServersAre
     EXPECT_EQ(r["secondary_cluster_id"], "west");
     EXPECT_EQ(r["state"], "replicating") << status.out;
   }
+}
+
+TEST_F(ReplicationE2E, PromoteSwapsTheRolesUnderLoadAndLosesOrDoublesNothing) {
+  testing::KfctlResult configured = Configure();
+  ASSERT_EQ(configured.exit_code, 0) << testing::Describe(configured);
+  // A writer on east until east refuses (it became a secondary), then on west.
+  std::atomic<bool> stop{false};
+  std::vector<std::string> acked;  // payloads acknowledged by either cluster
+  std::thread writer([&] {
+    auto east_client = kingfisher::Client::Connect({.endpoint = east_->address()});
+    auto west_client = kingfisher::Client::Connect({.endpoint = west_->address()});
+    if (!east_client.ok() || !west_client.ok()) return;
+    auto east = *(*east_client)->CreateProducer();
+    auto west = *(*west_client)->CreateProducer();
+    bool on_west = false;
+    for (int i = 0; !stop.load(); ++i) {
+      const std::string payload = "sw-" + std::to_string(i);
+      if (!on_west) {
+        auto r = east->AppendSync(Insert("east-dml_0_sw", payload));
+        if (r.ok()) acked.push_back(payload);
+        on_west = !r.ok() && GetStreamingCode(r.status()) == StreamingCode::kReplicateViolation;
+        continue;
+      }
+      auto r = west->AppendSync(Insert("west-dml_0_sw", payload));
+      if (r.ok()) acked.push_back(payload);
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // load before the switch
+  testing::KfctlResult promoted = testing::RunKfctl(
+      dir_->path(),
+      {"--endpoint", west_->address(), "--timeout", "30", "replicate", "promote", "west"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // load after it
+  stop = true;
+  writer.join();
+  ASSERT_EQ(promoted.exit_code, 0) << testing::Describe(promoted);
+  ASSERT_EQ(promoted.lines.size(), 2u);
+  EXPECT_EQ(promoted.lines[0]["cluster"], "east");
+  EXPECT_EQ(promoted.lines[0]["role"], "secondary");
+  EXPECT_EQ(promoted.lines[1]["cluster"], "west");
+  EXPECT_EQ(promoted.lines[1]["role"], "primary");
+
+  // The surviving primary holds every acknowledged write once; the old one, now its
+  // secondary, holds the same log in the same order.
+  const std::vector<kingfisher::ConsumedMessage> primary =
+      ReadAll(west_->address(), "west-dml_0_sw", std::chrono::seconds(2));
+  std::map<std::string, int> count;
+  for (const auto& m : primary) ++count[m.payload];
+  for (const std::string& p : acked) EXPECT_EQ(count[p], 1) << p;
+  for (const auto& [p, n] : count) EXPECT_EQ(n, 1) << p;
+  std::vector<kingfisher::ConsumedMessage> secondary;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       std::chrono::steady_clock::now() < deadline;) {
+    secondary = ReadAll(east_->address(), "east-dml_0_sw", std::chrono::milliseconds(500));
+    if (secondary.size() >= primary.size()) break;
+  }
+  EXPECT_EQ(Described(secondary), Described(primary));
+  std::printf("switchover: %zu writes acknowledged, %zu in the new primary's log\n", acked.size(),
+              primary.size());
+  auto east_client = kingfisher::Client::Connect({.endpoint = east_->address()});
+  ASSERT_TRUE(east_client.ok());
+  auto refused = (*(*east_client)->CreateProducer())->AppendSync(Insert("east-dml_0_sw", "late"));
+  EXPECT_EQ(GetStreamingCode(refused.status()), StreamingCode::kReplicateViolation)
+      << refused.status();
 }
 
 }  // namespace

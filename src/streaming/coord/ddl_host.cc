@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/backoff.h"
+#include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 
 namespace kf::streaming {
@@ -77,21 +78,22 @@ void DdlHost::Stop() {
   if (thread.joinable()) thread.join();
 }
 
-absl::StatusOr<std::shared_ptr<ddl::Catalog>> DdlHost::catalog() const {
+absl::StatusOr<std::shared_ptr<DdlHost::Term>> DdlHost::Serving() const {
   absl::MutexLock l(&mu_);
-  if (serving_ != nullptr) return std::shared_ptr<ddl::Catalog>(serving_, &serving_->catalog);
+  if (serving_ != nullptr) return serving_;
   if (!in_office_) return absl::UnavailableError("not the acting coordinator");
   if (last_error_.empty()) return absl::UnavailableError("recovering DDL tasks");
   return absl::UnavailableError("recovering DDL tasks; last attempt: " + last_error_);
 }
 
+absl::StatusOr<std::shared_ptr<ddl::Catalog>> DdlHost::catalog() const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Term> term, Serving());
+  return std::shared_ptr<ddl::Catalog>(term, &term->catalog);
+}
+
 absl::StatusOr<std::shared_ptr<ddl::ReplicateConfigurator>> DdlHost::replicate() const {
-  absl::MutexLock l(&mu_);
-  if (serving_ != nullptr) {
-    return std::shared_ptr<ddl::ReplicateConfigurator>(serving_, &serving_->replicate);
-  }
-  if (!in_office_) return absl::UnavailableError("not the acting coordinator");
-  return absl::UnavailableError("recovering DDL tasks");
+  ASSIGN_OR_RETURN(std::shared_ptr<Term> term, Serving());
+  return std::shared_ptr<ddl::ReplicateConfigurator>(term, &term->replicate);
 }
 
 bool DdlHost::WaitServing(absl::Time deadline) const {

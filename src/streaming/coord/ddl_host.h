@@ -79,6 +79,8 @@ class DdlHost {
   struct Term;
 
   void RunTerm(std::stop_token stop, int64_t revision, std::jthread previous);
+  // The recovered term's objects, or why there are none.
+  absl::StatusOr<std::shared_ptr<Term>> Serving() const;
   // REQUIRES: `term` recovered. False when the term ended meanwhile.
   bool Publish(const std::stop_token& stop, std::shared_ptr<Term> term);
 
