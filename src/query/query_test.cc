@@ -35,6 +35,7 @@
 #include "trace/traceparent.h"
 #include "wal/backends/testing/backend_under_test.h"
 #include "wal/collections/test_messages.h"
+#include "wal/txn/txn_message.h"
 #include "wal/wal_impl.h"
 
 namespace kf::query {
@@ -110,6 +111,66 @@ TEST(ChannelApplierTest, ACorruptPayloadOfACreatedCollectionIsDataLoss) {
   MutableMessage raw(MessageType::kInsert, "anything");
   raw.set_vchannel("kf-dml_0_orders");
   EXPECT_TRUE(applier.Apply(ImmutableMessage(MessageId(), std::move(raw))).ok());
+}
+
+// The follower's copy of the WAL's state (what a checkpoint carries) follows replication
+// (docs/replication.md): the configuration of an AlterReplicateConfig, and the checkpoint of a
+// replicated message outside a transaction and of a replicated Txn (its commit's `_rh`).
+TEST(ChannelApplierTest, TheCopyOfTheWalStateFollowsReplication) {
+  ChannelApplier applier("west-dml_0", {});
+  kingfisher::v1::ReplicateConfiguration config;
+  for (const char* id : {"east", "west"}) {
+    kingfisher::v1::ReplicateCluster* c = config.add_clusters();
+    c->set_cluster_id(id);
+    c->set_endpoint(std::string(id) + ":1");
+    c->add_pchannels(std::string(id) + "-dml_0");
+  }
+  kingfisher::v1::ReplicateTopologyEdge* e = config.add_topology();
+  e->set_source_cluster_id("east");
+  e->set_target_cluster_id("west");
+  uint64_t ts = 0;
+  auto apply = [&](MutableMessage m) {
+    m.set_timetick(TimeTick(++ts));
+    return applier.Apply(ImmutableMessage(MessageId(WalKind::kLocal, 0, ts), std::move(m)));
+  };
+  auto replicated = [](MutableMessage m, uint64_t source_tt) {
+    kingfisher::v1::ReplicateHeader h;
+    h.set_cluster_id("east");
+    h.set_message_id(MessageId(WalKind::kLocal, 0, source_tt).Encode());
+    h.set_time_tick(source_tt);
+    m.set_replicate_header(h);
+    return m;
+  };
+  MutableMessage alter(MessageType::kAlterReplicateConfig, config.SerializeAsString());
+  alter.set_vchannel("west-dml_0_replicate");
+  ASSERT_TRUE(apply(std::move(alter)).ok());
+  MutableMessage row(MessageType::kInsert, "r");
+  row.set_vchannel("west-dml_0_orders");
+  ASSERT_TRUE(apply(replicated(row, 500)).ok());
+  auto checkpoint_of = [&] {
+    const CheckpointPlan plan = applier.PlanCheckpoint();
+    EXPECT_TRUE(plan.wal.has_value());
+    EXPECT_EQ(plan.wal->replicate().config().clusters_size(), 2);
+    EXPECT_EQ(plan.wal->replicate().checkpoints_size(), 1);
+    return plan.wal->replicate().checkpoints_size() == 1
+               ? plan.wal->replicate().checkpoints(0).time_tick()
+               : 0;
+  };
+  EXPECT_EQ(checkpoint_of(), 500u);
+
+  // A Txn as a reader delivers it: Begin, body, Commit, the Txn carrying the commit's `_rh`.
+  kingfisher::v1::TxnContext txn;
+  txn.set_txn_id(100);
+  std::vector<ImmutableMessagePtr> inner;
+  for (MutableMessage m : {NewBeginTxnMessage("west-dml_0_orders", 1000), row,
+                           NewCommitTxnMessage("west-dml_0_orders", TxnId(100))}) {
+    m.set_txn(txn);
+    m.set_timetick(TimeTick(++ts));
+    inner.push_back(std::make_shared<const ImmutableMessage>(
+        MessageId(WalKind::kLocal, 0, ts), replicated(std::move(m), 600 + inner.size())));
+  }
+  ASSERT_TRUE(applier.Apply(*wal::TxnMessage::Assemble(std::move(inner))).ok());
+  EXPECT_EQ(checkpoint_of(), 602u);
 }
 
 // Segments (docs/recovery-storage.md): a full growing segment asks once for its CreateSegment;
