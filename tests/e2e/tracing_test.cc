@@ -428,5 +428,110 @@ TEST(TracingE2E, TxnGivesOneTraceWithTheTransactionShape) {
   }
 }
 
+// Replication (docs/tracing.md §6, scenario 18's replication levels): one message produced on
+// cluster east and replicated to west is ONE trace across both clusters' processes:
+//   wal.autocommit > wal.dist_append > wal.append > wal.appendimpl          (kfctl, east)
+//     > wal.dist_consume                                                     (east's replicator)
+//       > replicate.secondary > wal.autocommit > wal.append > wal.appendimpl (west)
+TEST(TracingE2E, ReplicationGivesOneTraceAcrossBothClusters) {
+  auto receiver = OtlpReceiver::Start();
+  ASSERT_TRUE(receiver.ok()) << receiver.status();
+  const std::map<std::string, std::string> otel = {
+      {"OTEL_EXPORTER_OTLP_ENDPOINT", (*receiver)->base_url()}, {"OTEL_BSP_SCHEDULE_DELAY", "100"}};
+  TempDir dir;
+  auto server = [&](const std::string& cluster) {
+    auto env = otel;
+    env["OTEL_SERVICE_NAME"] = cluster + "-e2e";
+    return std::make_unique<ServerProcess>(
+        ServerProcess::Options{.data_dir = dir.path() + "/" + cluster,
+                               .extra_args = {"--cluster", cluster, "--pchannels", "1"},
+                               .env = env});
+  };
+  std::unique_ptr<ServerProcess> east = server("east"), west = server("west");
+  ASSERT_TRUE(east->Start()) << east->Output();
+  ASSERT_TRUE(west->Start()) << west->Output();
+  auto kfctl_env = otel;
+  kfctl_env["OTEL_SERVICE_NAME"] = "kfctl-e2e";
+  auto configured = RunKfctl(dir.path(),
+                             {"--endpoint", east->address(), "replicate", "configure", "--primary",
+                              "east=" + east->address(), "--secondary", "west=" + west->address()},
+                             kfctl_env);
+  ASSERT_EQ(configured.exit_code, 0) << Describe(configured);
+  auto produced = RunKfctl(dir.path(),
+                           {"--endpoint", east->address(), "--timeout", "20", "produce",
+                            "--vchannel", "east-dml_0_traced", "--count", "1"},
+                           kfctl_env);
+  ASSERT_EQ(produced.exit_code, 0) << Describe(produced);
+  // On west once replicated (the consumer waits for it).
+  auto consumed =
+      RunKfctl(dir.path(),
+               {"--endpoint", west->address(), "--timeout", "20", "consume", "--vchannel",
+                "west-dml_0_traced", "--from", "earliest", "--limit", "1", "--idle-timeout", "20"},
+               kfctl_env);
+  ASSERT_EQ(consumed.exit_code, 0) << Describe(consumed);
+  ASSERT_EQ(consumed.lines.size(), 1u) << Describe(consumed);
+  for (ServerProcess* s : {east.get(), west.get()}) {  // SIGTERM flushes their spans
+    auto stopped = s->Stop();
+    ASSERT_TRUE(stopped.exited && stopped.exit_code == 0) << stopped.output;
+  }
+
+  auto spans = (*receiver)->Spans();
+  ASSERT_TRUE(spans.ok()) << spans.status();
+  const DecodedSpan* received = nullptr;
+  for (const DecodedSpan& s : *spans) {
+    if (s.name == "replicate.secondary") {
+      ASSERT_EQ(received, nullptr) << "one replicated message, one replicate.secondary";
+      received = &s;
+    }
+  }
+  ASSERT_NE(received, nullptr) << "no replicate.secondary span";
+  std::map<std::string, const DecodedSpan*> by_id;
+  for (const DecodedSpan& s : *spans) {
+    if (s.trace_id == received->trace_id) by_id[s.span_id] = &s;
+  }
+  // Walk up from replicate.secondary to the producer's root, checking each step.
+  auto parent = [&](const DecodedSpan* s) -> const DecodedSpan* {
+    auto it = by_id.find(s->parent_span_id);
+    return it == by_id.end() ? nullptr : it->second;
+  };
+  const std::vector<std::pair<std::string, std::string>> up = {{"wal.dist_consume", "east-e2e"},
+                                                               {"wal.appendimpl", "east-e2e"},
+                                                               {"wal.append", "east-e2e"},
+                                                               {"wal.dist_append", "kfctl-e2e"},
+                                                               {"wal.autocommit", "kfctl-e2e"}};
+  EXPECT_EQ(received->service_name, "west-e2e");
+  EXPECT_EQ(received->kind, kConsumer);
+  const DecodedSpan* at = received;
+  for (const auto& [name, service] : up) {
+    at = parent(at);
+    ASSERT_NE(at, nullptr) << "missing " << name << " above replicate.secondary";
+    EXPECT_EQ(at->name, name);
+    EXPECT_EQ(at->service_name, service) << name;
+  }
+  EXPECT_TRUE(at->parent_span_id.empty()) << "wal.autocommit is the root";
+  // And down: west's re-append under replicate.secondary.
+  auto child = [&](const DecodedSpan* of, const std::string& name) -> const DecodedSpan* {
+    const DecodedSpan* found = nullptr;
+    for (const auto& [id, s] : by_id) {
+      if (s->parent_span_id == of->span_id && s->name == name) {
+        EXPECT_EQ(found, nullptr) << "two " << name << " under " << of->name;
+        found = s;
+      }
+    }
+    return found;
+  };
+  const DecodedSpan* autocommit = child(received, "wal.autocommit");
+  ASSERT_NE(autocommit, nullptr);
+  EXPECT_EQ(autocommit->kind, kProducer);
+  const DecodedSpan* append = child(autocommit, "wal.append");
+  ASSERT_NE(append, nullptr);
+  const DecodedSpan* impl = child(append, "wal.appendimpl");
+  ASSERT_NE(impl, nullptr);
+  for (const DecodedSpan* s : {autocommit, append, impl}) EXPECT_EQ(s->service_name, "west-e2e");
+  auto replicate = impl->attributes.find("message.replicate");
+  ASSERT_NE(replicate, impl->attributes.end());
+  EXPECT_EQ(std::get<bool>(replicate->second), true);
+}
+
 }  // namespace
 }  // namespace kf::testing
