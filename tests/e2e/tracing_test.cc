@@ -1,9 +1,9 @@
-// Tracing end to end (docs/tracing.md §8 scenario 18 for the autocommit, transaction and
-// broadcast shapes): real processes, the real OTLP/HTTP exporter, and a decoder we did not write
-// (protobufjs with the upstream OTLP protos, tests/otlp). The autocommit shape: `kfctl produce`,
-// then `kfctl consume` twice: once from the write-ahead buffer (tailing: no server-side consume
-// span) and, after a server restart empties the buffer, once from the log (catch-up). Per message
-// there must be ONE trace:
+// Tracing end to end (docs/tracing.md §8 scenario 18 for the autocommit, transaction, broadcast
+// and replication shapes): real processes, the real OTLP/HTTP exporter, and a decoder we did not
+// write (protobufjs with the upstream OTLP protos, tests/otlp). The autocommit shape: `kfctl
+// produce`, then `kfctl consume` twice: once from the write-ahead buffer (tailing: no server-side
+// consume span) and, after a server restart empties the buffer, once from the log (catch-up). Per
+// message there must be ONE trace:
 //   wal.autocommit > wal.dist_append > wal.append > wal.appendimpl > wal.dist_consume  (tailing)
 //                                                  wal.appendimpl > wal.catchup_consume >
 //                                                                   wal.dist_consume  (catch-up)
