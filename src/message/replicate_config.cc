@@ -125,6 +125,16 @@ std::string_view ReplicateRoleName(ReplicateRole::Kind kind) {
   return "none";
 }
 
+std::optional<std::string> ClusterOfPChannel(const ReplicateConfiguration& config,
+                                             std::string_view pchannel) {
+  for (const ReplicateCluster& c : config.clusters()) {
+    for (const std::string& p : c.pchannels()) {
+      if (p == pchannel) return c.cluster_id();
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> PeerPChannel(const ReplicateConfiguration& config, std::string_view from,
                                         std::string_view pchannel, std::string_view to) {
   const ReplicateCluster* a = FindCluster(config, from);

@@ -43,6 +43,10 @@ std::string_view ReplicateRoleName(ReplicateRole::Kind kind);
 const kingfisher::v1::ReplicateCluster* FindCluster(
     const kingfisher::v1::ReplicateConfiguration& config, std::string_view cluster_id);
 
+// The cluster that has `pchannel`, or nullopt.
+std::optional<std::string> ClusterOfPChannel(const kingfisher::v1::ReplicateConfiguration& config,
+                                             std::string_view pchannel);
+
 // The pchannel of `to` at the index `pchannel` has in `from` (clusters map pchannels by
 // index); nullopt if either cluster is unknown or `from` has no such pchannel.
 std::optional<std::string> PeerPChannel(const kingfisher::v1::ReplicateConfiguration& config,

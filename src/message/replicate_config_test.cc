@@ -99,6 +99,8 @@ TEST(ReplicateConfigTest, RolesAndPChannelsByIndex) {
   EXPECT_EQ(b.primary_endpoint, "a:19530");
   EXPECT_EQ(RoleOf(c, "x").kind, ReplicateRole::Kind::kNone);
   EXPECT_EQ(RoleOf(c, "").kind, ReplicateRole::Kind::kNone);
+  EXPECT_EQ(ClusterOfPChannel(c, "b-p1"), "b");
+  EXPECT_EQ(ClusterOfPChannel(c, "z-p1"), std::nullopt);
   EXPECT_EQ(PeerPChannel(c, "a", "a-p1", "c"), "c-p1");
   EXPECT_EQ(PeerPChannel(c, "a", "nope", "c"), std::nullopt);
   EXPECT_EQ(PeerPChannel(c, "a", "a-p0", "z"), std::nullopt);

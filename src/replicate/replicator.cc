@@ -240,13 +240,14 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
       previous = m.timetick().value();
       wait_until = absl::InfinitePast();
     }
-    if (request.messages_size() == 0 && configured_out) {
+    auto hand_over = [&] {
       ended.final = true;
       ended.handed_over = true;
       return absl::CancelledError(
           "the replicate configuration no longer replicates this pchannel there; everything "
           "before that change was sent");
-    }
+    };
+    if (request.messages_size() == 0 && configured_out) return hand_over();
     if (request.messages_size() == 0) continue;
     const auto sent = static_cast<uint64_t>(request.messages_size());
     Update([&](Progress& p) { p.pending = sent; });
@@ -289,6 +290,8 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
       return absl::UnavailableError(absl::StrCat("the secondary answered ", response.results_size(),
                                                  " of ", sent, " messages without an error"));
     }
+    // The scanner is past the AlterReplicateConfig: what came before it is all on the secondary.
+    if (configured_out) return hand_over();
   }
   return absl::OkStatus();
 }

@@ -11,7 +11,10 @@
 #include "common/errors.h"
 #include "message/message_id.h"
 #include "message/message_trace.h"
+#include "message/payload.h"
 #include "message/properties.h"
+#include "message/replicate_config.h"
+#include "message/vchannel_name.h"
 #include "wire/status_convert.h"
 
 namespace kf::replicate {
@@ -31,7 +34,27 @@ struct Replica {
   uint64_t source_tt = 0;
 };
 
+// `vchannel` of the source cluster as this cluster names it: the same name after the pchannel,
+// on the pchannel at the same index (`config`, the secondary WAL's replicate configuration).
+absl::StatusOr<std::string> PeerVChannel(const kingfisher::v1::ReplicateConfiguration& config,
+                                         const ReplicateAppendRequest& r,
+                                         std::string_view vchannel) {
+  absl::StatusOr<std::string> pchannel = PChannelOfVChannel(vchannel);
+  std::optional<std::string> here = ClusterOfPChannel(config, r.pchannel());
+  std::optional<std::string> peer =
+      pchannel.ok() && here.has_value()
+          ? PeerPChannel(config, r.source_cluster_id(), *pchannel, *here)
+          : std::nullopt;
+  if (!peer.has_value()) {
+    return Invalid(absl::StrCat("replicated vchannel ", ToAbsl(vchannel),
+                                " is on no pchannel of cluster ", r.source_cluster_id(),
+                                " that the replicate configuration maps here"));
+  }
+  return absl::StrCat(*peer, ToAbsl(vchannel.substr(pchannel->size())));
+}
+
 absl::StatusOr<Replica> ToReplica(const ConsumedMessage& in, const ReplicateAppendRequest& r,
+                                  const kingfisher::v1::ReplicateConfiguration& config,
                                   uint64_t previous) {
   absl::StatusOr<MutableMessage> msg = MutableMessage::Decode(in.message());
   if (!msg.ok())
@@ -61,6 +84,18 @@ absl::StatusOr<Replica> ToReplica(const ConsumedMessage& in, const ReplicateAppe
                                   r.source_pchannel()));
     }
     msg->set_vchannel(absl::StrCat(r.pchannel(), ToAbsl(vc.substr(r.source_pchannel().size()))));
+  }
+  if (msg->type() == MessageType::kCreateCollection) {
+    // The schema lists the collection's vchannels, each shard's on its own pchannel.
+    absl::StatusOr<kingfisher::v1::CollectionSchema> schema =
+        DecodeCollectionSchema(msg->payload());
+    if (!schema.ok()) return schema.status();
+    for (std::string& vc : *schema->mutable_vchannels()) {
+      absl::StatusOr<std::string> peer = PeerVChannel(config, r, vc);
+      if (!peer.ok()) return peer.status();
+      vc = *std::move(peer);
+    }
+    *msg->mutable_payload() = schema->SerializeAsString();
   }
   // The source WAL's stamps, and the source's dedup keys: `_ik` and `_bh` name producers and
   // broadcasts of the source cluster, which this cluster's own tables must not confuse with its
@@ -120,7 +155,11 @@ std::vector<absl::StatusOr<wal::AppendResult>> AppendAll(wal::Wal& wal,
 class Appender {
  public:
   Appender(wal::Wal& wal, const ReplicateAppendRequest& r, const trace::Context& ctx)
-      : wal_(wal), r_(r), ctx_(ctx), previous_(r.previous_time_tick()) {}
+      : wal_(wal),
+        r_(r),
+        ctx_(ctx),
+        config_(wal.replicate_state().config()),
+        previous_(r.previous_time_tick()) {}
 
   ReplicateAppendResponse Run() && {
     std::vector<Replica> run;
@@ -128,7 +167,8 @@ class Appender {
     for (const ConsumedMessage& in : r_.messages()) {
       if (in.inner_size() > 0) {
         ok = Plain(std::exchange(run, {})) && Txn(in);
-      } else if (absl::StatusOr<Replica> replica = ToReplica(in, r_, previous_); replica.ok()) {
+      } else if (absl::StatusOr<Replica> replica = ToReplica(in, r_, config_, previous_);
+                 replica.ok()) {
         previous_ = replica->source_tt;
         run.push_back(*std::move(replica));
         continue;
@@ -158,7 +198,7 @@ class Appender {
   bool Txn(const ConsumedMessage& txn) {
     std::vector<Replica> replicas;
     for (const ConsumedMessage& in : txn.inner()) {
-      absl::StatusOr<Replica> replica = ToReplica(in, r_, previous_);
+      absl::StatusOr<Replica> replica = ToReplica(in, r_, config_, previous_);
       if (!replica.ok()) return Fail(replica.status(), 0);
       replicas.push_back(*std::move(replica));
     }
@@ -222,6 +262,7 @@ class Appender {
   wal::Wal& wal_;
   const ReplicateAppendRequest& r_;
   const trace::Context& ctx_;
+  const kingfisher::v1::ReplicateConfiguration config_;  // the WAL's, for DDL's vchannels
   uint64_t previous_;
   ReplicateAppendResponse out_;
 };
