@@ -173,7 +173,7 @@ class Appender {
         run.push_back(*std::move(replica));
         continue;
       } else {
-        ok = Plain(std::exchange(run, {})) && Fail(replica.status(), 0);
+        ok = Plain(std::exchange(run, {})) && Record(replica.status(), 0);
       }
       if (!ok) break;
     }
@@ -199,13 +199,13 @@ class Appender {
     std::vector<Replica> replicas;
     for (const ConsumedMessage& in : txn.inner()) {
       absl::StatusOr<Replica> replica = ToReplica(in, r_, config_, previous_);
-      if (!replica.ok()) return Fail(replica.status(), 0);
+      if (!replica.ok()) return Record(replica.status(), 0);
       replicas.push_back(*std::move(replica));
     }
     if (replicas.size() < 2 || replicas.front().msg.type() != MessageType::kBeginTxn ||
         !replicas.front().msg.txn().has_value() ||
         replicas.back().msg.type() != MessageType::kCommitTxn) {
-      return Fail(Invalid("a replicated Txn is not Begin, bodies, Commit"), 0);
+      return Record(Invalid("a replicated Txn is not Begin, bodies, Commit"), 0);
     }
     const uint64_t commit_tt = replicas.back().source_tt;
     const std::string vchannel(replicas.front().msg.vchannel());
@@ -217,7 +217,7 @@ class Appender {
     absl::StatusOr<wal::AppendResult> begun = std::move(AppendAll(wal_, std::move(one), ctx_)[0]);
     if (!begun.ok()) return Record(begun, commit_tt);
     if (!begun->txn.has_value())
-      return Fail(absl::InternalError("BeginTxn gave no txn"), commit_tt);
+      return Record(absl::InternalError("BeginTxn gave no txn"), commit_tt);
     const kingfisher::v1::TxnContext mine = *begun->txn;
     std::vector<Replica> bodies;
     for (size_t i = 1; i + 1 < replicas.size(); ++i) {
@@ -249,7 +249,6 @@ class Appender {
     *out->mutable_error() = wire::ToProtoError(r.status());
     return GetStreamingCode(r.status()) == StreamingCode::kIgnoredOperation;
   }
-  bool Fail(const absl::Status& s, uint64_t source_tt) { return Record(s, source_tt); }
 
   // Ends a txn of this WAL that will not commit (else it would expire at its keepalive).
   void Rollback(const std::string& vchannel, const kingfisher::v1::TxnContext& txn) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
+#include "rpc/unary_call.h"
 #include "streaming/coord/ddl_host.h"
 #include "streaming/ddl/catalog_rules.h"
 #include "trace/traceparent.h"
@@ -42,27 +43,16 @@ CollectionService::~CollectionService() {
 }
 
 grpc::ServerUnaryReactor* CollectionService::Run(grpc::CallbackServerContext* context, Work work) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // Not acting (or still recovering) is known at once: no thread for it.
   absl::StatusOr<std::shared_ptr<streaming::ddl::Catalog>> catalog = options_.ddl->catalog();
   if (!catalog.ok()) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(wire::ToGrpcStatus(catalog.status()));
     return reactor;
   }
-  const auto cap =
-      std::chrono::system_clock::now() + absl::ToChronoNanoseconds(options_.max_call_timeout);
-  const absl::Time deadline = absl::FromChrono(std::min(context->deadline(), cap));
-  // The request and response stay valid until Finish.
-  const CallWorkers::Spawn spawned =
-      workers_.TrySpawn([reactor, deadline, work = std::move(work),
-                         catalog = *std::move(catalog)]() mutable -> CallWorkers::Reply {
-        const grpc::Status status = wire::ToGrpcStatus(work(*catalog, deadline));
-        return [reactor, status] { reactor->Finish(status); };
-      });
-  if (spawned != CallWorkers::Spawn::kStarted) {
-    reactor->Finish(wire::ToGrpcStatus(workers_.Refusal(spawned, "collection calls")));
-  }
-  return reactor;
+  return RunUnaryOnWorker(workers_, options_.max_call_timeout, context, "collection calls",
+                          [work = std::move(work), catalog = *std::move(catalog)](
+                              absl::Time deadline) mutable { return work(*catalog, deadline); });
 }
 
 grpc::ServerUnaryReactor* CollectionService::CreateCollection(

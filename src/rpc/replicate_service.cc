@@ -8,35 +8,13 @@
 #include "message/replicate_config.h"
 #include "replicate/replicate_manager.h"
 #include "replicate/secondary_appender.h"
+#include "rpc/unary_call.h"
 #include "streaming/coord/ddl_host.h"
 #include "wire/status_convert.h"
 
 namespace kf::rpc {
 
 namespace v1 = kingfisher::v1;
-
-namespace {
-
-// Runs `work(deadline)` on one of `workers` and finishes the call with its status.
-template <typename Work>
-grpc::ServerUnaryReactor* RunOn(CallWorkers& workers, absl::Duration max_call_timeout,
-                                grpc::CallbackServerContext* context, const char* what, Work work) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const auto cap = std::chrono::system_clock::now() + absl::ToChronoNanoseconds(max_call_timeout);
-  const absl::Time deadline = absl::FromChrono(std::min(context->deadline(), cap));
-  // The request and response stay valid until Finish.
-  const CallWorkers::Spawn spawned =
-      workers.TrySpawn([reactor, deadline, work = std::move(work)]() mutable -> CallWorkers::Reply {
-        const grpc::Status status = wire::ToGrpcStatus(work(deadline));
-        return [reactor, status] { reactor->Finish(status); };
-      });
-  if (spawned != CallWorkers::Spawn::kStarted) {
-    reactor->Finish(wire::ToGrpcStatus(workers.Refusal(spawned, what)));
-  }
-  return reactor;
-}
-
-}  // namespace
 
 ReplicateService::~ReplicateService() {
   BeginShutdown();
@@ -45,7 +23,8 @@ ReplicateService::~ReplicateService() {
 
 template <typename Work>
 grpc::ServerUnaryReactor* ReplicateService::Run(grpc::CallbackServerContext* context, Work work) {
-  return RunOn(workers_, options_.max_call_timeout, context, "replicate calls", std::move(work));
+  return RunUnaryOnWorker(workers_, options_.max_call_timeout, context, "replicate calls",
+                          std::move(work));
 }
 
 grpc::ServerUnaryReactor* ReplicateService::Append(grpc::CallbackServerContext* context,
@@ -138,10 +117,11 @@ grpc::ServerUnaryReactor* ReplicateAdminService::Run(grpc::CallbackServerContext
     reactor->Finish(wire::ToGrpcStatus(configurator.status()));
     return reactor;
   }
-  return RunOn(workers_, options_.max_call_timeout, context, "replicate configuration calls",
-               [work = std::move(work), c = *std::move(configurator)](absl::Time deadline) mutable {
-                 return work(*c, deadline);
-               });
+  return RunUnaryOnWorker(
+      workers_, options_.max_call_timeout, context, "replicate configuration calls",
+      [work = std::move(work), c = *std::move(configurator)](absl::Time deadline) mutable {
+        return work(*c, deadline);
+      });
 }
 
 grpc::ServerUnaryReactor* ReplicateAdminService::AlterReplicateConfig(

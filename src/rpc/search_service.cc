@@ -4,7 +4,7 @@
 #include <chrono>
 #include <utility>
 
-#include "wire/status_convert.h"
+#include "rpc/unary_call.h"
 
 namespace kf::rpc {
 
@@ -17,20 +17,8 @@ SearchService::~SearchService() {
 
 template <typename Work>
 grpc::ServerUnaryReactor* SearchService::Run(grpc::CallbackServerContext* context, Work work) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const auto cap =
-      std::chrono::system_clock::now() + absl::ToChronoNanoseconds(options_.max_call_timeout);
-  const absl::Time deadline = absl::FromChrono(std::min(context->deadline(), cap));
-  // The request and response stay valid until Finish.
-  const CallWorkers::Spawn spawned = workers_.TrySpawn(
-      [reactor, deadline, work = std::move(work)]() mutable -> CallWorkers::Reply {
-        const grpc::Status status = wire::ToGrpcStatus(work(deadline));
-        return [reactor, status] { reactor->Finish(status); };
-      });
-  if (spawned != CallWorkers::Spawn::kStarted) {
-    reactor->Finish(wire::ToGrpcStatus(workers_.Refusal(spawned, "searches")));
-  }
-  return reactor;
+  return RunUnaryOnWorker(workers_, options_.max_call_timeout, context, "searches",
+                          std::move(work));
 }
 
 grpc::ServerUnaryReactor* SearchService::Search(grpc::CallbackServerContext* context,

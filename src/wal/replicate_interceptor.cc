@@ -26,7 +26,7 @@ void ReplicateInterceptor::AfterDurable(AppendContext& append,
                                         const ImmutableMessagePtr& /*message*/) {
   if (!append.replicate.advances) return;
   absl::MutexLock lock(&mu_);
-  durable_[append.replicate.source.cluster_id()] = append.replicate.source;
+  durable_[append.replicate.source->cluster_id()] = *append.replicate.source;
 }
 
 void ReplicateInterceptor::Restore(ReplicateState state) {

@@ -47,10 +47,11 @@ absl::Status ReplicateState::Prepare(const MutableMessage& m, ReplicateAppend* o
   out->advances = out->type == MessageType::kCommitTxn || out->type == MessageType::kTxn ||
                   (out->type != MessageType::kBeginTxn && !IsTxnControlType(out->type) &&
                    !m.HasProperty(prop::kTxn));
-  out->source.set_cluster_id(h->cluster_id());
-  out->source.set_message_id(h->message_id());
-  out->source.set_time_tick(h->time_tick());
-  out->source.set_last_confirmed_message_id(h->last_confirmed_message_id());
+  out->source.emplace();
+  out->source->set_cluster_id(h->cluster_id());
+  out->source->set_message_id(h->message_id());
+  out->source->set_time_tick(h->time_tick());
+  out->source->set_last_confirmed_message_id(h->last_confirmed_message_id());
   out->previous_time_tick = h->previous_time_tick();
   return absl::OkStatus();
 }
@@ -72,25 +73,25 @@ absl::Status ReplicateState::Check(const ReplicateAppend& a) const {
   }
   if (!secondary()) {
     return Violation(absl::StrCat(
-        "a replicated message (property '_rh', from cluster ", a.source.cluster_id(),
+        "a replicated message (property '_rh', from cluster ", a.source->cluster_id(),
         ") reached cluster ", cluster_id_.empty() ? "(no cluster id)" : cluster_id_,
         ", which is not a secondary (role ", ToAbsl(ReplicateRoleName(role_.kind)), ")"));
   }
-  if (a.source.cluster_id() != role_.primary_id) {
-    return Violation(absl::StrCat("a message replicated from cluster ", a.source.cluster_id(),
+  if (a.source->cluster_id() != role_.primary_id) {
+    return Violation(absl::StrCat("a message replicated from cluster ", a.source->cluster_id(),
                                   " reached cluster ", cluster_id_, ", whose primary is ",
                                   role_.primary_id));
   }
   if (!a.advances) return absl::OkStatus();
-  auto it = checkpoints_.find(a.source.cluster_id());
+  auto it = checkpoints_.find(a.source->cluster_id());
   const uint64_t at = it == checkpoints_.end() ? 0 : it->second.time_tick();
-  if (it != checkpoints_.end() && a.source.time_tick() <= at) {
+  if (it != checkpoints_.end() && a.source->time_tick() <= at) {
     return StreamingError(StreamingCode::kIgnoredOperation,
-                          absl::StrCat("already replicated: ", SourceText(a.source),
+                          absl::StrCat("already replicated: ", SourceText(*a.source),
                                        " is at or below the checkpoint ", SourceText(it->second)));
   }
   if (a.previous_time_tick != at) {
-    return Violation(absl::StrCat("out of order: ", SourceText(a.source), " follows timetick ",
+    return Violation(absl::StrCat("out of order: ", SourceText(*a.source), " follows timetick ",
                                   a.previous_time_tick, " but the checkpoint is at ", at,
                                   "; the replicator resumes from the checkpoint"));
   }
@@ -101,7 +102,7 @@ void ReplicateState::Apply(const ReplicateAppend& a) {
   if (a.config != nullptr) {
     SetConfig(*a.config);
   } else if (a.advances) {
-    checkpoints_[a.source.cluster_id()] = a.source;
+    checkpoints_[a.source->cluster_id()] = *a.source;
   }
 }
 

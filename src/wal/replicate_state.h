@@ -40,10 +40,12 @@ namespace kf::wal {
 // What one append means to replication, decoded on the appending thread (Prepare).
 struct ReplicateAppend {
   MessageType type = MessageType::kUnknown;
-  bool replicated = false;                     // carries `_rh`
-  bool advances = false;                       // replicated, and outside a txn or its CommitTxn
-  kingfisher::v1::ReplicateCheckpoint source;  // from `_rh`: cluster, message id, timetick
-  uint64_t previous_time_tick = 0;             // from `_rh`
+  bool replicated = false;  // carries `_rh`
+  bool advances = false;    // replicated, and outside a txn or its CommitTxn
+  // From `_rh` (set when `replicated`): cluster, message id, timetick, LCMID. Optional so that
+  // every other append does not construct and destroy a protobuf message.
+  std::optional<kingfisher::v1::ReplicateCheckpoint> source;
+  uint64_t previous_time_tick = 0;  // from `_rh`
   // AlterReplicateConfig: its payload.
   std::shared_ptr<const kingfisher::v1::ReplicateConfiguration> config;
 };
