@@ -178,6 +178,10 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
       "switchover: the secondary at --endpoint becomes the primary once its primary handed over "
       "everything it acknowledged; the primary becomes its secondary");
   rpromote->add_option("id", args->replicate.promote, "the secondary's cluster id")->required();
+  rpromote->add_flag("--force", args->replicate.force,
+                     "failover: the primary is gone; the secondary alone becomes a primary "
+                     "without secondaries, losing what the primary acknowledged but had not "
+                     "replicated (reconfigure the old primary as its secondary when it returns)");
   CLI::App* rstatus = replicate->add_subcommand(
       "status", "the endpoint's replicate configuration, roles, checkpoints and replicators");
 

@@ -90,6 +90,7 @@ struct ReplicateArgs {
   std::string primary;
   std::vector<std::string> secondaries;
   std::string promote;  // kfctl replicate promote ID
+  bool force = false;   // promote --force: failover, without the primary
 };
 
 struct Args {

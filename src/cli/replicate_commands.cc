@@ -198,6 +198,13 @@ int RunReplicatePromote(const Args& args, std::FILE* out, std::FILE* err) {
                                      " clusters; promote swaps a primary and its one secondary")));
     return kExitUsage;
   }
+  if (args.replicate.force) {
+    // Failover: this cluster alone, no edge. Its WALs take writes from that message on and
+    // refuse the old primary's replicators from then on (they see it is no secondary: fenced).
+    v1::ReplicateConfiguration alone;
+    *alone.add_clusters() = *FindCluster(got->config(), id);
+    return Alter(args, alone, id, args.endpoint, out, err) ? kExitOk : kExitServerError;
+  }
   v1::ReplicateConfiguration swapped = got->config();
   swapped.mutable_topology(0)->set_source_cluster_id(id);
   swapped.mutable_topology(0)->set_target_cluster_id(role.primary_id);
@@ -205,6 +212,10 @@ int RunReplicatePromote(const Args& args, std::FILE* out, std::FILE* err) {
   // The old primary first: it stops taking writes where the configuration enters its WALs, and
   // its replicators hand over everything before that.
   if (!Alter(args, swapped, role.primary_id, old_primary->endpoint(), out, err)) {
+    std::fprintf(err,
+                 "kfctl: the primary %s at %s did not take the switchover; if it is gone, "
+                 "`kfctl replicate promote %s --force` makes %s a primary without it\n",
+                 role.primary_id.c_str(), old_primary->endpoint().c_str(), id.c_str(), id.c_str());
     return kExitServerError;
   }
   if (absl::Status s = AwaitHandover(args, old_primary->endpoint(), old_primary->pchannels(), id);

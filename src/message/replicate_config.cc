@@ -84,6 +84,14 @@ absl::Status ValidateReplicateConfig(const ReplicateConfiguration& config) {
   return absl::OkStatus();
 }
 
+bool HasEdge(const ReplicateConfiguration& config, std::string_view source,
+             std::string_view target) {
+  for (const ReplicateTopologyEdge& e : config.topology()) {
+    if (e.source_cluster_id() == source && e.target_cluster_id() == target) return true;
+  }
+  return false;
+}
+
 const ReplicateCluster* FindCluster(const ReplicateConfiguration& config,
                                     std::string_view cluster_id) {
   for (const ReplicateCluster& c : config.clusters()) {

@@ -39,6 +39,10 @@ ReplicateRole RoleOf(const kingfisher::v1::ReplicateConfiguration& config,
 // "none", "primary" or "secondary".
 std::string_view ReplicateRoleName(ReplicateRole::Kind kind);
 
+// Whether `config` has the edge `source` -> `target`.
+bool HasEdge(const kingfisher::v1::ReplicateConfiguration& config, std::string_view source,
+             std::string_view target);
+
 // The cluster named `cluster_id`, or null.
 const kingfisher::v1::ReplicateCluster* FindCluster(
     const kingfisher::v1::ReplicateConfiguration& config, std::string_view cluster_id);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "message/replicate_config.h"
+#include "spdlog/spdlog.h"
 
 namespace kf::replicate {
 
@@ -41,21 +42,41 @@ void ReplicateManager::Reconcile() {
     absl::StatusOr<std::shared_ptr<wal::Wal>> wal = registry_->Get(info.pchannel);
     if (!wal.ok() || !(*wal)->Health().ok()) continue;
     const kingfisher::v1::WalReplicateState state = (*wal)->replicate_state();
-    if (RoleOf(state.config(), options_.cluster_id).kind != ReplicateRole::Kind::kPrimary) continue;
-    for (const auto& edge : state.config().topology()) {
-      if (edge.source_cluster_id() != options_.cluster_id) continue;
-      const kingfisher::v1::ReplicateCluster* target =
-          FindCluster(state.config(), edge.target_cluster_id());
-      std::optional<std::string> peer = PeerPChannel(state.config(), options_.cluster_id,
-                                                     info.pchannel, edge.target_cluster_id());
-      if (target == nullptr || !peer.has_value()) continue;
-      want[{info.pchannel, target->cluster_id()}] = {
-          Replicator::Options{.cluster_id = options_.cluster_id,
-                              .pchannel = info.pchannel,
-                              .secondary_id = target->cluster_id(),
-                              .secondary_endpoint = target->endpoint(),
-                              .secondary_pchannel = *peer},
-          *wal};
+    const ReplicateRole::Kind role = RoleOf(state.config(), options_.cluster_id).kind;
+    if (role == ReplicateRole::Kind::kSecondary && options_.ddl_pieces != nullptr) {
+      if (absl::Status s = options_.ddl_pieces->Resolve(**wal); !s.ok()) {
+        spdlog::warn("replicate: checking the DDL copies of {} failed ({})", info.pchannel,
+                     s.ToString());
+      }
+    }
+    // A replicator to `target_id` as `config` names it.
+    auto add = [&](const kingfisher::v1::ReplicateConfiguration& config,
+                   const std::string& target_id, bool handover) {
+      const kingfisher::v1::ReplicateCluster* target = FindCluster(config, target_id);
+      std::optional<std::string> peer =
+          PeerPChannel(config, options_.cluster_id, info.pchannel, target_id);
+      if (target == nullptr || !peer.has_value()) return;
+      const Key key{info.pchannel, target_id};
+      if (handover && FinishedOn(key) == *wal) return;  // once per WAL
+      want[key] = {Replicator::Options{.cluster_id = options_.cluster_id,
+                                       .pchannel = info.pchannel,
+                                       .secondary_id = target_id,
+                                       .secondary_endpoint = target->endpoint(),
+                                       .secondary_pchannel = *peer},
+                   *wal};
+    };
+    if (role == ReplicateRole::Kind::kPrimary) {
+      for (const auto& edge : state.config().topology()) {
+        if (edge.source_cluster_id() == options_.cluster_id) {
+          add(state.config(), edge.target_cluster_id(), /*handover=*/false);
+        }
+      }
+    }
+    // A primary configured out hands over to the secondaries it had, also when this node opened
+    // the WAL after that change (it restarted, or the pchannel moved here): the replicator
+    // stops at the change (handed over, or fenced when the peer was promoted without it).
+    for (const kingfisher::v1::ReplicateHandover& h : state.handovers()) {
+      add(h.config(), h.target_cluster_id(), /*handover=*/true);
     }
   }
   // Declared before the lock: destroyed (joined) after it is released.
@@ -83,6 +104,7 @@ void ReplicateManager::Reconcile() {
     if (const Replicator::Progress p = r.progress(); p.state == "handed_over") {
       handed_over_[it->first] = {.options = r.options(), .progress = p};
     }
+    if (!r.running()) finished_[it->first] = r.wal();
     stopping.push_back(std::move(it->second));
     it = replicators_.erase(it);
   }
@@ -90,6 +112,15 @@ void ReplicateManager::Reconcile() {
     handed_over_.erase(key);
     replicators_[key] = std::make_unique<Replicator>(std::move(what.first), std::move(what.second));
   }
+}
+
+std::shared_ptr<wal::Wal> ReplicateManager::FinishedOn(const Key& key) const {
+  absl::MutexLock lock(&mu_);
+  if (auto r = replicators_.find(key); r != replicators_.end() && !r->second->running()) {
+    return r->second->wal();  // ended, not let go yet
+  }
+  auto it = finished_.find(key);
+  return it == finished_.end() ? nullptr : it->second.lock();
 }
 
 std::vector<ReplicateManager::Entry> ReplicateManager::Status() const {

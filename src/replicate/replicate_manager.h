@@ -4,8 +4,13 @@
 // It looks every `interval` (the configuration changes with an AlterReplicateConfig in the WAL,
 // the pchannels with the node's assignment) and starts replicators, replaces them (a new Wal
 // for the pchannel, another endpoint) and stops them when their WAL is no longer served here.
+// For the pchannels it serves as a secondary, it resolves the DDL copies a node died appending
+// (DdlPieces::Resolve) at the same pace.
 // A replicator the configuration no longer wants runs on until it reaches that
-// AlterReplicateConfig in the WAL and stops itself (replicator.h); then it is let go.
+// AlterReplicateConfig in the WAL and stops itself (replicator.h); then it is let go. One is
+// also started, once per WAL, for each secondary whose edge the WAL's configuration dropped
+// (WalReplicateState.handovers): a node that opens the WAL after the change (a restart, a
+// move) still hands over what the secondary lacks.
 //
 // Thread-safety: thread-safe. Ownership: owns its thread and the replicators; borrows the
 // registry (must outlive it).
@@ -22,6 +27,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "replicate/ddl_pieces.h"
 #include "replicate/replicator.h"
 #include "streaming/node/wal_registry.h"
 
@@ -32,6 +38,7 @@ class ReplicateManager {
   struct Options {
     std::string cluster_id;
     absl::Duration interval = absl::Milliseconds(500);
+    const DdlPieces* ddl_pieces = nullptr;  // borrowed; null: not resolved
   };
   struct Entry {
     Replicator::Options options;
@@ -51,11 +58,15 @@ class ReplicateManager {
  private:
   using Key = std::tuple<std::string, std::string>;  // pchannel, secondary id
 
+  std::shared_ptr<wal::Wal> FinishedOn(const Key& key) const ABSL_LOCKS_EXCLUDED(mu_);
+
   const streaming::node::WalRegistry* const registry_;
   const Options options_;
   mutable absl::Mutex mu_;
   std::map<Key, std::unique_ptr<Replicator>> replicators_ ABSL_GUARDED_BY(mu_);
   std::map<Key, Entry> handed_over_ ABSL_GUARDED_BY(mu_);
+  // The WAL each replicator that ended read: a handover runs once per WAL.
+  std::map<Key, std::weak_ptr<wal::Wal>> finished_ ABSL_GUARDED_BY(mu_);
   std::jthread thread_;
 };
 

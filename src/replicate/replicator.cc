@@ -14,6 +14,7 @@
 #include "kingfisher/v1/replicate.grpc.pb.h"
 #include "message/message_trace.h"
 #include "message/properties.h"
+#include "message/replicate_config.h"
 #include "spdlog/spdlog.h"
 #include "wal/txn/txn_message.h"
 #include "wire/status_convert.h"
@@ -46,15 +47,6 @@ bool Replicated(const ImmutableMessage& m, const std::string& secondary) {
   }
   return t != MessageType::kTimeTick && t != MessageType::kAlterReplicateConfig &&
          !IsSelfControlledType(t) && !m.message().HasProperty(prop::kNoReplicate);
-}
-
-// Whether `config` has this replicator's edge.
-bool HasEdge(const kingfisher::v1::ReplicateConfiguration& config, const std::string& primary,
-             const std::string& secondary) {
-  for (const auto& e : config.topology()) {
-    if (e.source_cluster_id() == primary && e.target_cluster_id() == secondary) return true;
-  }
-  return false;
 }
 
 // `m` on the wire, read remotely: its `_tc` (and a Txn's inner ones) is a `wal.dist_consume`
@@ -98,12 +90,18 @@ Replicator::~Replicator() {
 }
 
 bool Replicator::EndsHere(const ImmutableMessage& alter) const {
-  kingfisher::v1::ReplicateConfiguration config;
-  if (!config.ParseFromString(alter.message().payload())) return false;
-  // An older configuration without the edge, read on the way to a newer one with it, ends
-  // nothing: the WAL's latest decides.
-  return !HasEdge(config, options_.cluster_id, options_.secondary_id) &&
-         !HasEdge(wal_->replicate_state().config(), options_.cluster_id, options_.secondary_id);
+  const kingfisher::v1::WalReplicateState state = wal_->replicate_state();
+  if (HasEdge(state.config(), options_.cluster_id, options_.secondary_id)) return false;
+  // Configured out: exactly at the AlterReplicateConfig that dropped the edge (an older one
+  // without it, from before the edge existed, ends nothing).
+  for (const kingfisher::v1::ReplicateHandover& h : state.handovers()) {
+    if (h.target_cluster_id() == options_.secondary_id) {
+      return alter.timetick().value() == h.time_tick();
+    }
+  }
+  kingfisher::v1::ReplicateConfiguration config;  // a state without the record: the first
+  return config.ParseFromString(alter.message().payload()) &&
+         !HasEdge(config, options_.cluster_id, options_.secondary_id);
 }
 
 Replicator::Progress Replicator::progress() const {
@@ -128,7 +126,7 @@ void Replicator::Loop(std::stop_token stop) {
   spdlog::info("{}: started (secondary endpoint {})", what, options_.secondary_endpoint);
   Peer peer(options_.secondary_endpoint);
   absl::Duration backoff = options_.backoff_initial;
-  bool handed_over = false;
+  bool handed_over = false, fenced = false;
   absl::Mutex sleep_mu;
   absl::CondVar wake;
   std::stop_callback on_stop(stop, [&] {
@@ -141,13 +139,15 @@ void Replicator::Loop(std::stop_token stop) {
     if (ended.final) {
       spdlog::info("{}: stopping: {}", what, ended.status.ToString());
       handed_over = ended.handed_over;
+      fenced = ended.fenced;
+      if (fenced) Update([&](Progress& p) { p.last_error = ended.status.ToString(); });
       break;
     }
     if (ended.progressed) backoff = options_.backoff_initial;
     spdlog::warn("{}: session ended, retrying in {}: {}", what, absl::FormatDuration(backoff),
                  ended.status.ToString());
     Update([&](Progress& p) {
-      p.state = "retrying";
+      p.state = ended.fenced ? "fenced" : "retrying";
       p.last_error = ended.status.ToString();
       p.pending = 0;
     });
@@ -157,7 +157,7 @@ void Replicator::Loop(std::stop_token stop) {
   }
   absl::MutexLock lock(&mu_);
   ended_ = true;
-  progress_.state = handed_over ? "handed_over" : "stopped";
+  progress_.state = handed_over ? "handed_over" : fenced ? "fenced" : "stopped";
   progress_.updated = absl::Now();
 }
 
@@ -198,6 +198,28 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
     absl::Status s = wire::FromGrpcStatus(stub->GetCheckpoint(&ctx, ask, &checkpoint));
     if (!s.ok()) return routed(s);
   }
+  // Fenced: a secondary promoted without this cluster (a failover) or reconfigured takes
+  // nothing from it (its WAL would refuse every message anyway). While this WAL's
+  // configuration still has the edge, the session ends here and is retried; once it does not,
+  // a replicator handing over reads on, and is done: handed over if the peer already has
+  // everything before that change, fenced if there is anything left to send.
+  const ReplicateRole role = RoleOf(checkpoint.state().config(), options_.secondary_id);
+  const bool peer_fenced =
+      role.kind != ReplicateRole::Kind::kSecondary || role.primary_id != options_.cluster_id;
+  const bool configured_in =
+      HasEdge(wal_->replicate_state().config(), options_.cluster_id, options_.secondary_id);
+  auto fenced = [&] {
+    ended.fenced = true;
+    ended.final = !configured_in;
+    return StreamingError(
+        StreamingCode::kReplicateViolation,
+        absl::StrCat("cluster ", options_.secondary_id, " is not a secondary of ",
+                     options_.cluster_id, " in its own replicate configuration (it is ",
+                     ToAbsl(ReplicateRoleName(role.kind)),
+                     role.kind == ReplicateRole::Kind::kSecondary ? " of " + role.primary_id : "",
+                     "): nothing is sent; reconfigure this cluster (`kfctl replicate configure`)"));
+  };
+  if (peer_fenced && configured_in) return fenced();
   wal::ScanOptions scan{.internal = true};
   uint64_t previous = 0;
   if (checkpoint.found()) {
@@ -230,11 +252,14 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
       if (absl::IsDeadlineExceeded(next.status())) break;
       if (!next.ok()) return local(next.status());
       const ImmutableMessage& m = **next;
+      // At or below the checkpoint (the scan starts at its LCMID): the secondary has it, and
+      // an AlterReplicateConfig there is older than what it has, so it ends nothing.
+      if (m.timetick().value() <= previous) continue;
       if (m.type() == MessageType::kAlterReplicateConfig && EndsHere(m)) {
         configured_out = true;
         break;
       }
-      if (!Replicated(m, options_.secondary_id) || m.timetick().value() <= previous) continue;
+      if (!Replicated(m, options_.secondary_id)) continue;
       Encode(m, request.add_messages());
       bytes += request.messages(request.messages_size() - 1).ByteSizeLong();
       previous = m.timetick().value();
@@ -249,6 +274,7 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
     };
     if (request.messages_size() == 0 && configured_out) return hand_over();
     if (request.messages_size() == 0) continue;
+    if (peer_fenced) return fenced();
     const auto sent = static_cast<uint64_t>(request.messages_size());
     Update([&](Progress& p) { p.pending = sent; });
     kingfisher::v1::ReplicateAppendResponse response;

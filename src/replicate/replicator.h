@@ -53,8 +53,11 @@ class Replicator {
     absl::Duration backoff_max = absl::Seconds(5);
   };
   struct Progress {
-    // "connecting", "replicating", "retrying", "stopped", or "handed_over": configured out, and
-    // everything the WAL holds before that AlterReplicateConfig is on the secondary.
+    // "connecting", "replicating", "retrying", "stopped", "handed_over": configured out, and
+    // everything the WAL holds before that AlterReplicateConfig is on the secondary, or
+    // "fenced": the peer's own configuration does not make it this cluster's secondary (it was
+    // promoted by a failover); nothing is sent, and once this WAL's configuration drops the
+    // edge too the replicator stops in that state.
     std::string state = "starting";
     std::string last_error;
     uint64_t checkpoint_tt = 0;  // the secondary's, as last acknowledged
@@ -83,6 +86,7 @@ class Replicator {
     bool final = false;        // the replicator stops (its WAL closed, or it was configured out)
     bool handed_over = false;  // configured out, with everything before that sent
     bool progressed = false;   // the secondary took something: the backoff starts over
+    bool fenced = false;       // the peer is not this cluster's secondary (any more)
   };
   void Loop(std::stop_token stop);
   // One session and why it ended.

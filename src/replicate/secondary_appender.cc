@@ -1,6 +1,8 @@
 #include "replicate/secondary_appender.h"
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "message/properties.h"
 #include "message/replicate_config.h"
 #include "message/vchannel_name.h"
+#include "spdlog/spdlog.h"
 #include "wire/status_convert.h"
 
 namespace kf::replicate {
@@ -32,6 +35,9 @@ absl::Status Invalid(const std::string& message) {
 struct Replica {
   MutableMessage msg;
   uint64_t source_tt = 0;
+  // A copy of a DDL broadcast of the source: its `_bh` there, and its vchannel there.
+  std::optional<kingfisher::v1::BroadcastHeader> source_broadcast;
+  std::string source_vchannel;
 };
 
 // `vchannel` of the source cluster as this cluster names it: the same name after the pchannel,
@@ -77,6 +83,9 @@ absl::StatusOr<Replica> ToReplica(const ConsumedMessage& in, const ReplicateAppe
   h.set_time_tick(tt->value());
   h.set_vchannel(std::string(msg->vchannel()));
   h.set_previous_time_tick(previous);
+  Replica out;
+  out.source_broadcast = msg->broadcast_header();
+  out.source_vchannel = std::string(msg->vchannel());
   if (const std::string_view vc = msg->vchannel(); !vc.empty()) {
     const std::string prefix = r.source_pchannel() + "_";
     if (!vc.starts_with(prefix)) {
@@ -107,7 +116,9 @@ absl::StatusOr<Replica> ToReplica(const ConsumedMessage& in, const ReplicateAppe
     msg->EraseProperty(key);
   }
   msg->set_replicate_header(h);
-  return Replica{*std::move(msg), tt->value()};
+  out.msg = *std::move(msg);
+  out.source_tt = tt->value();
+  return out;
 }
 
 // Appends `replicas` as one batch, each under `replicate.secondary` > `wal.autocommit`, and
@@ -154,10 +165,12 @@ std::vector<absl::StatusOr<wal::AppendResult>> AppendAll(wal::Wal& wal,
 // Appends one request's messages in order, stopping at the first failure.
 class Appender {
  public:
-  Appender(wal::Wal& wal, const ReplicateAppendRequest& r, const trace::Context& ctx)
+  Appender(wal::Wal& wal, const ReplicateAppendRequest& r, const trace::Context& ctx,
+           const DdlPieces* pieces)
       : wal_(wal),
         r_(r),
         ctx_(ctx),
+        pieces_(pieces),
         config_(wal.replicate_state().config()),
         previous_(r.previous_time_tick()) {}
 
@@ -170,8 +183,11 @@ class Appender {
       } else if (absl::StatusOr<Replica> replica = ToReplica(in, r_, config_, previous_);
                  replica.ok()) {
         previous_ = replica->source_tt;
-        run.push_back(*std::move(replica));
-        continue;
+        if (!replica->source_broadcast.has_value() || pieces_ == nullptr) {
+          run.push_back(*std::move(replica));
+          continue;
+        }
+        ok = Plain(std::exchange(run, {})) && Ddl(*std::move(replica));
       } else {
         ok = Plain(std::exchange(run, {})) && Record(replica.status(), 0);
       }
@@ -190,6 +206,50 @@ class Appender {
     const auto results = AppendAll(wal_, std::move(run), ctx_);
     for (size_t i = 0; i < results.size(); ++i) {
       if (!Record(results[i], tts[i])) return false;
+    }
+    return true;
+  }
+
+  // A copy of a DDL broadcast, alone, recorded before and after (ddl_pieces.h).
+  bool Ddl(Replica replica) {
+    const kingfisher::v1::BroadcastHeader& bh = *replica.source_broadcast;
+    kingfisher::v1::ReplicatedDdlPiece piece;
+    piece.set_source_cluster_id(r_.source_cluster_id());
+    piece.set_source_broadcast_id(bh.broadcast_id());
+    piece.set_vchannel_count(bh.vchannels_size());
+    const auto it =
+        std::find(bh.vchannels().begin(), bh.vchannels().end(), replica.source_vchannel);
+    if (it == bh.vchannels().end()) {
+      return Record(Invalid(absl::StrCat("a replicated broadcast's vchannel ",
+                                         replica.source_vchannel, " is not in its `_bh`")),
+                    replica.source_tt);
+    }
+    piece.set_index(static_cast<uint32_t>(it - bh.vchannels().begin()));
+    piece.set_message(replica.msg.Encode());
+    piece.set_pchannel(r_.pchannel());
+    piece.set_source_time_tick(replica.source_tt);
+    const uint64_t tt = replica.source_tt;
+    bool there = false;  // durably: then it is only answered IGNORED_OPERATION
+    const kingfisher::v1::WalReplicateState state = wal_.replicate_state();
+    for (const auto& c : state.checkpoints()) {
+      there = there || (c.cluster_id() == r_.source_cluster_id() && c.time_tick() >= tt);
+    }
+    if (!there) {
+      if (absl::Status s = pieces_->Offer(piece); !s.ok()) {
+        return Record(absl::UnavailableError(absl::StrCat("recording the copy of DDL broadcast ",
+                                                          bh.broadcast_id(),
+                                                          " before appending it: ", s.message())),
+                      tt);
+      }
+    }
+    std::vector<Replica> one;
+    one.push_back(std::move(replica));
+    if (!Record(AppendAll(wal_, std::move(one), ctx_)[0], tt)) return false;
+    if (absl::Status s = pieces_->MarkLanded(piece); !s.ok()) {
+      spdlog::warn(
+          "replicate: marking the copy of DDL broadcast {} on {} landed failed ({}); "
+          "the node marks it later",
+          bh.broadcast_id(), r_.pchannel(), s.ToString());
     }
     return true;
   }
@@ -261,6 +321,7 @@ class Appender {
   wal::Wal& wal_;
   const ReplicateAppendRequest& r_;
   const trace::Context& ctx_;
+  const DdlPieces* const pieces_;
   const kingfisher::v1::ReplicateConfiguration config_;  // the WAL's, for DDL's vchannels
   uint64_t previous_;
   ReplicateAppendResponse out_;
@@ -270,8 +331,9 @@ class Appender {
 
 kingfisher::v1::ReplicateAppendResponse AppendReplicated(wal::Wal& wal,
                                                          const ReplicateAppendRequest& request,
-                                                         const trace::Context& ctx) {
-  return Appender(wal, request, ctx).Run();
+                                                         const trace::Context& ctx,
+                                                         const DdlPieces* pieces) {
+  return Appender(wal, request, ctx, pieces).Run();
 }
 
 }  // namespace kf::replicate

@@ -14,19 +14,24 @@
 // if any of it fails. Every append runs under `replicate.secondary` (child of the message's
 // `_tc`) > `wal.autocommit` (docs/tracing.md §5).
 //
+// A copy of one of the source's DDL broadcasts (it carries `_bh` there) is appended alone and
+// recorded in `pieces` before and after (ddl_pieces.h), so that this cluster's coordinator
+// runs the DDL's ACK callback once every copy landed. Null `pieces`: not recorded.
+//
 // The result has one entry per message, in order, up to and including the first that failed
 // (IGNORED_OPERATION, already replicated, is not a failure); what follows it was not
 // appended. Thread-safety: thread-safe; blocks until its appends are answered.
 #pragma once
 
 #include "kingfisher/v1/replicate.pb.h"
+#include "replicate/ddl_pieces.h"
 #include "trace/context.h"
 #include "wal/wal.h"
 
 namespace kf::replicate {
 
 kingfisher::v1::ReplicateAppendResponse AppendReplicated(
-    wal::Wal& wal, const kingfisher::v1::ReplicateAppendRequest& request,
-    const trace::Context& ctx);
+    wal::Wal& wal, const kingfisher::v1::ReplicateAppendRequest& request, const trace::Context& ctx,
+    const DdlPieces* pieces = nullptr);
 
 }  // namespace kf::replicate

@@ -34,7 +34,7 @@ grpc::ServerUnaryReactor* ReplicateService::Append(grpc::CallbackServerContext* 
     absl::StatusOr<std::shared_ptr<wal::Wal>> wal =
         streaming::node::GetAtTerm(*registry_, request->pchannel(), request->term());
     if (!wal.ok()) return wal.status();
-    *response = replicate::AppendReplicated(**wal, *request, trace::Context());
+    *response = replicate::AppendReplicated(**wal, *request, trace::Context(), options_.ddl_pieces);
     return absl::OkStatus();
   });
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "query/query_metrics.h"
 #include "query/query_registry.h"
+#include "replicate/ddl_pieces.h"
 #include "replicate/replicate_manager.h"
 #include "rpc/coord_tso_fetcher.h"
 #include "rpc/rpc_server.h"
@@ -44,6 +45,7 @@ struct Node {
   std::unique_ptr<query::QueryRegistry> queries;  // the shards of the WALs it opens
   std::vector<metrics::CallbackHandle> gauges;    // over `registry`: unregistered before it goes
   std::vector<metrics::CallbackHandle> query_gauges;  // over `queries`: unregistered before it
+  std::unique_ptr<replicate::DdlPieces> ddl_pieces;   // over `store`
   std::unique_ptr<replicate::ReplicateManager> replicators;  // reads the registry's WALs
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<HttpServer> http;
@@ -111,8 +113,10 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   n->gauges = streaming::node::RegisterWalGauges(metrics::DefaultRegistry(), n->registry.get(),
                                                  config.node_id);
 
+  n->ddl_pieces = std::make_unique<replicate::DdlPieces>(n->store.get(), config.cluster);
   n->replicators = std::make_unique<replicate::ReplicateManager>(
-      n->registry.get(), replicate::ReplicateManager::Options{.cluster_id = config.cluster});
+      n->registry.get(), replicate::ReplicateManager::Options{.cluster_id = config.cluster,
+                                                              .ddl_pieces = n->ddl_pieces.get()});
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
@@ -120,6 +124,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   rpc_options.wal_registry = n->registry.get();
   rpc_options.replicate.cluster_id = config.cluster;
   rpc_options.replicate.manager = n->replicators.get();
+  rpc_options.replicate.ddl_pieces = n->ddl_pieces.get();
   rpc_options.node.max_payload_bytes = config.max_payload_bytes;
   // Discovery and status from the node's own view: clients may bootstrap from any node.
   rpc_options.coord.view = n->view.get();

@@ -11,6 +11,7 @@
 #include "common/absl_compat.h"
 #include "query/query_metrics.h"
 #include "query/query_registry.h"
+#include "replicate/ddl_pieces.h"
 #include "replicate/replicate_manager.h"
 #include "rpc/rpc_server.h"
 #include "server/advertise.h"
@@ -47,8 +48,9 @@ struct Standalone {
   std::unique_ptr<streaming::Coordinator> coordinator;
   WalStorage wal;
   std::unique_ptr<streaming::node::DynamicWalRegistry> registry;
-  std::unique_ptr<object::ObjectStore> segments;  // sealed segments (recovery storage)
-  std::unique_ptr<query::QueryRegistry> queries;  // the shards of the WALs the node opens
+  std::unique_ptr<object::ObjectStore> segments;     // sealed segments (recovery storage)
+  std::unique_ptr<query::QueryRegistry> queries;     // the shards of the WALs the node opens
+  std::unique_ptr<replicate::DdlPieces> ddl_pieces;  // over `store`
   std::unique_ptr<replicate::ReplicateManager> replicators;  // reads the registry's WALs
   std::unique_ptr<rpc::RpcServer> rpc;
   std::unique_ptr<streaming::StreamingNode> node;
@@ -163,8 +165,10 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
       MakeQueryRegistry(config, s->coordinator->oracle(), s->segments.get(), s->store.get());
   s->query_gauges = query::RegisterQueryGauges(metrics::DefaultRegistry(), s->queries.get());
 
+  s->ddl_pieces = std::make_unique<replicate::DdlPieces>(s->store.get(), config.cluster);
   s->replicators = std::make_unique<replicate::ReplicateManager>(
-      s->registry.get(), replicate::ReplicateManager::Options{.cluster_id = config.cluster});
+      s->registry.get(), replicate::ReplicateManager::Options{.cluster_id = config.cluster,
+                                                              .ddl_pieces = s->ddl_pieces.get()});
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
@@ -172,6 +176,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   rpc_options.wal_registry = s->registry.get();
   rpc_options.replicate.cluster_id = config.cluster;
   rpc_options.replicate.manager = s->replicators.get();
+  rpc_options.replicate.ddl_pieces = s->ddl_pieces.get();
   rpc_options.coord.view = s->coordinator->view();
   rpc_options.coord.oracle = s->coordinator->oracle();
   rpc_options.coord.node_id = kStandaloneNodeId;

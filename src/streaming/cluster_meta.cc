@@ -36,6 +36,12 @@ std::string ClusterKeys::broadcast_task(uint64_t id) const {
   return absl::StrCat(broadcast_tasks_prefix(), absl::StrFormat("%020u", id));
 }
 
+std::string ClusterKeys::replicated_ddl(std::string_view source, uint64_t broadcast_id,
+                                        std::string_view last) const {
+  return absl::StrCat(replicated_ddl_prefix(), ToAbsl(source), "/",
+                      absl::StrFormat("%020u", broadcast_id), "/", ToAbsl(last));
+}
+
 std::string ClusterKeys::collection(int64_t id) const {
   return absl::StrCat(collections_prefix(), absl::StrFormat("%020d", id));
 }

@@ -16,7 +16,8 @@ size_t ReplicateInterceptor::Admit(std::span<AppendContext> run) {
   return rejected;
 }
 
-absl::Status ReplicateInterceptor::BeforeSequence(AppendContext& append, TimeTick /*tt*/) {
+absl::Status ReplicateInterceptor::BeforeSequence(AppendContext& append, TimeTick tt) {
+  append.replicate.time_tick = tt.value();
   return state_.Check(append.replicate);
 }
 
@@ -42,6 +43,7 @@ kingfisher::v1::WalReplicateState ReplicateInterceptor::replicate_state() const 
   {
     absl::MutexLock seq(seq_mu_);
     *out.mutable_config() = state_.config();
+    for (const auto& [target, h] : state_.handovers()) *out.add_handovers() = h;
   }
   absl::MutexLock lock(&mu_);
   for (const auto& [source, c] : durable_) *out.add_checkpoints() = c;

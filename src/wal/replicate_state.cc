@@ -1,5 +1,6 @@
 #include "wal/replicate_state.h"
 
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -100,6 +101,19 @@ absl::Status ReplicateState::Check(const ReplicateAppend& a) const {
 
 void ReplicateState::Apply(const ReplicateAppend& a) {
   if (a.config != nullptr) {
+    for (const kingfisher::v1::ReplicateTopologyEdge& e : config_.topology()) {
+      if (e.source_cluster_id() != cluster_id_ ||
+          HasEdge(*a.config, cluster_id_, e.target_cluster_id())) {
+        continue;
+      }
+      kingfisher::v1::ReplicateHandover& h = handovers_[e.target_cluster_id()];
+      h.set_target_cluster_id(e.target_cluster_id());
+      h.set_time_tick(a.time_tick);
+      *h.mutable_config() = config_;
+    }
+    for (auto it = handovers_.begin(); it != handovers_.end();) {
+      it = HasEdge(*a.config, cluster_id_, it->first) ? handovers_.erase(it) : std::next(it);
+    }
     SetConfig(*a.config);
   } else if (a.advances) {
     checkpoints_[a.source->cluster_id()] = *a.source;
@@ -108,7 +122,9 @@ void ReplicateState::Apply(const ReplicateAppend& a) {
 
 void ReplicateState::Replay(const MutableMessage& m) {
   ReplicateAppend a;
-  if (Prepare(m, &a).ok()) Apply(a);
+  if (!Prepare(m, &a).ok()) return;
+  a.time_tick = m.timetick().value_or(TimeTick()).value();
+  Apply(a);
 }
 
 void ReplicateState::SetConfig(const kingfisher::v1::ReplicateConfiguration& config) {
@@ -119,12 +135,18 @@ void ReplicateState::SetConfig(const kingfisher::v1::ReplicateConfiguration& con
 void ReplicateState::SaveTo(kingfisher::v1::WalState* out) const {
   kingfisher::v1::WalReplicateState* r = out->mutable_replicate();
   *r->mutable_config() = config_;
+  r->clear_handovers();
+  for (const auto& [target, h] : handovers_) *r->add_handovers() = h;
   r->clear_checkpoints();
   for (const auto& [source, c] : checkpoints_) *r->add_checkpoints() = c;
 }
 
 void ReplicateState::LoadFrom(const kingfisher::v1::WalState& in) {
   SetConfig(in.replicate().config());
+  handovers_.clear();
+  for (const kingfisher::v1::ReplicateHandover& h : in.replicate().handovers()) {
+    handovers_[h.target_cluster_id()] = h;
+  }
   checkpoints_.clear();
   for (const kingfisher::v1::ReplicateCheckpoint& c : in.replicate().checkpoints()) {
     checkpoints_[c.cluster_id()] = c;

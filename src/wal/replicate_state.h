@@ -46,8 +46,9 @@ struct ReplicateAppend {
   // every other append does not construct and destroy a protobuf message.
   std::optional<kingfisher::v1::ReplicateCheckpoint> source;
   uint64_t previous_time_tick = 0;  // from `_rh`
-  // AlterReplicateConfig: its payload.
+  // AlterReplicateConfig: its payload, and its timetick (set once sequenced).
   std::shared_ptr<const kingfisher::v1::ReplicateConfiguration> config;
+  uint64_t time_tick = 0;
 };
 
 class ReplicateState {
@@ -69,6 +70,11 @@ class ReplicateState {
 
   const std::string& cluster_id() const { return cluster_id_; }
   const kingfisher::v1::ReplicateConfiguration& config() const { return config_; }
+  // The edges from this cluster that an AlterReplicateConfig dropped, by target (the latest
+  // drop; one re-added is gone from here).
+  const std::map<std::string, kingfisher::v1::ReplicateHandover, std::less<>>& handovers() const {
+    return handovers_;
+  }
   const ReplicateRole& role() const { return role_; }
   bool secondary() const { return role_.kind == ReplicateRole::Kind::kSecondary; }
   // The checkpoint of replication from `source`; nullopt before its first message.
@@ -83,6 +89,7 @@ class ReplicateState {
 
   std::string cluster_id_;
   kingfisher::v1::ReplicateConfiguration config_;
+  std::map<std::string, kingfisher::v1::ReplicateHandover, std::less<>> handovers_;
   ReplicateRole role_;
   std::map<std::string, kingfisher::v1::ReplicateCheckpoint, std::less<>> checkpoints_;
 };

@@ -279,6 +279,25 @@ TEST_P(WalReplicateTest, AReopenedSecondaryKnowsItsRoleAndCheckpointFromItsLog) 
   EXPECT_EQ(Log().replicated.size(), 11u);  // the txn never committed: not delivered
 }
 
+TEST_P(WalReplicateTest, TheAlterThatDropsAnEdgeIsRecordedForTheHandoverAcrossReopens) {
+  ASSERT_TRUE(Append(Alter(Config("b", "a"), 1)).ok());  // "b" (this WAL) is the primary
+  EXPECT_EQ(wal_->replicate_state().handovers_size(), 0);
+  ASSERT_TRUE(Append(UserWrite()).ok());
+  auto dropped = Append(Alter(Config("a", "b"), 2));  // switched over: the edge b -> a is gone
+  ASSERT_TRUE(dropped.ok());
+  ASSERT_TRUE(Append(Alter(Config("a", "b"), 3)).ok());  // the same again: still that one
+  for (int reopened = 0; reopened < 2; ++reopened) {
+    const kingfisher::v1::WalReplicateState state = wal_->replicate_state();
+    ASSERT_EQ(state.handovers_size(), 1) << reopened;
+    EXPECT_EQ(state.handovers(0).target_cluster_id(), "a");
+    EXPECT_EQ(state.handovers(0).time_tick(), dropped->timetick.value());
+    EXPECT_EQ(RoleOf(state.handovers(0).config(), "b").kind, ReplicateRole::Kind::kPrimary);
+    Reopen();
+  }
+  ASSERT_TRUE(Append(Alter(Config("b", "a"), 4)).ok());  // the edge is back: nothing to hand over
+  EXPECT_EQ(wal_->replicate_state().handovers_size(), 0);
+}
+
 TEST_P(WalReplicateTest, AReopenedSecondaryStartsFromACheckpointOfItsState) {
   ASSERT_TRUE(Append(Alter(Config("a", "b"), 1)).ok());
   ASSERT_TRUE(Append(Replicated(10, 0)).ok());

@@ -4,7 +4,9 @@
 // exactly once and in the same per-vchannel order while either server is killed -9 at random
 // points (KF_REPLICATION_ROUNDS rounds, default 4); what breaks the topology is refused with a
 // clear error and writes nothing; `kfctl replicate promote` under load swaps the roles and the
-// new primary holds every write either acknowledged, once.
+// new primary holds every write either acknowledged, once; the secondary's catalog follows the
+// primary's DDL and answers searches; `promote --force` fails over without the primary, which
+// returns fenced and rejoins as the secondary.
 #include <unistd.h>
 
 #include <atomic>
@@ -75,6 +77,38 @@ std::vector<std::string> Described(const std::vector<kingfisher::ConsumedMessage
   return out;
 }
 
+// The catalog at `endpoint`, one line per collection: id, name, state, vchannels, partitions.
+std::vector<std::string> Catalog(const std::string& endpoint) {
+  std::vector<std::string> out;
+  auto client = kingfisher::Client::Connect({.endpoint = endpoint});
+  if (!client.ok()) return {client.status().ToString()};
+  auto list = (*client)->ListCollections();
+  if (!list.ok()) return {list.status().ToString()};
+  for (const kingfisher::CollectionInfo& c : *list) {
+    std::string line = std::to_string(c.id) + " " + c.name + " " + c.state;
+    for (const std::string& v : c.vchannels) line += " " + v;
+    for (const auto& p : c.partitions) line += " " + p.name + ":" + p.state;
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+// The pks of a strong search of `collection` at `endpoint` near (5, 0, 0, 1), best first.
+std::vector<int64_t> Search(const std::string& endpoint, const std::string& collection) {
+  auto client = kingfisher::Client::Connect({.endpoint = endpoint});
+  if (!client.ok()) return {};
+  kingfisher::SearchOptions options;
+  options.consistency = kingfisher::Consistency::kStrong;
+  options.topk = 20;
+  auto result = (*client)->Search(collection, {5, 0, 0, 1}, options);
+  EXPECT_TRUE(result.ok()) << endpoint << ": " << result.status();
+  std::vector<int64_t> pks;
+  if (result.ok()) {
+    for (const kingfisher::SearchHit& h : result->hits.at(0)) pks.push_back(h.pk);
+  }
+  return pks;
+}
+
 kingfisher::Message Insert(const std::string& vchannel, std::string payload) {
   return kingfisher::Message{
       .type = MessageType::kInsert, .vchannel = vchannel, .payload = std::move(payload)};
@@ -103,7 +137,10 @@ class ReplicationE2E : public ::testing::Test {
   }
 
   static testing::KfctlResult Kfctl(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--endpoint", east_->address(), "--timeout", "30"});
+    return KfctlAt(east_, std::move(args));
+  }
+  static testing::KfctlResult KfctlAt(ServerProcess* at, std::vector<std::string> args) {
+    args.insert(args.begin(), {"--endpoint", at->address(), "--timeout", "30"});
     return testing::RunKfctl(dir_->path(), args);
   }
   static testing::KfctlResult Configure() {
@@ -172,6 +209,11 @@ TEST_F(ReplicationE2E, WhatBreaksTheTopologyIsRefusedAndWritesNothing) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
   EXPECT_NE(refused.status().message().find("secondary of cluster east"), std::string::npos)
       << refused.status();
+  // So does its coordinator a DDL: its catalog follows the primary's.
+  auto ddl = (*client)->CreateCollection({.name = "mine", .dim = 4});
+  EXPECT_EQ(ddl.status().code(), absl::StatusCode::kFailedPrecondition) << ddl.status();
+  EXPECT_NE(ddl.status().message().find("secondary of cluster east"), std::string::npos)
+      << ddl.status();
 
   auto stub = kingfisher::v1::Replicate::NewStub(
       grpc::CreateChannel(east_->address(), grpc::InsecureChannelCredentials()));
@@ -234,6 +276,16 @@ TEST_F(ReplicationE2E, EveryMessageReachesTheSecondaryOnceInOrderWhileServersAre
           if (m.ok()) (void)producer->AppendSync(*std::move(m));
           continue;
         }
+        if (i == 40) {  // DDL: this round's collection, and the previous one's dropped
+          auto east = kingfisher::Client::Connect({.endpoint = east_->address()});
+          if (!east.ok()) continue;
+          (void)(*east)->CreateCollection({.name = "c" + std::to_string(round), .dim = 4});
+          if (round > 0) {
+            (void)(*east)->CreatePartition("c" + std::to_string(round - 1), "p");
+            (void)(*east)->DropCollection("c" + std::to_string(round - 1));
+          }
+          continue;
+        }
         if (i % 25 == 7) {  // a transaction, committed or rolled back
           auto txn = producer->BeginTxn(v);
           if (!txn.ok()) continue;
@@ -290,6 +342,28 @@ TEST_F(ReplicationE2E, EveryMessageReachesTheSecondaryOnceInOrderWhileServersAre
       EXPECT_TRUE(carrier.properties.contains("_rh")) << Describe(m);
     }
   }
+
+  // The secondary's catalog is the primary's (DDL through its own coordinator), and a search
+  // there answers what one on the primary does.
+  // (Re-read both: a DDL that outlived its caller's deadline completes in the background.)
+  std::vector<std::string> catalog, expected_catalog, replicated_catalog;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    catalog = Catalog(east_->address());
+    expected_catalog = catalog;
+    for (std::string& c : expected_catalog) {
+      for (size_t at = c.find("east-dml_"); at != std::string::npos; at = c.find("east-dml_", at)) {
+        c.replace(at, 4, "west");
+      }
+    }
+    replicated_catalog = Catalog(west_->address());
+    if (replicated_catalog == expected_catalog) break;
+  }
+  EXPECT_EQ(replicated_catalog, expected_catalog);
+  std::printf("catalog of %zu collections equal on both clusters\n", catalog.size());
+  EXPECT_EQ(Search(west_->address(), "items"), Search(east_->address(), "items"));
+  EXPECT_FALSE(Search(west_->address(), "items").empty());
 
   testing::KfctlResult status = Kfctl({"replicate", "status"});
   ASSERT_EQ(status.exit_code, 0) << testing::Describe(status);
@@ -363,6 +437,173 @@ TEST_F(ReplicationE2E, PromoteSwapsTheRolesUnderLoadAndLosesOrDoublesNothing) {
   auto refused = (*(*east_client)->CreateProducer())->AppendSync(Insert("east-dml_0_sw", "late"));
   EXPECT_EQ(GetStreamingCode(refused.status()), StreamingCode::kReplicateViolation)
       << refused.status();
+}
+
+// Runs after the switchover above (west primary, east its secondary) and leaves that again. A
+// switchover's handover is cut: the secondary is down when the primary is configured out, and
+// the primary's node restarts before it could hand over; the restarted node still hands
+// everything over (WalReplicateState.previous_config).
+TEST_F(ReplicationE2E, AHandoverSurvivesARestartOfTheOldPrimary) {
+  testing::KfctlResult configured =
+      KfctlAt(west_, {"replicate", "configure", "--primary", "west=" + west_->address(),
+                      "--secondary", "east=" + east_->address()});
+  ASSERT_EQ(configured.exit_code, 0) << testing::Describe(configured);
+  east_->Kill();
+  std::vector<std::string> acked;
+  {
+    auto client = kingfisher::Client::Connect({.endpoint = west_->address()});
+    ASSERT_TRUE(client.ok());
+    auto producer = *(*client)->CreateProducer();
+    for (int i = 0; i < 100; ++i) {
+      const std::string payload = "h-" + std::to_string(i);
+      auto r = producer->AppendSync(Insert("west-dml_1_ho", payload));
+      ASSERT_TRUE(r.ok()) << r.status();
+      acked.push_back(payload);
+    }
+  }
+  // West alone is configured out (as `promote` does first; east is down), then west restarts
+  // at once.
+  {
+    auto admin = kingfisher::v1::ReplicateAdmin::NewStub(
+        grpc::CreateChannel(west_->address(), grpc::InsecureChannelCredentials()));
+    kingfisher::v1::GetReplicateConfigResponse current;
+    grpc::ClientContext get;
+    ASSERT_TRUE(admin->GetReplicateConfig(&get, {}, &current).ok());
+    kingfisher::v1::AlterReplicateConfigRequest alter;
+    *alter.mutable_config() = current.config();
+    ASSERT_EQ(alter.config().topology_size(), 1);
+    alter.mutable_config()->mutable_topology(0)->set_source_cluster_id("east");
+    alter.mutable_config()->mutable_topology(0)->set_target_cluster_id("west");
+    kingfisher::v1::AlterReplicateConfigResponse altered;
+    grpc::ClientContext ctx;
+    grpc::Status s = admin->AlterReplicateConfig(&ctx, alter, &altered);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  west_->Kill();
+  ASSERT_TRUE(west_->Start()) << west_->Output();
+  ASSERT_TRUE(east_->Start()) << east_->Output();
+
+  bool handed_over = false;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       !handed_over && std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    testing::KfctlResult status = KfctlAt(west_, {"replicate", "status"});
+    if (status.exit_code != 0 || status.lines.empty()) continue;
+    for (const auto& r : status.lines[0]["replicators"]) {
+      handed_over = handed_over || (r["pchannel"] == "west-dml_1" && r["state"] == "handed_over");
+    }
+  }
+  EXPECT_TRUE(handed_over);
+  std::vector<std::string> got;
+  for (const auto& m : ReadAll(east_->address(), "east-dml_1_ho", std::chrono::seconds(1))) {
+    got.push_back(m.payload);
+  }
+  EXPECT_EQ(got, acked);
+
+  // Back to west primary, east secondary.
+  configured = KfctlAt(west_, {"replicate", "configure", "--primary", "west=" + west_->address(),
+                               "--secondary", "east=" + east_->address()});
+  ASSERT_EQ(configured.exit_code, 0) << testing::Describe(configured);
+}
+
+// Runs after the switchover above (west primary, east its secondary; configured here when run
+// alone). The primary dies; `promote --force` makes the secondary a primary alone; the old
+// primary returns fenced, and is reconfigured as the new primary's secondary.
+TEST_F(ReplicationE2E, FailoverPromotesTheSecondaryAloneAndTheOldPrimaryRejoinsAsItsSecondary) {
+  auto payloads = [](const std::vector<kingfisher::ConsumedMessage>& log, char tag) {
+    std::vector<std::string> out;
+    for (const auto& m : log) {
+      if (!m.payload.empty() && m.payload[0] == tag) out.push_back(m.payload);
+    }
+    return out;
+  };
+  auto write = [](ServerProcess* at, const std::string& vchannel, char tag, int n) {
+    std::vector<std::string> acked;
+    auto client = kingfisher::Client::Connect({.endpoint = at->address()});
+    EXPECT_TRUE(client.ok());
+    if (!client.ok()) return acked;
+    auto producer = *(*client)->CreateProducer();
+    for (int i = 0; i < n; ++i) {
+      const std::string payload = std::string(1, tag) + "-" + std::to_string(i);
+      auto r = producer->AppendSync(Insert(vchannel, payload));
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (r.ok()) acked.push_back(payload);
+    }
+    return acked;
+  };
+  testing::KfctlResult configured =
+      KfctlAt(west_, {"replicate", "configure", "--primary", "west=" + west_->address(),
+                      "--secondary", "east=" + east_->address()});
+  ASSERT_EQ(configured.exit_code, 0) << testing::Describe(configured);
+
+  // Some writes are on the secondary when the primary dies, the last ones maybe not.
+  std::vector<std::string> before = write(west_, "west-dml_1_fo", 'p', 200);
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       std::chrono::steady_clock::now() < deadline &&
+       payloads(ReadAll(east_->address(), "east-dml_1_fo", std::chrono::milliseconds(200)), 'p')
+               .size() < before.size();) {
+  }
+  const std::vector<std::string> tail = write(west_, "west-dml_1_fo", 'q', 100);
+  west_->Kill();
+  before.insert(before.end(), tail.begin(), tail.end());
+  testing::KfctlResult promoted = KfctlAt(east_, {"replicate", "promote", "east", "--force"});
+  ASSERT_EQ(promoted.exit_code, 0) << testing::Describe(promoted);
+  ASSERT_EQ(promoted.lines.size(), 1u);
+  EXPECT_EQ(promoted.lines[0]["cluster"], "east");
+  const std::vector<std::string> after = write(east_, "east-dml_1_fo", 's', 100);
+  ASSERT_EQ(after.size(), 100u);
+
+  // The new primary: a prefix of what the old one acknowledged (what was replicated before it
+  // died), then its own writes, each once.
+  const std::vector<kingfisher::ConsumedMessage> log =
+      ReadAll(east_->address(), "east-dml_1_fo", std::chrono::seconds(1));
+  std::vector<std::string> replicated = payloads(log, 'p');
+  for (const std::string& q : payloads(log, 'q')) replicated.push_back(q);
+  ASSERT_LE(replicated.size(), before.size());
+  EXPECT_GE(replicated.size(), 200u);
+  EXPECT_EQ(replicated,
+            std::vector<std::string>(before.begin(), before.begin() + replicated.size()));
+  EXPECT_EQ(payloads(log, 's'), after);
+  std::printf("failover: %zu of %zu writes acknowledged by the old primary were replicated\n",
+              replicated.size(), before.size());
+
+  // The old primary returns: its replicators are fenced (the new primary is nobody's
+  // secondary), then it is reconfigured as the new primary's secondary.
+  ASSERT_TRUE(west_->Start()) << west_->Output();
+  bool fenced = false;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       !fenced && std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    testing::KfctlResult status = KfctlAt(west_, {"replicate", "status"});
+    if (status.exit_code != 0 || status.lines.empty()) continue;
+    for (const auto& r : status.lines[0]["replicators"]) fenced = fenced || r["state"] == "fenced";
+  }
+  EXPECT_TRUE(fenced);
+  configured = KfctlAt(east_, {"replicate", "configure", "--primary", "east=" + east_->address(),
+                               "--secondary", "west=" + west_->address()});
+  ASSERT_EQ(configured.exit_code, 0) << testing::Describe(configured);
+  auto west_client = kingfisher::Client::Connect({.endpoint = west_->address()});
+  ASSERT_TRUE(west_client.ok());
+  auto refused = (*(*west_client)->CreateProducer())->AppendSync(Insert("west-dml_1_fo", "late"));
+  EXPECT_EQ(GetStreamingCode(refused.status()), StreamingCode::kReplicateViolation)
+      << refused.status();
+  const std::vector<std::string> more = write(east_, "east-dml_1_fo", 't', 50);
+
+  // The old primary gets the new one's writes once, in order; its own stay as they were.
+  std::vector<std::string> expected = after;
+  expected.insert(expected.end(), more.begin(), more.end());
+  std::vector<kingfisher::ConsumedMessage> rejoined;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       std::chrono::steady_clock::now() < deadline;) {
+    rejoined = ReadAll(west_->address(), "west-dml_1_fo", std::chrono::milliseconds(500));
+    if (payloads(rejoined, 's').size() + payloads(rejoined, 't').size() >= expected.size()) break;
+  }
+  std::vector<std::string> got = payloads(rejoined, 's');
+  for (const std::string& t : payloads(rejoined, 't')) got.push_back(t);
+  EXPECT_EQ(got, expected);
+  std::vector<std::string> own = payloads(rejoined, 'p');
+  for (const std::string& q : payloads(rejoined, 'q')) own.push_back(q);
+  EXPECT_EQ(own, before);
 }
 
 }  // namespace

@@ -470,6 +470,21 @@ TEST(TracingE2E, ReplicationGivesOneTraceAcrossBothClusters) {
                kfctl_env);
   ASSERT_EQ(consumed.exit_code, 0) << Describe(consumed);
   ASSERT_EQ(consumed.lines.size(), 1u) << Describe(consumed);
+  // A DDL: its callback runs on west too, once its copy is there (docs/replication.md).
+  auto created = RunKfctl(dir.path(),
+                          {"--endpoint", east->address(), "--timeout", "20", "collection", "create",
+                           "traced", "--dim", "4"},
+                          kfctl_env);
+  ASSERT_EQ(created.exit_code, 0) << Describe(created);
+  bool described = false;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       !described && std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
+    described =
+        RunKfctl(dir.path(), {"--endpoint", west->address(), "collection", "describe", "traced"})
+            .exit_code == 0;
+  }
+  ASSERT_TRUE(described) << "west never knew the collection";
   for (ServerProcess* s : {east.get(), west.get()}) {  // SIGTERM flushes their spans
     auto stopped = s->Stop();
     ASSERT_TRUE(stopped.exited && stopped.exit_code == 0) << stopped.output;
@@ -477,9 +492,15 @@ TEST(TracingE2E, ReplicationGivesOneTraceAcrossBothClusters) {
 
   auto spans = (*receiver)->Spans();
   ASSERT_TRUE(spans.ok()) << spans.status();
+  // The DDL's trace is the one of east's wal.broadcast; the produced message's, another.
+  const DecodedSpan* broadcast = nullptr;
+  for (const DecodedSpan& s : *spans) {
+    if (s.name == "wal.broadcast" && s.service_name == "east-e2e") broadcast = &s;
+  }
+  ASSERT_NE(broadcast, nullptr) << "no wal.broadcast on east";
   const DecodedSpan* received = nullptr;
   for (const DecodedSpan& s : *spans) {
-    if (s.name == "replicate.secondary") {
+    if (s.name == "replicate.secondary" && s.trace_id != broadcast->trace_id) {
       ASSERT_EQ(received, nullptr) << "one replicated message, one replicate.secondary";
       received = &s;
     }
@@ -531,6 +552,25 @@ TEST(TracingE2E, ReplicationGivesOneTraceAcrossBothClusters) {
   auto replicate = impl->attributes.find("message.replicate");
   ASSERT_NE(replicate, impl->attributes.end());
   EXPECT_EQ(std::get<bool>(replicate->second), true);
+
+  // The DDL's trace: east's wal.broadcast and callback, and west's callback under the copy's
+  // wal.dist_consume.
+  std::map<std::string, int> callbacks;  // service -> count
+  std::map<std::string, const DecodedSpan*> ddl;
+  for (const DecodedSpan& s : *spans) {
+    if (s.trace_id == broadcast->trace_id) ddl[s.span_id] = &s;
+  }
+  for (const auto& [id, s] : ddl) {
+    if (s->name != "wal.bc_callback") continue;
+    ++callbacks[s->service_name];
+    if (s->service_name != "west-e2e") continue;
+    auto up = ddl.find(s->parent_span_id);
+    ASSERT_NE(up, ddl.end()) << "west's wal.bc_callback has no parent in the trace";
+    EXPECT_EQ(up->second->name, "wal.dist_consume");
+    EXPECT_EQ(up->second->service_name, "east-e2e");
+  }
+  EXPECT_EQ(callbacks["east-e2e"], 1);
+  EXPECT_EQ(callbacks["west-e2e"], 1);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "streaming/coord/ddl_host.h"
 
-#include <condition_variable>
-#include <mutex>
+#include <string>
 #include <utility>
 
 #include "common/backoff.h"
@@ -11,12 +10,18 @@
 namespace kf::streaming {
 namespace {
 
-// Blocks until `stop` is requested.
-void WaitForStop(const std::stop_token& stop) {
-  std::mutex m;
-  std::condition_variable_any cv;
-  std::unique_lock lock(m);
-  cv.wait(lock, stop, [] { return false; });
+// Until `stop`: applies the primary's DDL that this cluster's nodes replicated (a range read of
+// an empty prefix when the cluster is no secondary).
+void ApplyReplicatedDdl(const std::stop_token& stop, ddl::ReplicatedDdl& replicated,
+                        absl::Duration interval) {
+  std::string last_error;
+  while (SleepUnlessStopped(interval, stop)) {
+    absl::StatusOr<int> applied = replicated.Poll(stop);
+    if (!applied.ok() && applied.status().ToString() != last_error) {
+      spdlog::warn("ddl: looking for replicated DDL failed ({})", applied.status().ToString());
+    }
+    last_error = applied.ok() ? "" : applied.status().ToString();
+  }
 }
 
 }  // namespace
@@ -27,14 +32,18 @@ struct DdlHost::Term {
   Term(meta::MetaStore* store, const ClusterKeys& keys, int64_t revision,
        ddl::BroadcastAppender* appender, const Options& o)
       : broadcaster(store, keys, revision, appender, o.broadcaster),
-        catalog(&broadcaster, keys, {.pchannels = o.pchannels, .call_timeout = o.call_timeout}),
+        catalog(
+            &broadcaster, keys,
+            {.cluster_id = o.cluster, .pchannels = o.pchannels, .call_timeout = o.call_timeout}),
         replicate(
             &broadcaster, keys,
-            {.cluster_id = o.cluster, .pchannels = o.pchannels, .call_timeout = o.call_timeout}) {}
+            {.cluster_id = o.cluster, .pchannels = o.pchannels, .call_timeout = o.call_timeout}),
+        replicated(&broadcaster.store(), keys, catalog.ReplicatedCallback(), o.call_timeout) {}
 
   ddl::Broadcaster broadcaster;
   ddl::Catalog catalog;
   ddl::ReplicateConfigurator replicate;
+  ddl::ReplicatedDdl replicated;  // the primary's DDL, when this cluster is a secondary
 };
 
 DdlHost::DdlHost(meta::MetaStore* store, ddl::BroadcastAppender* appender, Options options)
@@ -133,7 +142,7 @@ void DdlHost::RunTerm(std::stop_token stop, int64_t revision, std::jthread previ
     }
     if (!SleepUnlessStopped(d, stop)) break;
   }
-  if (serving) WaitForStop(stop);
+  if (serving) ApplyReplicatedDdl(stop, term->replicated, options_.replicated_ddl_interval);
   {
     absl::MutexLock l(&mu_);
     if (serving_ == term) serving_.reset();

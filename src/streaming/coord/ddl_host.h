@@ -8,8 +8,9 @@
 //   2. a ddl::Broadcaster fenced by the term's revision and a ddl::Catalog over it (the
 //      catalog registers the ACK callbacks, so it is built before Recover);
 //   3. Broadcaster::Recover, retried with backoff until it succeeds or the term ends;
-//   4. only then catalog() hands the catalog out; when the term ends it stops doing so and
-//      the broadcaster is stopped (its tasks stay persisted for the next term).
+//   4. only then catalog() hands the catalog out, and the term's thread applies the primary's
+//      DDL replicated here (ddl::ReplicatedDdl) until the term ends; then catalog() stops
+//      handing out and the broadcaster is stopped (its tasks stay persisted for the next term).
 // The coordinator's balancing loop never waits for any of this: the hooks only signal.
 //
 // Thread-safety: thread-safe; TakeOffice/LeaveOffice are meant for the coordinator's thread,
@@ -38,6 +39,7 @@
 #include "streaming/ddl/broadcaster.h"
 #include "streaming/ddl/catalog.h"
 #include "streaming/ddl/replicate_configurator.h"
+#include "streaming/ddl/replicated_ddl.h"
 
 namespace kf::streaming {
 
@@ -50,6 +52,8 @@ class DdlHost {
     absl::Duration call_timeout = absl::Seconds(5);          // per store call (catalog, Recover)
     absl::Duration retry_backoff = absl::Milliseconds(100);  // between Recover attempts
     absl::Duration retry_backoff_max = absl::Seconds(5);
+    // How often the term looks for the primary's DDL to apply (ddl::ReplicatedDdl).
+    absl::Duration replicated_ddl_interval = absl::Milliseconds(250);
   };
 
   DdlHost(meta::MetaStore* store, ddl::BroadcastAppender* appender, Options options);

@@ -96,6 +96,7 @@ absl::StatusOr<CollectionInfo> Catalog::CreateCollection(const CollectionSpec& s
   RETURN_IF_ERROR(CheckName("collection", spec.name));
   kingfisher::v1::CollectionSchema schema;
   schema.set_name(spec.name);
+  schema.set_database(spec.database);
   schema.set_dim(spec.dim);
   schema.set_metric(spec.metric);
   schema.set_shards(spec.shards);
@@ -107,6 +108,7 @@ absl::StatusOr<CollectionInfo> Catalog::CreateCollection(const CollectionSpec& s
   ASSIGN_OR_RETURN(ResourceKeyLocks::Guard locks,
                    broadcaster_->Lock({ResourceKey::Collection(spec.database, spec.name)},
                                       call.blocking, call.deadline));
+  RETURN_IF_ERROR(RefuseOnSecondary(StoreDeadline(call.deadline)));
   const std::string name_key = keys_.collection_name(spec.database, spec.name);
   absl::StatusOr<meta::GetResult> taken =
       broadcaster_->store().store()->Get(name_key, StoreDeadline(call.deadline));
@@ -254,6 +256,7 @@ absl::StatusOr<Catalog::Locked> Catalog::LockCollection(const std::string& datab
   ASSIGN_OR_RETURN(
       ResourceKeyLocks::Guard locks,
       broadcaster_->Lock({ResourceKey::Collection(database, name)}, call.blocking, call.deadline));
+  RETURN_IF_ERROR(RefuseOnSecondary(StoreDeadline(call.deadline)));
   ASSIGN_OR_RETURN(Loaded current, LoadByName(database, name, StoreDeadline(call.deadline)));
   return Locked{std::move(locks), std::move(current)};
 }
@@ -353,6 +356,37 @@ absl::StatusOr<AckWrites> Catalog::UpdateCollection(int64_t id, const Mutation& 
   return writes;
 }
 
+absl::StatusOr<AckWrites> Catalog::MarkDropped(const AckCallbackContext& c, bool replicated) {
+  ASSIGN_OR_RETURN(auto drop, DecodeDropCollection(c.message.payload()));
+  absl::StatusOr<Loaded> current =
+      LoadById(drop.collection_id(), absl::Now() + options_.call_timeout);
+  // A replicated drop of a collection created before replication started: nothing to do.
+  if (replicated && absl::IsNotFound(current.status())) return AckWrites{};
+  if (!current.ok()) return current.status();
+  // The name index entry, if it still names this collection, goes with the transition.
+  const std::string name_key =
+      keys_.collection_name(current->info.database(), current->info.schema().name());
+  absl::StatusOr<meta::GetResult> name =
+      broadcaster_->store().store()->Get(name_key, absl::Now() + options_.call_timeout);
+  if (!name.ok() && !absl::IsNotFound(name.status())) return name.status();
+  const bool ours = name.ok() && name->kv.value == absl::StrCat(drop.collection_id());
+  return UpdateCollection(drop.collection_id(), [&](CollectionInfo& info, AckWrites& extra) {
+    // A replicated drop finds whatever state the primary's DDL left (its catalog was never
+    // marked DROPPING here).
+    if (replicated ? info.state() == kingfisher::v1::COLLECTION_DROPPED
+                   : info.state() != kingfisher::v1::COLLECTION_DROPPING) {
+      return false;
+    }
+    info.set_state(kingfisher::v1::COLLECTION_DROPPED);
+    info.set_drop_broadcast_id(c.task.broadcast_id());
+    if (ours) {
+      extra.compares.push_back(meta::Compare::ModRevisionIs(name_key, name->kv.mod_revision));
+      extra.ops.push_back(meta::Op::Delete(name_key));
+    }
+    return true;
+  });
+}
+
 void Catalog::RegisterCallbacks() {
   broadcaster_->RegisterCallback(
       MessageType::kCreateCollection,
@@ -365,30 +399,9 @@ void Catalog::RegisterCallbacks() {
           return true;
         });
       });
-  broadcaster_->RegisterCallback(
-      MessageType::kDropCollection,
-      [this](const AckCallbackContext& c) -> absl::StatusOr<AckWrites> {
-        ASSIGN_OR_RETURN(auto drop, DecodeDropCollection(c.message.payload()));
-        // The name index entry, if it still names this collection, goes with the transition.
-        ASSIGN_OR_RETURN(Loaded current,
-                         LoadById(drop.collection_id(), absl::Now() + options_.call_timeout));
-        const std::string name_key =
-            keys_.collection_name(current.info.database(), current.info.schema().name());
-        absl::StatusOr<meta::GetResult> name =
-            broadcaster_->store().store()->Get(name_key, absl::Now() + options_.call_timeout);
-        if (!name.ok() && !absl::IsNotFound(name.status())) return name.status();
-        const bool ours = name.ok() && name->kv.value == absl::StrCat(drop.collection_id());
-        return UpdateCollection(drop.collection_id(), [&](CollectionInfo& info, AckWrites& extra) {
-          if (info.state() != kingfisher::v1::COLLECTION_DROPPING) return false;
-          info.set_state(kingfisher::v1::COLLECTION_DROPPED);
-          info.set_drop_broadcast_id(c.task.broadcast_id());
-          if (ours) {
-            extra.compares.push_back(meta::Compare::ModRevisionIs(name_key, name->kv.mod_revision));
-            extra.ops.push_back(meta::Op::Delete(name_key));
-          }
-          return true;
-        });
-      });
+  broadcaster_->RegisterCallback(MessageType::kDropCollection, [this](const AckCallbackContext& c) {
+    return MarkDropped(c, /*replicated=*/false);
+  });
   auto partition_callback = [this](bool create) {
     return [this, create](const AckCallbackContext& c) -> absl::StatusOr<AckWrites> {
       ASSIGN_OR_RETURN(auto payload, DecodePartition(c.message.payload()));

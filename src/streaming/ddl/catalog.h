@@ -24,6 +24,8 @@
 //
 // Thread-safety: thread-safe. Ownership: borrows the broadcaster (must outlive the catalog).
 // Construct it before the broadcaster's Recover: it registers the DDL callbacks.
+// On a secondary cluster every DDL is refused with REPLICATE_VIOLATION naming the primary; its
+// catalog follows the primary's through ReplicatedCallback.
 // Errors: INVALID_ARGUMENT (names, dim 1..kMaxDim, metric L2|IP|COSINE, shards 1..kMaxShards,
 // dropping "_default"); ALREADY_EXISTS (COLLECTION_EXISTS for collections); NOT_FOUND
 // (COLLECTION_NOT_FOUND for collections); RESOURCE_ACQUIRED (non-blocking, key held);
@@ -53,6 +55,7 @@ namespace kf::streaming::ddl {
 class Catalog {
  public:
   struct Options {
+    std::string cluster_id;              // this cluster's: its role under replication
     std::vector<std::string> pchannels;  // the cluster's, in configured order
     absl::Duration call_timeout = absl::Seconds(5);
   };
@@ -97,6 +100,12 @@ class Catalog {
                                                                      const std::string& name,
                                                                      const Call& call);
 
+  // The ACK callback of the primary's DDL on a secondary (replicated_ddl.h;
+  // catalog_replicated.cc): the catalog takes the primary's collection as it is after the DDL
+  // (CreateCollection: CREATED with the primary's id, the id counter raised past it;
+  // DropCollection: DROPPED; partitions: CREATED or removed), whatever it held before.
+  AckCallback ReplicatedCallback();
+
  private:
   struct Loaded {
     kingfisher::v1::CollectionInfo info;
@@ -132,6 +141,13 @@ class Catalog {
   using Mutation = std::function<bool(kingfisher::v1::CollectionInfo& info, AckWrites& extra)>;
   absl::StatusOr<AckWrites> UpdateCollection(int64_t id, const Mutation& mutate) const;
   absl::Time StoreDeadline(absl::Time deadline) const;
+  // REPLICATE_VIOLATION naming the primary when the cluster is a secondary (under a DDL's
+  // lock, which an AlterReplicateConfig's exclusive one excludes: the role cannot change).
+  absl::Status RefuseOnSecondary(absl::Time deadline) const;
+  absl::StatusOr<AckWrites> ReplicatedCreate(const AckCallbackContext& c);
+  // DropCollection's callback: DROPPED from DROPPING (replicated: from any state but DROPPED),
+  // the name index entry removed if it still names the collection.
+  absl::StatusOr<AckWrites> MarkDropped(const AckCallbackContext& c, bool replicated);
   // The timetick of `pchannel`'s checkpoint once it is at or above `ts`.
   absl::StatusOr<uint64_t> AwaitCheckpoint(const std::string& pchannel, uint64_t ts,
                                            absl::Time deadline) const;
