@@ -38,17 +38,13 @@ ReplicateManager::~ReplicateManager() {
 void ReplicateManager::Reconcile() {
   // What should run: (pchannel, secondary) -> its options and the WAL it reads.
   std::map<Key, std::pair<Replicator::Options, std::shared_ptr<wal::Wal>>> want;
+  std::vector<std::shared_ptr<wal::Wal>> open;
   for (const auto& info : registry_->List()) {
     absl::StatusOr<std::shared_ptr<wal::Wal>> wal = registry_->Get(info.pchannel);
     if (!wal.ok() || !(*wal)->Health().ok()) continue;
     const kingfisher::v1::WalReplicateState state = (*wal)->replicate_state();
     const ReplicateRole::Kind role = RoleOf(state.config(), options_.cluster_id).kind;
-    if (role == ReplicateRole::Kind::kSecondary && options_.ddl_pieces != nullptr) {
-      if (absl::Status s = options_.ddl_pieces->Resolve(**wal); !s.ok()) {
-        spdlog::warn("replicate: checking the DDL copies of {} failed ({})", info.pchannel,
-                     s.ToString());
-      }
-    }
+    open.push_back(*wal);
     // A replicator to `target_id` as `config` names it.
     auto add = [&](const kingfisher::v1::ReplicateConfiguration& config,
                    const std::string& target_id, bool handover) {
@@ -79,9 +75,15 @@ void ReplicateManager::Reconcile() {
       add(h.config(), h.target_cluster_id(), /*handover=*/true);
     }
   }
+  const absl::Status resolved =
+      options_.ddl_pieces != nullptr ? options_.ddl_pieces->Resolve(open) : absl::OkStatus();
   // Declared before the lock: destroyed (joined) after it is released.
   std::vector<std::unique_ptr<Replicator>> stopping;
   absl::MutexLock lock(&mu_);
+  if (!resolved.ok() && resolved.ToString() != resolve_error_) {  // once per distinct error
+    spdlog::warn("replicate: checking the recorded DDL copies failed ({})", resolved.ToString());
+  }
+  resolve_error_ = resolved.ok() ? "" : resolved.ToString();
   for (auto it = replicators_.begin(); it != replicators_.end();) {
     const Replicator& r = *it->second;
     auto w = want.find(it->first);
@@ -101,7 +103,8 @@ void ReplicateManager::Reconcile() {
       ++it;
       continue;
     }
-    if (const Replicator::Progress p = r.progress(); p.state == "handed_over") {
+    if (const Replicator::Progress p = r.progress();
+        p.state == "handed_over" || p.state == "fenced") {
       handed_over_[it->first] = {.options = r.options(), .progress = p};
     }
     if (!r.running()) finished_[it->first] = r.wal();
@@ -127,9 +130,12 @@ std::vector<ReplicateManager::Entry> ReplicateManager::Status() const {
   std::vector<Entry> out;
   absl::MutexLock lock(&mu_);
   for (const auto& [key, r] : replicators_) {
+    Replicator::Progress p = r->progress();
+    const TimeTick checkpoint(p.checkpoint_tt);
     out.push_back({.options = r->options(),
-                   .progress = r->progress(),
-                   .wal_last_tt = r->wal()->LastTimeTick().value()});
+                   .progress = std::move(p),
+                   .wal_last_tt = r->wal()->LastTimeTick().value(),
+                   .behind = r->wal()->MessagesAfter(checkpoint)});
   }
   for (const auto& [key, e] : handed_over_) out.push_back(e);
   return out;

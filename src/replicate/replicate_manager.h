@@ -4,7 +4,7 @@
 // It looks every `interval` (the configuration changes with an AlterReplicateConfig in the WAL,
 // the pchannels with the node's assignment) and starts replicators, replaces them (a new Wal
 // for the pchannel, another endpoint) and stops them when their WAL is no longer served here.
-// For the pchannels it serves as a secondary, it resolves the DDL copies a node died appending
+// For the pchannels it serves it resolves the DDL copies a node died appending
 // (DdlPieces::Resolve) at the same pace.
 // A replicator the configuration no longer wants runs on until it reaches that
 // AlterReplicateConfig in the WAL and stops itself (replicator.h); then it is let go. One is
@@ -18,6 +18,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -44,6 +45,8 @@ class ReplicateManager {
     Replicator::Options options;
     Replicator::Progress progress;
     uint64_t wal_last_tt = 0;  // the primary's last timetick, for the lag
+    // Messages the WAL made durable after the checkpoint (Wal::MessagesAfter).
+    std::optional<uint64_t> behind;
   };
 
   ReplicateManager(const streaming::node::WalRegistry* registry, Options options);
@@ -64,9 +67,10 @@ class ReplicateManager {
   const Options options_;
   mutable absl::Mutex mu_;
   std::map<Key, std::unique_ptr<Replicator>> replicators_ ABSL_GUARDED_BY(mu_);
-  std::map<Key, Entry> handed_over_ ABSL_GUARDED_BY(mu_);
+  std::map<Key, Entry> handed_over_ ABSL_GUARDED_BY(mu_);  // and those that ended fenced
   // The WAL each replicator that ended read: a handover runs once per WAL.
   std::map<Key, std::weak_ptr<wal::Wal>> finished_ ABSL_GUARDED_BY(mu_);
+  std::string resolve_error_ ABSL_GUARDED_BY(mu_);  // the last DdlPieces::Resolve error
   std::jthread thread_;
 };
 

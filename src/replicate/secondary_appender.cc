@@ -244,12 +244,13 @@ class Appender {
     }
     std::vector<Replica> one;
     one.push_back(std::move(replica));
+    // `bh` goes with `replica`: use `piece` from here on.
     if (!Record(AppendAll(wal_, std::move(one), ctx_)[0], tt)) return false;
     if (absl::Status s = pieces_->MarkLanded(piece); !s.ok()) {
       spdlog::warn(
           "replicate: marking the copy of DDL broadcast {} on {} landed failed ({}); "
           "the node marks it later",
-          bh.broadcast_id(), r_.pchannel(), s.ToString());
+          piece.source_broadcast_id(), r_.pchannel(), s.ToString());
     }
     return true;
   }

@@ -15,7 +15,10 @@
 #include "message/builders.h"
 #include "message/message_trace.h"
 #include "message/properties.h"
+#include "replicate/ddl_pieces.h"
+#include "storage/meta/embedded_meta_store.h"
 #include "storage/tso/timestamp_allocator.h"
+#include "streaming/cluster_meta.h"
 #include "trace/testing/scoped_in_memory_tracing.h"
 #include "wal/testing/memory_backend.h"
 #include "wal/txn/txn_message.h"
@@ -221,6 +224,77 @@ TEST_F(SecondaryAppenderTest, Scenario14TheReappendRunsUnderReplicateSecondaryCh
     reads_of_it += read.parent_span_id == impl.context.span_id ? 1 : 0;
   }
   EXPECT_EQ(reads_of_it, 1);
+}
+
+// The copies of the primary's DDL broadcasts (ddl_pieces.h): recorded before, landed after the
+// append; a copy whose node died between the two is found landed from the WAL's checkpoint; a
+// CreateCollection raises the collection-id counter.
+TEST_F(SecondaryAppenderTest, DdlCopiesAreRecordedBeforeAndLandedAfterTheirAppend) {
+  auto store = *meta::EmbeddedMetaStore::Open(dir_.path() + "/meta", {});
+  const streaming::ClusterKeys keys("west");
+  DdlPieces pieces(store.get(), "west");
+  const std::shared_ptr<wal::Wal> served(wal_.get(), [](wal::Wal*) {});  // borrowed
+  auto piece = [&](uint64_t broadcast) {
+    auto got =
+        store->Get(keys.replicated_ddl("east", broadcast, "0"), absl::Now() + absl::Seconds(5));
+    v1::ReplicatedDdlPiece p;
+    if (got.ok()) {
+      EXPECT_TRUE(p.ParseFromString(got->kv.value));
+    }
+    return got.ok() ? std::optional<v1::ReplicatedDdlPiece>(p) : std::nullopt;
+  };
+  v1::CollectionSchema schema;
+  schema.set_name("items");
+  schema.set_collection_id(42);
+  schema.set_dim(4);
+  schema.set_metric(v1::L2);
+  schema.set_shards(1);
+  schema.add_vchannels("east-dml_0_42v0");
+  MutableMessage create(MessageType::kCreateCollection, schema.SerializeAsString());
+  create.set_vchannel("east-dml_0_42v0");
+  v1::BroadcastHeader bh;
+  bh.set_broadcast_id(7);
+  bh.add_vchannels("east-dml_0_42v0");
+  create.set_broadcast_header(bh);
+  v1::ReplicateAppendRequest r = Request(0);
+  *r.add_messages() = Source(create, 1, 100);
+  EXPECT_EQ(Codes(AppendReplicated(*wal_, r, {}, &pieces)), std::vector{StreamingCode::kOk});
+  std::optional<v1::ReplicatedDdlPiece> recorded = piece(7);
+  ASSERT_TRUE(recorded.has_value());
+  EXPECT_TRUE(recorded->landed());
+  EXPECT_EQ(recorded->vchannel_count(), 1u);
+  EXPECT_EQ(recorded->pchannel(), "west-dml_0");
+  auto counter = store->Get(keys.next_collection_id(), absl::Now() + absl::Seconds(5));
+  ASSERT_TRUE(counter.ok());
+  EXPECT_EQ(counter->kv.value, "42");
+
+  // A node that died after its append and before marking the copy landed.
+  MutableMessage drop(MessageType::kDropCollection, "");
+  v1::DropCollection payload;
+  payload.set_collection_id(42);
+  *drop.mutable_payload() = payload.SerializeAsString();
+  drop.set_vchannel("east-dml_0_42v0");
+  bh.set_broadcast_id(8);
+  drop.set_broadcast_header(bh);
+  v1::ReplicatedDdlPiece unlanded = *recorded;
+  unlanded.set_source_broadcast_id(8);
+  unlanded.set_landed(false);
+  unlanded.set_source_time_tick(101);
+  ASSERT_TRUE(pieces.Offer(unlanded).ok());
+  ASSERT_TRUE(pieces.Resolve({served}).ok());
+  EXPECT_FALSE(piece(8)->landed());  // not in the log yet
+  v1::ReplicateAppendRequest next = Request(100);
+  *next.add_messages() = Source(drop, 2, 101);
+  EXPECT_EQ(Codes(AppendReplicated(*wal_, next, {})), std::vector{StreamingCode::kOk});
+  ASSERT_TRUE(pieces.Resolve({served}).ok());
+  EXPECT_TRUE(piece(8)->landed());
+
+  // Once applied (the coordinator's marker), a copy is not recorded again.
+  ASSERT_TRUE(
+      store->Put(keys.replicated_ddl("east", 9, "done"), "", absl::Now() + absl::Seconds(5)).ok());
+  unlanded.set_source_broadcast_id(9);
+  ASSERT_TRUE(pieces.Offer(unlanded).ok());
+  EXPECT_FALSE(piece(9).has_value());
 }
 
 }  // namespace

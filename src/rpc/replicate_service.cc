@@ -77,6 +77,11 @@ grpc::ServerUnaryReactor* ReplicateService::Status(grpc::CallbackServerContext* 
         // or a message nobody replicates, not a lag.
         const bool caught_up = e.progress.state == "replicating" && e.progress.pending == 0;
         s->set_lag_ms(caught_up || behind < at ? 0 : behind - at);
+        if (caught_up || e.progress.state == "handed_over") {
+          s->set_lag_messages(0);
+        } else if (e.behind.has_value()) {
+          s->set_lag_messages(*e.behind);
+        }
         s->set_replicated(e.progress.replicated);
         s->set_ignored(e.progress.ignored);
         s->set_pending(e.progress.pending);

@@ -1,5 +1,7 @@
 #include "wal/replicate_interceptor.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 namespace kf::wal {
@@ -25,17 +27,38 @@ void ReplicateInterceptor::AfterEnqueued(AppendContext& append) { state_.Apply(a
 
 void ReplicateInterceptor::AfterDurable(AppendContext& append,
                                         const ImmutableMessagePtr& /*message*/) {
-  if (!append.replicate.advances) return;
   absl::MutexLock lock(&mu_);
-  durable_[append.replicate.source->cluster_id()] = *append.replicate.source;
+  if (append.replicate.advances) {
+    durable_[append.replicate.source->cluster_id()] = *append.replicate.source;
+  }
+  if (append.role == AppendRole::kTimeTick) return;
+  last_counted_tt_ = append.timetick.value();
+  if (++counted_ % kCountStride != 0) return;
+  count_index_.emplace_back(last_counted_tt_, counted_);
+  if (count_index_.size() > kCountIndexMax) count_index_.pop_front();
 }
 
-void ReplicateInterceptor::Restore(ReplicateState state) {
+void ReplicateInterceptor::Restore(ReplicateState state, TimeTick last) {
   absl::MutexLock seq(seq_mu_);
   absl::MutexLock lock(&mu_);
   durable_.clear();
   for (const auto& [source, c] : state.checkpoints()) durable_[source] = c;
   state_ = std::move(state);
+  counted_ = 0;
+  last_counted_tt_ = last.value();
+  count_index_.assign(1, {last.value(), 0});
+}
+
+std::optional<uint64_t> ReplicateInterceptor::MessagesAfter(TimeTick tt) const {
+  absl::MutexLock lock(&mu_);
+  if (tt.value() >= last_counted_tt_) return 0;
+  // The last indexed message at or before `tt`: those counted after it include every message
+  // after `tt`, and at most kCountStride - 1 before it.
+  auto after = std::upper_bound(
+      count_index_.begin(), count_index_.end(), tt.value(),
+      [](uint64_t t, const std::pair<uint64_t, uint64_t>& e) { return t < e.first; });
+  if (after == count_index_.begin()) return std::nullopt;  // older than what was counted
+  return counted_ - std::prev(after)->second;
 }
 
 kingfisher::v1::WalReplicateState ReplicateInterceptor::replicate_state() const {

@@ -191,6 +191,10 @@ class Wal {
   // AlterReplicateConfig and, per source cluster, the checkpoint of what was replicated from it
   // and is durable: where a replicator resumes.
   virtual kingfisher::v1::WalReplicateState replicate_state() const { return {}; }
+  // How many messages (TimeTicks left out) became durable after timetick `tt`: a replicator's
+  // lag in messages behind its secondary's checkpoint. Approximate (it may count up to 15 too
+  // many); nullopt when `tt` is older than what this WAL counted (before it was opened here).
+  virtual std::optional<uint64_t> MessagesAfter(TimeTick /*tt*/) const { return std::nullopt; }
 
   // Scanners currently open, internal ones (ScanOptions::internal) left out.
   virtual int readers() const = 0;

@@ -73,7 +73,7 @@ absl::Status WalImpl::Recover() {
   buffer_options.starts_after = state.last_id.value_or(MessageId());
   buffer_ = WriteAheadBuffer::Create(std::move(buffer_options));
   completion_.set_buffer(buffer_);
-  replicates_.Restore(std::move(state.replicate));
+  replicates_.Restore(std::move(state.replicate), state.last_timetick);
   collections_.Restore(std::move(state.collections));
   broadcasts_.Restore(std::move(state.broadcasts));
   idempotency_.Restore(std::move(state.idempotency));

@@ -53,6 +53,9 @@ class WalImpl final : public Wal {
   kingfisher::v1::WalReplicateState replicate_state() const override {
     return replicates_.replicate_state();
   }
+  std::optional<uint64_t> MessagesAfter(TimeTick tt) const override {
+    return replicates_.MessagesAfter(tt);
+  }
   void RequestTimeTick() override { SyncTimeTick(); }
   int readers() const override {
     return readers_.load(std::memory_order_relaxed) -

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <future>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/errors.h"
@@ -296,6 +297,47 @@ TEST_P(WalReplicateTest, TheAlterThatDropsAnEdgeIsRecordedForTheHandoverAcrossRe
   }
   ASSERT_TRUE(Append(Alter(Config("b", "a"), 4)).ok());  // the edge is back: nothing to hand over
   EXPECT_EQ(wal_->replicate_state().handovers_size(), 0);
+}
+
+TEST(ReplicateStateTest, TheHandoverRecordIsKeptInTheCheckpointOfTheState) {
+  ReplicateState state("b");
+  for (auto [primary, secondary, tt] :
+       {std::tuple{"b", "a", 5}, std::tuple{"a", "b", 9}, std::tuple{"a", "b", 12}}) {
+    state.Apply({.type = MessageType::kAlterReplicateConfig,
+                 .config = std::make_shared<kingfisher::v1::ReplicateConfiguration>(
+                     Config(primary, secondary)),
+                 .time_tick = static_cast<uint64_t>(tt)});
+  }
+  kingfisher::v1::WalState saved;
+  state.SaveTo(&saved);
+  ReplicateState loaded("b");
+  loaded.LoadFrom(saved);
+  ASSERT_EQ(loaded.handovers().size(), 1u);
+  EXPECT_EQ(loaded.handovers().at("a").time_tick(), 9u);
+  EXPECT_EQ(RoleOf(loaded.handovers().at("a").config(), "b").kind, ReplicateRole::Kind::kPrimary);
+  EXPECT_TRUE(loaded.secondary());
+}
+
+TEST_P(WalReplicateTest, MessagesAfterCountsWhatBecameDurableSinceTheOpen) {
+  std::vector<TimeTick> at;
+  for (int i = 0; i < 40; ++i) {
+    auto r = Append(UserWrite());
+    ASSERT_TRUE(r.ok());
+    at.push_back(r->timetick);
+  }
+  for (int i : {0, 9, 23, 38}) {
+    std::optional<uint64_t> n = wal_->MessagesAfter(at[i]);
+    ASSERT_TRUE(n.has_value()) << i;
+    const uint64_t exact = 39 - i;
+    EXPECT_GE(*n, exact) << i;
+    EXPECT_LT(*n, exact + 16) << i;
+  }
+  EXPECT_EQ(wal_->MessagesAfter(at.back()), 0u);
+  Reopen();  // counted from the open on: what came before is unknown
+  EXPECT_EQ(wal_->MessagesAfter(at[9]), std::nullopt);
+  EXPECT_EQ(wal_->MessagesAfter(at.back()), 0u);
+  ASSERT_TRUE(Append(UserWrite()).ok());
+  EXPECT_EQ(wal_->MessagesAfter(at.back()), 1u);
 }
 
 TEST_P(WalReplicateTest, AReopenedSecondaryStartsFromACheckpointOfItsState) {

@@ -373,6 +373,7 @@ TEST_F(ReplicationE2E, EveryMessageReachesTheSecondaryOnceInOrderWhileServersAre
   for (const auto& r : replicators) {
     EXPECT_EQ(r["secondary_cluster_id"], "west");
     EXPECT_EQ(r["state"], "replicating") << status.out;
+    EXPECT_EQ(r["lag_messages"], "0") << status.out;  // caught up
   }
 }
 
@@ -442,18 +443,25 @@ TEST_F(ReplicationE2E, PromoteSwapsTheRolesUnderLoadAndLosesOrDoublesNothing) {
 // Runs after the switchover above (west primary, east its secondary) and leaves that again. A
 // switchover's handover is cut: the secondary is down when the primary is configured out, and
 // the primary's node restarts before it could hand over; the restarted node still hands
-// everything over (WalReplicateState.previous_config).
+// everything over (WalReplicateState.handovers).
 TEST_F(ReplicationE2E, AHandoverSurvivesARestartOfTheOldPrimary) {
   testing::KfctlResult configured =
       KfctlAt(west_, {"replicate", "configure", "--primary", "west=" + west_->address(),
                       "--secondary", "east=" + east_->address()});
   ASSERT_EQ(configured.exit_code, 0) << testing::Describe(configured);
-  east_->Kill();
   std::vector<std::string> acked;
   {
     auto client = kingfisher::Client::Connect({.endpoint = west_->address()});
     ASSERT_TRUE(client.ok());
     auto producer = *(*client)->CreateProducer();
+    // One write that east has (a checkpoint on that pchannel), then east is down for the rest.
+    ASSERT_TRUE(producer->AppendSync(Insert("west-dml_1_ho", "h-start")).ok());
+    acked.push_back("h-start");
+    for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+         std::chrono::steady_clock::now() < deadline &&
+         ReadAll(east_->address(), "east-dml_1_ho", std::chrono::milliseconds(200)).empty();) {
+    }
+    east_->Kill();
     for (int i = 0; i < 100; ++i) {
       const std::string payload = "h-" + std::to_string(i);
       auto r = producer->AppendSync(Insert("west-dml_1_ho", payload));
@@ -461,6 +469,19 @@ TEST_F(ReplicationE2E, AHandoverSurvivesARestartOfTheOldPrimary) {
       acked.push_back(payload);
     }
   }
+  // The replicator of west-dml_1 reports them as its lag.
+  bool lagging = false;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       !lagging && std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
+    testing::KfctlResult status = KfctlAt(west_, {"replicate", "status"});
+    if (status.exit_code != 0 || status.lines.empty()) continue;
+    for (const auto& r : status.lines[0]["replicators"]) {
+      lagging = lagging || (r["pchannel"] == "west-dml_1" && r.contains("lag_messages") &&
+                            std::stoull(r["lag_messages"].get<std::string>()) >= 100);
+    }
+  }
+  EXPECT_TRUE(lagging) << KfctlAt(west_, {"replicate", "status"}).out;
   // West alone is configured out (as `promote` does first; east is down), then west restarts
   // at once.
   {

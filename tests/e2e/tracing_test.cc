@@ -494,8 +494,12 @@ TEST(TracingE2E, ReplicationGivesOneTraceAcrossBothClusters) {
   ASSERT_TRUE(spans.ok()) << spans.status();
   // The DDL's trace is the one of east's wal.broadcast; the produced message's, another.
   const DecodedSpan* broadcast = nullptr;
-  for (const DecodedSpan& s : *spans) {
-    if (s.name == "wal.broadcast" && s.service_name == "east-e2e") broadcast = &s;
+  for (const DecodedSpan& s : *spans) {  // not the AlterReplicateConfig's
+    auto type = s.attributes.find("message.type");
+    if (s.name == "wal.broadcast" && s.service_name == "east-e2e" && type != s.attributes.end() &&
+        std::get<std::string>(type->second) == "CreateCollection") {
+      broadcast = &s;
+    }
   }
   ASSERT_NE(broadcast, nullptr) << "no wal.broadcast on east";
   const DecodedSpan* received = nullptr;

@@ -33,8 +33,10 @@ PartitionInfo* FindPartition(CollectionInfo& info, const std::string& name) {
   return nullptr;
 }
 
-// Collection ids reserved per store transaction (id_block.h).
-constexpr uint64_t kCollectionIdBlock = 16;
+// Collection ids reserved per store transaction (id_block.h): one, so that a cluster promoted
+// from secondary continues above the primary's ids, which its nodes raise the counter past as
+// they record replicated CreateCollections (replicate/ddl_pieces.h).
+constexpr uint64_t kCollectionIdBlock = 1;
 
 }  // namespace
 

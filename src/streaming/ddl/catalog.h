@@ -102,8 +102,9 @@ class Catalog {
 
   // The ACK callback of the primary's DDL on a secondary (replicated_ddl.h;
   // catalog_replicated.cc): the catalog takes the primary's collection as it is after the DDL
-  // (CreateCollection: CREATED with the primary's id, the id counter raised past it;
-  // DropCollection: DROPPED; partitions: CREATED or removed), whatever it held before.
+  // (CreateCollection: CREATED with the primary's id; DropCollection: DROPPED; partitions:
+  // CREATED or removed), whatever it held before. (The id counter was raised past the
+  // primary's id when its copy was recorded: replicate/ddl_pieces.h.)
   AckCallback ReplicatedCallback();
 
  private:

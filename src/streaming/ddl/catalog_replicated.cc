@@ -69,23 +69,6 @@ absl::StatusOr<AckWrites> Catalog::ReplicatedCreate(const AckCallbackContext& c)
   // The primary's name wins over whatever this cluster held under it before replicating.
   writes.ops.push_back(meta::Op::Put(name_key, absl::StrCat(id)));
 
-  // Should this cluster become the primary, its own ids continue above the primary's.
-  const std::string counter = keys_.next_collection_id();
-  absl::StatusOr<meta::GetResult> last = store->Get(counter, deadline);
-  uint64_t reserved = 0;
-  if (last.ok()) {
-    if (!absl::SimpleAtoi(last->kv.value, &reserved)) {
-      return absl::DataLossError(absl::StrCat("metadata key ", counter, ": not a counter"));
-    }
-  } else if (!absl::IsNotFound(last.status())) {
-    return last.status();
-  }
-  if (reserved < static_cast<uint64_t>(id)) {
-    writes.compares.push_back(
-        meta::Compare::ModRevisionIs(counter, last.ok() ? last->kv.mod_revision : 0));
-    writes.ops.push_back(meta::Op::Put(counter, absl::StrCat(id)));
-    collection_ids_.Discard();  // a block reserved before is below it
-  }
   return writes;
 }
 
@@ -100,24 +83,28 @@ AckCallback Catalog::ReplicatedCallback() {
       case MessageType::kDropPartition: {
         const bool create = c.message.type() == MessageType::kCreatePartition;
         ASSIGN_OR_RETURN(auto payload, DecodePartition(c.message.payload()));
-        return UpdateCollection(payload.collection_id(), [&](CollectionInfo& info, AckWrites&) {
-          auto* parts = info.mutable_partitions();
-          for (int i = 0; i < parts->size(); ++i) {
-            if (parts->Get(i).name() != payload.partition()) continue;
-            if (create) {
-              if (parts->Get(i).state() == kingfisher::v1::PARTITION_CREATED) return false;
-              parts->Mutable(i)->set_state(kingfisher::v1::PARTITION_CREATED);
-            } else {
-              parts->DeleteSubrange(i, 1);
-            }
-            return true;
-          }
-          if (!create) return false;
-          PartitionInfo* p = info.add_partitions();
-          p->set_name(payload.partition());
-          p->set_state(kingfisher::v1::PARTITION_CREATED);
-          return true;
-        });
+        absl::StatusOr<AckWrites> writes =
+            UpdateCollection(payload.collection_id(), [&](CollectionInfo& info, AckWrites&) {
+              auto* parts = info.mutable_partitions();
+              for (int i = 0; i < parts->size(); ++i) {
+                if (parts->Get(i).name() != payload.partition()) continue;
+                if (create) {
+                  if (parts->Get(i).state() == kingfisher::v1::PARTITION_CREATED) return false;
+                  parts->Mutable(i)->set_state(kingfisher::v1::PARTITION_CREATED);
+                } else {
+                  parts->DeleteSubrange(i, 1);
+                }
+                return true;
+              }
+              if (!create) return false;
+              PartitionInfo* p = info.add_partitions();
+              p->set_name(payload.partition());
+              p->set_state(kingfisher::v1::PARTITION_CREATED);
+              return true;
+            });
+        // Of a collection created before replication started: nothing to do.
+        if (absl::IsNotFound(writes.status())) return AckWrites{};
+        return writes;
       }
       default:
         return AckWrites{};  // no catalog change (ManualFlush)

@@ -27,12 +27,6 @@ class IdBlock {
       : store_(store), key_(std::move(key)), block_size_(block_size) {}
 
   absl::StatusOr<uint64_t> Next(absl::Time deadline);
-  // Forgets the rest of the reserved block (the counter was raised past it by someone else);
-  // the next Next reserves a new one.
-  void Discard() {
-    absl::MutexLock l(&mu_);
-    next_ = end_;
-  }
 
  private:
   const FencedStore* const store_;

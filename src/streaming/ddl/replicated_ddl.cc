@@ -60,7 +60,8 @@ absl::StatusOr<int> ReplicatedDdl::Poll(std::stop_token stop) {
   }
 
   int applied = 0;
-  for (const auto& [id, g] : groups) {
+  std::string blocked;                  // a source whose older broadcast is not applied yet
+  for (const auto& [id, g] : groups) {  // per source, by broadcast id (zero-padded)
     if (stop.stop_requested()) break;
     std::vector<meta::Compare> compares;
     std::vector<meta::Op> ops;
@@ -76,7 +77,13 @@ absl::StatusOr<int> ReplicatedDdl::Poll(std::stop_token stop) {
       }
       continue;
     }
-    if (!AllLanded(g)) continue;
+    // In the primary's order: a DropCollection must not overtake its CreateCollection (whose
+    // copy a node may still have to mark landed).
+    if (id.first == blocked) continue;
+    if (!AllLanded(g)) {
+      blocked = id.first;
+      continue;
+    }
 
     const ReplicatedDdlPiece& first = g.pieces.begin()->second.first;
     ASSIGN_OR_RETURN(MutableMessage message, MutableMessage::Decode(first.message()));
@@ -108,6 +115,7 @@ absl::StatusOr<int> ReplicatedDdl::Poll(std::stop_token stop) {
     span->RecordError(s);
     span->End();
     if (!s.ok()) {
+      blocked = id.first;
       spdlog::warn("replicate: applying {} of cluster {} (broadcast {}) failed ({}); retrying",
                    MessageTypeName(message.type()), first.source_cluster_id(),
                    first.source_broadcast_id(), s.ToString());

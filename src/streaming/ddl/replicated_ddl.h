@@ -5,11 +5,13 @@
 // The secondary's nodes append each vchannel's copy of a broadcast as it comes on its
 // pchannel's replicate stream, in that pchannel's order, and record it in the metadata store
 // (ReplicatedDdlPiece, replicate/ddl_pieces.h): written before the append, marked landed once
-// the WAL holds it. Poll looks at those records; for each broadcast whose every copy landed it
-// runs the callback under `wal.bc_callback` (child of the copy's `_tc`: the primary's trace)
-// and commits, in ONE fenced transaction, the callback's writes, the deletion of the copies'
-// records (each unchanged since read) and a `done` marker. So the callback takes effect once
-// whatever crashes where; a copy recorded again after that (a replicator's retry) is deleted
+// the WAL holds it. Poll looks at those records; per source cluster in broadcast-id order
+// (the primary's order: a drop never overtakes its create), for each broadcast whose every copy
+// landed it runs the callback under `wal.bc_callback` (child of the copy's `_tc`: the primary's
+// trace) and commits, in ONE fenced transaction, the callback's writes, the deletion of the
+// copies' records (each unchanged since read) and a `done` marker; it stops at the first that
+// is not complete or fails. So the callback takes effect once, in order, whatever crashes where.
+// A copy recorded after that (two replicators of a pchannel racing while it moves) is deleted
 // by the next Poll. The callback gets the message of the first copy and a task whose
 // broadcast id is the primary's and whose vchannels are this cluster's.
 //
