@@ -243,16 +243,16 @@ MessageId ChannelFollower::TruncationPoint(const MessageId& replay_from) {
 }
 
 void ChannelFollower::CheckpointDone(const CheckpointPlan& plan, const absl::Status& status) {
-  absl::Status truncated = absl::CancelledError("");
+  absl::StatusOr<MessageId> truncated = absl::CancelledError("");
   if (status.ok()) {
     for (const auto& [shard, sp] : plan.shards) shard->CheckpointCommitted(sp, plan.replay_from);
     // Only below a committed replay_from: the next open reads from there (and the WAL's state
     // from above it), whatever happens to this node now.
     if (plan.truncate_before.valid()) {
       truncated = wal_->TruncateBefore(plan.truncate_before);
-      if (!truncated.ok() && !absl::IsUnimplemented(truncated)) {
+      if (!truncated.ok() && !absl::IsUnimplemented(truncated.status())) {
         spdlog::warn("truncating {} below {}: {}", wal_->pchannel(), plan.truncate_before.ToText(),
-                     truncated.ToString());
+                     truncated.status().ToString());
       }
     }
   } else {
@@ -267,8 +267,8 @@ void ChannelFollower::CheckpointDone(const CheckpointPlan& plan, const absl::Sta
     checkpoint_stats_.committed_at = absl::Now();
     ++checkpoint_stats_.commits;
     checkpoint_stats_.last_error = absl::OkStatus();
-    if (truncated.ok()) {
-      checkpoint_stats_.truncated_before = plan.truncate_before;
+    if (truncated.ok() && truncated->valid()) {  // else held for replication, or nothing
+      checkpoint_stats_.truncated_before = *truncated;
       ++checkpoint_stats_.truncations;
     }
   } else {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -47,6 +48,16 @@ bool Replicated(const ImmutableMessage& m, const std::string& secondary) {
   }
   return t != MessageType::kTimeTick && t != MessageType::kAlterReplicateConfig &&
          !IsSelfControlledType(t) && !m.message().HasProperty(prop::kNoReplicate);
+}
+
+// Where a session resumes once `m` is on the secondary: its LCMID (a Txn's Begin's, at or
+// before its Commit's, which is what the secondary's checkpoint keeps).
+MessageId ResumeFrom(const ImmutableMessage& m) {
+  const ImmutableMessage* first = &m;
+  if (const wal::TxnMessage* txn = wal::AsTxnMessage(m); txn != nullptr && !txn->inner().empty()) {
+    first = txn->inner().front().get();
+  }
+  return first->last_confirmed().valid() ? first->last_confirmed() : first->id();
 }
 
 // `m` on the wire, read remotely: its `_tc` (and a Txn's inner ones) is a `wal.dist_consume`
@@ -140,7 +151,7 @@ void Replicator::Loop(std::stop_token stop) {
       spdlog::info("{}: stopping: {}", what, ended.status.ToString());
       handed_over = ended.handed_over;
       fenced = ended.fenced;
-      if (fenced) Update([&](Progress& p) { p.last_error = ended.status.ToString(); });
+      Update([&](Progress& p) { p.last_error = fenced ? ended.status.ToString() : ""; });
       break;
     }
     if (ended.progressed) backoff = options_.backoff_initial;
@@ -198,6 +209,18 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
     absl::Status s = wire::FromGrpcStatus(stub->GetCheckpoint(&ctx, ask, &checkpoint));
     if (!s.ok()) return routed(s);
   }
+  wal::ScanOptions scan{.internal = true};
+  uint64_t previous = 0;
+  MessageId resume;  // what the WAL keeps for this secondary: from the start
+  if (checkpoint.found()) {
+    absl::StatusOr<MessageId> from =
+        MessageId::Decode(checkpoint.checkpoint().last_confirmed_message_id());
+    if (!from.ok()) return from.status();
+    scan.policy = {.kind = wal::DeliverPolicy::Kind::kStartFrom, .id = *from};
+    previous = checkpoint.checkpoint().time_tick();
+    resume = *from;
+  }
+  wal_->HoldForReplication(options_.secondary_id, resume);
   // Fenced: a secondary promoted without this cluster (a failover) or reconfigured takes
   // nothing from it (its WAL would refuse every message anyway). While this WAL's
   // configuration still has the edge, the session ends here and is retried; once it does not,
@@ -211,6 +234,7 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
   auto fenced = [&] {
     ended.fenced = true;
     ended.final = !configured_in;
+    if (ended.final) wal_->HoldForReplication(options_.secondary_id, std::nullopt);
     return StreamingError(
         StreamingCode::kReplicateViolation,
         absl::StrCat("cluster ", options_.secondary_id, " is not a secondary of ",
@@ -220,15 +244,6 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
                      "): nothing is sent; reconfigure this cluster (`kfctl replicate configure`)"));
   };
   if (peer_fenced && configured_in) return fenced();
-  wal::ScanOptions scan{.internal = true};
-  uint64_t previous = 0;
-  if (checkpoint.found()) {
-    absl::StatusOr<MessageId> from =
-        MessageId::Decode(checkpoint.checkpoint().last_confirmed_message_id());
-    if (!from.ok()) return from.status();
-    scan.policy = {.kind = wal::DeliverPolicy::Kind::kStartFrom, .id = *from};
-    previous = checkpoint.checkpoint().time_tick();
-  }
   absl::StatusOr<std::unique_ptr<wal::Scanner>> scanner = wal_->Read(scan);
   if (!scanner.ok()) return local(scanner.status());
   Update([&](Progress& p) {
@@ -244,7 +259,8 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
     request.set_source_pchannel(options_.pchannel);
     request.set_previous_time_tick(previous);
     size_t bytes = 0;
-    bool configured_out = false;  // read the AlterReplicateConfig that ends this replication
+    bool configured_out = false;     // read the AlterReplicateConfig that ends this replication
+    std::vector<MessageId> resumes;  // ResumeFrom of each message in `request`
     absl::Time wait_until = absl::Now() + absl::Milliseconds(200);  // the first one only
     while (request.messages_size() < options_.max_batch_messages &&
            bytes < options_.max_batch_bytes) {
@@ -261,6 +277,7 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
       }
       if (!Replicated(m, options_.secondary_id)) continue;
       Encode(m, request.add_messages());
+      resumes.push_back(ResumeFrom(m));
       bytes += request.messages(request.messages_size() - 1).ByteSizeLong();
       previous = m.timetick().value();
       wait_until = absl::InfinitePast();
@@ -268,6 +285,7 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
     auto hand_over = [&] {
       ended.final = true;
       ended.handed_over = true;
+      wal_->HoldForReplication(options_.secondary_id, std::nullopt);
       return absl::CancelledError(
           "the replicate configuration no longer replicates this pchannel there; everything "
           "before that change was sent");
@@ -286,10 +304,17 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
       if (!s.ok()) return routed(s);
     }
     uint64_t appended = 0, ignored = 0, at = request.previous_time_tick();
+    // The secondary has the first `n` messages: the WAL may let go below the last one's LCMID.
+    auto taken = [&](uint64_t n) {
+      if (n > 0 && n <= resumes.size()) {
+        wal_->HoldForReplication(options_.secondary_id, resumes[n - 1]);
+      }
+    };
     for (const kingfisher::v1::ReplicateResult& r : response.results()) {
       if (r.has_error()) {
         absl::Status s = wire::FromProtoError(r.error());
         if (GetStreamingCode(s) != StreamingCode::kIgnoredOperation) {
+          taken(appended + ignored);
           Update([&](Progress& p) {
             p.replicated += appended;
             p.ignored += ignored;
@@ -304,6 +329,7 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
       }
       at = r.source_time_tick();
     }
+    taken(appended + ignored);
     Update([&](Progress& p) {
       p.replicated += appended;
       p.ignored += ignored;

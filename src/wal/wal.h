@@ -208,10 +208,20 @@ class Wal {
 
   // Lets the backend reclaim the log below `keep` (docs/recovery-storage.md "Truncation"); it
   // does so in whole segments, so some of it may stay readable. Reading a position it reclaimed
-  // fails with OUT_OF_RANGE naming the earliest readable id. UNIMPLEMENTED where not supported.
-  virtual absl::Status TruncateBefore(const MessageId& /*keep*/) {
+  // fails with OUT_OF_RANGE naming the earliest readable id. What replication still needs is
+  // kept (HoldForReplication): returns the id truncation went up to, MessageId() when held
+  // entirely. UNIMPLEMENTED where not supported.
+  virtual absl::StatusOr<MessageId> TruncateBefore(const MessageId& /*keep*/) {
     return absl::UnimplementedError("this WAL does not truncate");
   }
+
+  // Replication's hold on truncation (docs/replication.md "Truncation"): while this pchannel
+  // replicates to `secondary` (an edge from this cluster in its configuration, or a recorded
+  // handover), TruncateBefore keeps the log from `from` on, where that secondary's replicator
+  // resumes (its checkpoint's LCMID; MessageId(): from the start). nullopt releases it (handed
+  // over, fenced). A secondary no replicator has reported on holds the whole log.
+  virtual void HoldForReplication(const std::string& /*secondary*/,
+                                  std::optional<MessageId> /*from*/) {}
 
   // Stops accepting appends (later ones fail with ON_SHUTDOWN), waits for in-flight ones to
   // finish, stops the timetick loop and closes the backend. Idempotent.

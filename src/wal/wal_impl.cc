@@ -81,13 +81,36 @@ absl::Status WalImpl::Recover() {
   return absl::OkStatus();
 }
 
-absl::Status WalImpl::TruncateBefore(const MessageId& keep) {
+void WalImpl::HoldForReplication(const std::string& secondary, std::optional<MessageId> from) {
+  absl::MutexLock lock(&holds_mu_);
+  holds_[secondary] = from;
+}
+
+absl::StatusOr<MessageId> WalImpl::TruncateBefore(const MessageId& requested) {
+  MessageId keep = requested;
+  const kingfisher::v1::WalReplicateState state = replicates_.replicate_state();
+  std::vector<std::string> secondaries;  // those this pchannel replicates to, or hands over to
+  for (const auto& e : state.config().topology()) {
+    if (e.source_cluster_id() == options_.cluster_id) secondaries.push_back(e.target_cluster_id());
+  }
+  for (const auto& h : state.handovers()) secondaries.push_back(h.target_cluster_id());
+  {
+    absl::MutexLock lock(&holds_mu_);
+    for (const std::string& secondary : secondaries) {
+      auto it = holds_.find(secondary);
+      if (it == holds_.end()) return MessageId();  // not reported on yet: all of it is held
+      if (!it->second.has_value()) continue;       // released
+      if (!it->second->valid()) return MessageId();
+      if (*it->second < keep) keep = *it->second;
+    }
+  }
   // The backend reclaims up to and including an id: the one before `keep`. Every backend's ids
   // are (segment, entry) with entries counted within a segment (the local one: segment 0), so
   // the entry before is entry - 1; at an entry 0 of a later segment, what lies before it is
   // left for the next truncation.
-  if (!keep.valid() || keep.entry() == 0) return absl::OkStatus();
-  return backend_->Truncate(MessageId(keep.kind(), keep.segment(), keep.entry() - 1));
+  if (!keep.valid() || keep.entry() == 0) return MessageId();
+  RETURN_IF_ERROR(backend_->Truncate(MessageId(keep.kind(), keep.segment(), keep.entry() - 1)));
+  return keep;
 }
 
 void WalImpl::Start() {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,7 +64,8 @@ class WalImpl final : public Wal {
   }
   absl::Status Health() const override { return admission_.Health(); }
   std::optional<uint64_t> StoredBytes() const override { return backend_->StoredBytes(); }
-  absl::Status TruncateBefore(const MessageId& keep) override;
+  absl::StatusOr<MessageId> TruncateBefore(const MessageId& keep) override;
+  void HoldForReplication(const std::string& secondary, std::optional<MessageId> from) override;
   void Close() override;
 
   // One round of the timetick loop: a persisted TimeTick if anything was appended since the
@@ -91,6 +93,9 @@ class WalImpl final : public Wal {
   void TimeTickLoop(std::stop_token stop);
 
   const WalOptions options_;
+  absl::Mutex holds_mu_;
+  // HoldForReplication's, by secondary (nullopt: released).
+  std::map<std::string, std::optional<MessageId>> holds_ ABSL_GUARDED_BY(holds_mu_);
   const std::unique_ptr<WalBackend> backend_;
   const Term term_;
   WalMetrics metrics_;

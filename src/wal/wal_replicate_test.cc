@@ -318,6 +318,33 @@ TEST(ReplicateStateTest, TheHandoverRecordIsKeptInTheCheckpointOfTheState) {
   EXPECT_TRUE(loaded.secondary());
 }
 
+TEST_P(WalReplicateTest, TruncationKeepsWhatASecondaryStillHasToRead) {
+  std::vector<MessageId> ids;
+  for (int i = 0; i < 10; ++i) {
+    auto r = Append(UserWrite());
+    ASSERT_TRUE(r.ok());
+    ids.push_back(r->id);
+  }
+  auto truncated = wal_->TruncateBefore(ids[8]);  // no replication: as asked
+  ASSERT_TRUE(truncated.ok()) << truncated.status();
+  EXPECT_EQ(*truncated, ids[8]);
+
+  ASSERT_TRUE(Append(Alter(Config("b", "a"), 1)).ok());  // this WAL ("b") replicates to "a"
+  for (int i = 0; i < 10; ++i) {
+    auto r = Append(UserWrite());
+    ASSERT_TRUE(r.ok());
+    ids.push_back(r->id);
+  }
+  EXPECT_EQ(*wal_->TruncateBefore(ids[15]), MessageId());  // nobody reported on "a": all held
+  wal_->HoldForReplication("a", ids[12]);
+  EXPECT_EQ(*wal_->TruncateBefore(ids[15]), ids[12]);  // its replicator resumes at 12
+  EXPECT_EQ(*wal_->TruncateBefore(ids[11]), ids[11]);
+  wal_->HoldForReplication("a", MessageId());  // from the start
+  EXPECT_EQ(*wal_->TruncateBefore(ids[15]), MessageId());
+  wal_->HoldForReplication("a", std::nullopt);  // released
+  EXPECT_EQ(*wal_->TruncateBefore(ids[15]), ids[15]);
+}
+
 TEST_P(WalReplicateTest, MessagesAfterCountsWhatBecameDurableSinceTheOpen) {
   std::vector<TimeTick> at;
   for (int i = 0; i < 40; ++i) {
