@@ -25,7 +25,7 @@ namespace kf::replicate {
 // The secondary, as a session reaches it.
 class Peer {
  public:
-  explicit Peer(const std::string& endpoint) : router(endpoint, grpc::ChannelArguments()) {}
+  explicit Peer(const std::string& endpoint) : router(endpoint, client::RouterChannelArguments()) {}
   client::Router router;
   int64_t after_version = 0;  // a routing error asks for a newer assignment than this
 };

@@ -505,16 +505,18 @@ TEST_F(ReplicationE2E, AHandoverSurvivesARestartOfTheOldPrimary) {
   ASSERT_TRUE(east_->Start()) << east_->Output();
 
   bool handed_over = false;
+  std::string last_status;
   for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
        !handed_over && std::chrono::steady_clock::now() < deadline;
        std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
     testing::KfctlResult status = KfctlAt(west_, {"replicate", "status"});
+    last_status = status.out + status.err;
     if (status.exit_code != 0 || status.lines.empty()) continue;
     for (const auto& r : status.lines[0]["replicators"]) {
       handed_over = handed_over || (r["pchannel"] == "west-dml_1" && r["state"] == "handed_over");
     }
   }
-  EXPECT_TRUE(handed_over);
+  EXPECT_TRUE(handed_over) << last_status;
   std::vector<std::string> got;
   for (const auto& m : ReadAll(east_->address(), "east-dml_1_ho", std::chrono::seconds(1))) {
     got.push_back(m.payload);
