@@ -190,7 +190,13 @@ absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& en
   absl::StatusOr<client::Router::Route> route = peer.router.Resolve(
       options_.secondary_pchannel, peer.after_version, absl::Now() + options_.call_timeout,
       [&stop] { return stop.stop_requested(); });
-  if (!route.ok()) return route.status();
+  if (!route.ok()) {
+    // No newer assignment came: the routing error may not have been a move (the pchannel's WAL
+    // was still opening on a restarted node, whose assignment then never changes). Take the
+    // current one next time; the node's term check still refuses a stale route.
+    peer.after_version = 0;
+    return route.status();
+  }
   auto stub = kingfisher::v1::Replicate::NewStub(route->node->channel);
   auto routed = [&](absl::Status s) {
     if (client::IsRoutingError(s)) peer.after_version = route->version;
