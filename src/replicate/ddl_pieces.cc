@@ -59,6 +59,16 @@ absl::Status DdlPieces::MarkLanded(const ReplicatedDdlPiece& piece) const {
   return txn.status();
 }
 
+bool DdlPieces::InLog(const wal::Wal& wal, const ReplicatedDdlPiece& piece) {
+  const kingfisher::v1::WalReplicateState state = wal.replicate_state();
+  for (const kingfisher::v1::ReplicateCheckpoint& c : state.checkpoints()) {
+    if (c.cluster_id() == piece.source_cluster_id() && c.time_tick() >= piece.source_time_tick()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 absl::Status DdlPieces::Resolve(const std::vector<std::shared_ptr<wal::Wal>>& wals) const {
   absl::StatusOr<meta::RangeResult> range =
       store_->Range(keys_.replicated_ddl_prefix(), absl::Now() + call_timeout_);
@@ -72,13 +82,7 @@ absl::Status DdlPieces::Resolve(const std::vector<std::shared_ptr<wal::Wal>>& wa
     if (piece.landed()) continue;
     for (const std::shared_ptr<wal::Wal>& wal : wals) {
       if (wal->pchannel() != piece.pchannel()) continue;
-      bool covered = false;
-      const kingfisher::v1::WalReplicateState state = wal->replicate_state();
-      for (const kingfisher::v1::ReplicateCheckpoint& c : state.checkpoints()) {
-        covered = covered || (c.cluster_id() == piece.source_cluster_id() &&
-                              c.time_tick() >= piece.source_time_tick());
-      }
-      if (!covered) break;  // not appended yet: its stream offers it again
+      if (!InLog(*wal, piece)) break;  // not appended yet: its stream offers it again
       piece.set_landed(true);
       absl::StatusOr<meta::TxnResult> txn = store_->Txn(
           {meta::Compare::ModRevisionIs(kv.key, kv.mod_revision)},

@@ -39,6 +39,8 @@ class DdlPieces {
   absl::Status Offer(const kingfisher::v1::ReplicatedDdlPiece& piece) const;
   // After the append (or IGNORED_OPERATION: it was there). Only a piece still recorded.
   absl::Status MarkLanded(const kingfisher::v1::ReplicatedDdlPiece& piece) const;
+  // Whether `wal` holds `piece` durably: its checkpoint for the piece's source is at or past it.
+  static bool InLog(const wal::Wal& wal, const kingfisher::v1::ReplicatedDdlPiece& piece);
   // Marks landed each unlanded piece of these WALs' pchannels that its WAL's durable checkpoint
   // covers (whatever the WAL's role now: a promoted cluster still completes what it had).
   absl::Status Resolve(const std::vector<std::shared_ptr<wal::Wal>>& wals) const;

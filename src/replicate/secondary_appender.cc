@@ -229,12 +229,7 @@ class Appender {
     piece.set_pchannel(r_.pchannel());
     piece.set_source_time_tick(replica.source_tt);
     const uint64_t tt = replica.source_tt;
-    bool there = false;  // durably: then it is only answered IGNORED_OPERATION
-    const kingfisher::v1::WalReplicateState state = wal_.replicate_state();
-    for (const auto& c : state.checkpoints()) {
-      there = there || (c.cluster_id() == r_.source_cluster_id() && c.time_tick() >= tt);
-    }
-    if (!there) {
+    if (!DdlPieces::InLog(wal_, piece)) {  // else it is only answered IGNORED_OPERATION
       if (absl::Status s = pieces_->Offer(piece); !s.ok()) {
         return Record(absl::UnavailableError(absl::StrCat("recording the copy of DDL broadcast ",
                                                           bh.broadcast_id(),
