@@ -82,6 +82,15 @@ class WalBackend {
     return Append(std::move(data), std::move(done));
   }
 
+  // Bracket appends that the caller enqueues back to back (the sequencer's run of a batch). A
+  // backend whose writer wakes at the first queued entry would otherwise take the first few
+  // into a group of their own and the rest into the next, two persistence operations where one
+  // would do; between the two calls it wakes its writer once, at EndAppends. The writer is not
+  // held back when it is already busy: it takes what is queued, as always. Calls do not nest,
+  // and EndAppends follows every BeginAppends. The default does nothing.
+  virtual void BeginAppends() {}
+  virtual void EndAppends() {}
+
   // OUT_OF_RANGE, naming the earliest readable id, for a position below a truncation.
   virtual absl::StatusOr<std::unique_ptr<BackendScanner>> Read(const ReadOptions& options) = 0;
 

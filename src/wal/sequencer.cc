@@ -94,6 +94,8 @@ Sequencer::Attempt Sequencer::SequenceOnce(Run& run, size_t from) {
       bool lcmid_known = false;
       uint64_t next_tt = tt0->value();
       int64_t enqueued = 0;
+      // One group for the run where the backend can (WalBackend::BeginAppends).
+      if (n > 1) backend_->BeginAppends();
       for (size_t i = first; i < run.size(); ++i) {
         AppendContext& a = run[i];
         if (a.stage != AppendContext::Stage::kInFlight) continue;
@@ -130,6 +132,7 @@ Sequencer::Attempt Sequencer::SequenceOnce(Run& run, size_t from) {
         last_id_ = *id;
         ++enqueued;
       }
+      if (n > 1) backend_->EndAppends();
       completion_->Enqueued(enqueued);
       release_messages = !retain && enqueued > 0;
     }

@@ -121,8 +121,19 @@ absl::StatusOr<MessageId> LocalBackend::AppendEncoded(
   q.data_bytes += size;
   queue_bytes_ += size;
   ++next_id_;
-  if (q.callbacks.size() == 1) work_cv_.Signal();
+  if (q.callbacks.size() == 1 && !appending_) work_cv_.Signal();
   return id;
+}
+
+void LocalBackend::BeginAppends() {
+  absl::MutexLock l(&mu_);
+  appending_ = true;
+}
+
+void LocalBackend::EndAppends() {
+  absl::MutexLock l(&mu_);
+  appending_ = false;
+  if (!queue_.callbacks.empty()) work_cv_.Signal();
 }
 
 void LocalBackend::ReserveFor(uint64_t end) {
@@ -184,11 +195,17 @@ absl::Status LocalBackend::WriteAndSync(Queue& group, Completion* c) {
 }
 
 void LocalBackend::Complete(Completion c) {
+  bool idle;  // no group waits for the writer: completing inline delays no write
+  {
+    absl::MutexLock l(&mu_);
+    idle = queue_.callbacks.empty();
+  }
   {
     absl::MutexLock l(&done_mu_);
     // Inline only when nothing is queued or running ahead of this group: completions keep id
     // order.
-    if (c.callbacks.size() > kInlineCompletions || !completions_.empty() || completer_busy_) {
+    if ((c.callbacks.size() > kInlineCompletions && !idle) || !completions_.empty() ||
+        completer_busy_) {
       completions_.push_back(std::move(c));
       return;
     }

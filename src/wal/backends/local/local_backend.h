@@ -68,6 +68,8 @@ class LocalBackend final : public WalBackend {
   absl::StatusOr<MessageId> AppendEncoded(
       absl::FunctionRef<void(const MessageId& id, std::string* out)> encode,
       AppendCallback done) override;
+  void BeginAppends() override;
+  void EndAppends() override;
   absl::StatusOr<std::unique_ptr<BackendScanner>> Read(const ReadOptions& options) override;
   MessageId NextId() const override;
   absl::StatusOr<MessageId> TailStart(uint64_t bytes) override;
@@ -111,8 +113,9 @@ class LocalBackend final : public WalBackend {
     std::vector<Written> written;
     std::vector<std::shared_ptr<Segment>> new_segments;  // rolled by this group
   };
-  // Groups this small complete inline on the writer thread: a lone appender would otherwise pay
-  // one more thread wake-up per append.
+  // Groups this small complete inline on the writer thread, and so does any group when no
+  // other waits to be written (the writer would only sleep meanwhile): otherwise a lone
+  // appender, or a lone produce request of many messages, pays one more thread wake-up.
   static constexpr size_t kInlineCompletions = 4;
 
   void WriterLoop();
@@ -155,7 +158,8 @@ class LocalBackend final : public WalBackend {
   uint64_t queue_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // queued + being written
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);  // sticky write error or FENCED
+  bool appending_ ABSL_GUARDED_BY(mu_) = false;  // between BeginAppends and EndAppends
+  absl::Status error_ ABSL_GUARDED_BY(mu_);      // sticky write error or FENCED
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 
   // Writer thread only.
