@@ -94,9 +94,10 @@ bool ProduceStream::Answered(const kingfisher::v1::ProduceResponse& resp) {
       --inflight_requests_;
     }
   }
-  if (writing_ || queue_.empty() || inflight_requests_ >= batching_.max_inflight_requests) {
-    return false;
-  }
+  // Taken even with nothing queued: the callbacks of these results usually append again (a
+  // producer's next message), and the reader's Flush after them sends all of that in one
+  // request rather than the first alone and the rest once it is answered.
+  if (writing_ || inflight_requests_ >= batching_.max_inflight_requests) return false;
   writing_ = true;
   return true;
 }

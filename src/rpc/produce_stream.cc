@@ -175,6 +175,7 @@ void ProduceStream::HandleRequest() {
   };
   std::vector<Group> groups;
   size_t admitted = 0;
+  auto acks = std::make_shared<RequestAcks>();  // counted up before any append is submitted
   const ValidationOptions validation{.max_payload_bytes = options_->max_payload_bytes};
   for (ProduceEntry& entry : *req.mutable_entries()) {
     const uint64_t id = entry.id();
@@ -216,10 +217,11 @@ void ProduceStream::HandleRequest() {
     group->batch.push_back(wal::AppendRequest{
         .ctx = std::move(ctx),
         .msg = *std::move(decoded),
-        .done = [self, id, term](absl::StatusOr<wal::AppendResult> result) mutable {
-          self->OnAppendDone(id, term, std::move(result));
+        .done = [self, id, term, acks](absl::StatusOr<wal::AppendResult> result) mutable {
+          self->OnAppendDone(id, term, std::move(result), *acks);
         }});
     ++admitted;
+    ++acks->left;
   }
   self.reset();
   if (admitted > 0) {
@@ -232,11 +234,12 @@ void ProduceStream::HandleRequest() {
   Respond(std::move(refused), 1);  // and lets go of the guard
 }
 
-void ProduceStream::OnAppendDone(uint64_t id, Term term, absl::StatusOr<wal::AppendResult> result) {
+void ProduceStream::OnAppendDone(uint64_t id, Term term, absl::StatusOr<wal::AppendResult> result,
+                                 RequestAcks& acks) {
   ProduceResponse response;
   if (!result.ok()) {
     AddError(id, result.status(), &response);
-    return Respond(std::move(response), 1);
+    return Respond(std::move(response), 1, &acks);
   }
   if (options_->after_durable) options_->after_durable();
   ProduceResult* r = response.add_results();
@@ -246,10 +249,10 @@ void ProduceStream::OnAppendDone(uint64_t id, Term term, absl::StatusOr<wal::App
   if (result->last_confirmed.valid()) r->set_last_confirmed(result->last_confirmed.Encode());
   if (result->txn) *r->mutable_txn() = *result->txn;
   r->set_term(term.value());
-  Respond(std::move(response), 1);
+  Respond(std::move(response), 1, &acks);
 }
 
-void ProduceStream::Respond(ProduceResponse response, size_t appends_completed) {
+void ProduceStream::Respond(ProduceResponse response, size_t appends_completed, RequestAcks* acks) {
   for (const ProduceResult& r : response.results()) {
     metrics_->Produced(r.has_error() ? static_cast<StreamingCode>(r.error().streaming_code())
                                      : StreamingCode::kOk);
@@ -270,6 +273,10 @@ void ProduceStream::Respond(ProduceResponse response, size_t appends_completed) 
       }
     }
     if (serialized && !broken_ && !finish_called_) pending_.append(bytes);
+    // A request's appends usually complete together, one after another on the WAL's
+    // completion thread: their results wait for the last one and go out in one response (one
+    // write, one wake-up of the client) instead of the first alone and the rest after it.
+    if (acks != nullptr ? --acks->left == 0 : serialized) ready_ = true;
     MaybeWriteOrFinishLocked(&a);
   }
   Run(std::move(a));
@@ -312,10 +319,11 @@ void ProduceStream::OnServerShutdown() {
 
 void ProduceStream::MaybeWriteOrFinishLocked(Actions* a) {
   if (finish_called_) return;
-  if (!write_in_flight_ && !broken_ && !pending_.empty()) {
+  if (!write_in_flight_ && !broken_ && ready_ && !pending_.empty()) {
     grpc::Slice slice(pending_);
     writing_ = grpc::ByteBuffer(&slice, 1);
     pending_.clear();
+    ready_ = false;
     write_in_flight_ = true;
     a->start_write = true;
     return;

@@ -5,9 +5,10 @@
 // AppendBatch, each under the trace context carried in its `_tc` (the client's
 // wal.dist_append span). Results go out in completion order, each with its entry's id; what
 // completes while a write is in flight is concatenated into the next response (one
-// outstanding StartWrite). A bad entry is answered with its own INVALID_ARGUMENT result while
-// the rest of its request is appended; the stream keeps working. A waiting ack holds no
-// thread.
+// outstanding StartWrite), and the results of one request wait for its last append, so that a
+// request whose appends complete together is answered in one response. A bad entry is answered with
+// its own INVALID_ARGUMENT result while the rest of its request is appended; the stream keeps
+// working. A waiting ack holds no thread.
 //
 // Raw (ByteBuffer) method: the handler parses requests itself, so that an undecodable request
 // is answered instead of tearing the stream down.
@@ -64,10 +65,19 @@ class ProduceStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     grpc::Status finish_status;
   };
 
+  // The appends of one request not completed yet (guarded by mu_ once they are submitted).
+  struct RequestAcks {
+    size_t left = 0;
+  };
+
   void HandleRequest();
-  void OnAppendDone(uint64_t id, Term term, absl::StatusOr<wal::AppendResult> result);
-  // Queues `response` (if it has results) after `appends_completed` appends finished.
-  void Respond(kingfisher::v1::ProduceResponse response, size_t appends_completed);
+  void OnAppendDone(uint64_t id, Term term, absl::StatusOr<wal::AppendResult> result,
+                    RequestAcks& acks);
+  // Queues `response` (if it has results) after `appends_completed` appends finished; those of
+  // `acks`'s request when it is given. What is queued is written once a request has all its
+  // results, or at once for results of no request (refusals).
+  void Respond(kingfisher::v1::ProduceResponse response, size_t appends_completed,
+               RequestAcks* acks = nullptr);
   void MaybeWriteOrFinishLocked(Actions* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Run(Actions a);
 
@@ -82,6 +92,7 @@ class ProduceStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   absl::Mutex mu_;
   std::shared_ptr<ProduceStream> self_ ABSL_GUARDED_BY(mu_);
   std::string pending_ ABSL_GUARDED_BY(mu_);  // serialized ProduceResponses, concatenated
+  bool ready_ ABSL_GUARDED_BY(mu_) = false;   // pending_ holds results that should go out now
   grpc::ByteBuffer writing_ ABSL_GUARDED_BY(mu_);
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   size_t inflight_appends_ ABSL_GUARDED_BY(mu_) = 0;

@@ -217,6 +217,22 @@ TEST_F(StandaloneServerTest, ProduceConsumeRoundTripAndStatus) {
   }
   ASSERT_EQ(acks.size(), static_cast<size_t>(kCount));
   for (int i = 2; i <= kCount; ++i) EXPECT_LT(acks[i - 1].timetick(), acks[i].timetick());
+
+  // A request's appends complete together: its results come back in one response, not the
+  // first alone and the rest after it was written.
+  {
+    ProduceRequest batch;
+    for (int i = 0; i < 20; ++i) {
+      kingfisher::v1::ProduceEntry* e = batch.add_entries();
+      e->set_id(100 + i);
+      InsertMessage(kVChannel, absl::StrCat("batched-", i)).EncodeTo(e->mutable_message());
+    }
+    ASSERT_TRUE(stream->Write(batch));
+    ProduceResponse resp;
+    ASSERT_TRUE(stream->Read(&resp));
+    EXPECT_EQ(resp.results_size(), 20) << resp.DebugString();
+    for (const ProduceResult& r : resp.results()) EXPECT_TRUE(ErrorOf(r).ok()) << ErrorOf(r);
+  }
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());
 
