@@ -118,8 +118,15 @@ void WriteAheadBuffer::Skip(const MessageId& id, TimeTick tt) {
 }
 
 void WriteAheadBuffer::EvictLocked(absl::Time now) {
+  // The first entry some open reader has still to return (a reader already behind the head
+  // gets OUT_OF_RANGE whatever happens now).
+  uint64_t needed = head_seq_ + entries_.size();
+  for (const TailingReader* r : readers_) {
+    if (r->seq_ >= head_seq_) needed = std::min(needed, r->seq_);
+  }
   while (!entries_.empty() && (bytes_ > options_.capacity_bytes ||
-                               entries_.front().appended + options_.keepalive <= now)) {
+                               entries_.front().appended + options_.keepalive <= now ||
+                               (head_seq_ < needed && bytes_ > options_.passed_bytes))) {
     PopFrontLocked();
   }
 }
@@ -169,11 +176,15 @@ absl::StatusOr<std::unique_ptr<TailingReader>> WriteAheadBuffer::OpenReader(cons
                                return std::pair(e.msg->id(), e.np) < key;
                              });
   const uint64_t seq = head_seq_ + static_cast<uint64_t>(it - entries_.begin());
-  return std::unique_ptr<TailingReader>(new TailingReader(shared_from_this(), seq, id, start_np));
+  auto reader =
+      std::unique_ptr<TailingReader>(new TailingReader(shared_from_this(), seq, id, start_np));
+  readers_.push_back(reader.get());
+  return reader;
 }
 
 TailingReader::~TailingReader() {
   absl::MutexLock lock(&buffer_->mu_);
+  std::erase(buffer_->readers_, this);
   if (wake_ == nullptr) return;
   std::erase(buffer_->waiting_, this);
 }

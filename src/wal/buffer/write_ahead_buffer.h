@@ -9,7 +9,12 @@
 // Memory is bounded: entries are evicted from the head by size (sum of EncodedSize(), default
 // 64 MiB) and by age (keepalive, default 30 s, measured by an injectable clock). The buffer
 // never waits for a slow reader; a reader whose next entry was evicted gets OUT_OF_RANGE and
-// falls back to catch-up from the backend (SwitchableScanner does that).
+// falls back to catch-up from the backend (SwitchableScanner does that). The full capacity is
+// for readers that lag: entries every open reader has returned are evicted beyond the last
+// `passed_bytes` (default 4 MiB), kept for readers that open or switch from catch-up just
+// behind the tail. A buffer that always held 64 MiB would make the allocator hand out memory
+// last touched 64 MiB of messages ago, cold in every cache: that cost the produce path a third
+// of its throughput (docs/performance.md).
 //
 // Coverage: the buffer knows it holds every persisted message with id > horizon() (the last
 // evicted id, options.starts_after, or the id carried by a non-persisted tick that was the
@@ -54,6 +59,9 @@ struct WriteAheadBufferOptions {
   // Eviction by size: the sum of the retained messages' EncodedSize() stays <= this. A single
   // message larger than this is not retained (readers fall back to catch-up for it).
   size_t capacity_bytes = size_t{64} << 20;
+  // Entries that every open reader has returned are evicted once they and the entries after
+  // them hold more than this (also with no reader open).
+  size_t passed_bytes = size_t{4} << 20;
   // Eviction by age: an entry appended at t is evicted at the first Append/EvictExpired call
   // at or after t + keepalive.
   absl::Duration keepalive = absl::Seconds(30);
@@ -186,6 +194,9 @@ class WriteAheadBuffer : public std::enable_shared_from_this<WriteAheadBuffer> {
   TimeTick last_timetick_ ABSL_GUARDED_BY(mu_){0};
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<TailingReader*> waiting_ ABSL_GUARDED_BY(mu_);  // with a wake-up registered
+  // Every open reader. A reader's seq_ changes under the shared lock (NextFor), so it is read
+  // only under the exclusive one.
+  std::vector<TailingReader*> readers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kf::wal

@@ -127,6 +127,47 @@ TEST(WriteAheadBufferTest, EvictsFromTheHeadByBytes) {
   EXPECT_THAT(DrainOffsets(**after), ::testing::ElementsAre(3, 4, 5));
 }
 
+TEST(WriteAheadBufferTest, EntriesEveryReaderReturnedAreKeptOnlyUpToPassedBytes) {
+  const size_t one = Msg(1, 10)->message().EncodedSize();
+  // Room for two entries (their sizes differ by a few bytes).
+  auto buffer =
+      WriteAheadBuffer::Create({.capacity_bytes = 100 * one, .passed_bytes = 2 * one + one / 2});
+  // No reader: nothing is still needed, so only the last two stay.
+  for (uint64_t i = 1; i <= 4; ++i) ASSERT_TRUE(buffer->Append(Msg(i, 10 * i)).ok());
+  EXPECT_EQ(buffer->num_entries(), 2u);
+  EXPECT_EQ(buffer->horizon(), Id(2));
+
+  auto fast = buffer->ReadAfter(Id(4));
+  auto slow = buffer->ReadAfter(Id(4));
+  ASSERT_TRUE(fast.ok() && slow.ok());
+  for (uint64_t i = 5; i <= 8; ++i) ASSERT_TRUE(buffer->Append(Msg(i, 10 * i)).ok());
+  EXPECT_THAT(DrainOffsets(**fast), ::testing::ElementsAre(5, 6, 7, 8));
+  // 3 and 4 were returned to nobody open now; 5 on is still needed by `slow`, up to capacity.
+  ASSERT_TRUE(buffer->Append(Msg(9, 90)).ok());
+  EXPECT_EQ(buffer->horizon(), Id(4));
+  EXPECT_EQ(buffer->num_entries(), 5u);
+
+  // Once the slow reader has them too, the next append evicts down to passed_bytes.
+  EXPECT_THAT(DrainOffsets(**slow), ::testing::ElementsAre(5, 6, 7, 8, 9));
+  ASSERT_TRUE(buffer->Append(Msg(10, 100)).ok());
+  EXPECT_EQ(buffer->num_entries(), 2u);
+  EXPECT_EQ(buffer->horizon(), Id(8));
+  // A reader opened just behind the tail is still served from memory.
+  auto late = buffer->ReadAfter(Id(8));
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_THAT(DrainOffsets(**late), ::testing::ElementsAre(9, 10));
+
+  // A closed reader holds nothing back.
+  slow->reset();
+  fast->reset();
+  late->reset();
+  auto stuck = buffer->ReadAfter(Id(10));
+  ASSERT_TRUE(stuck.ok());
+  stuck->reset();
+  for (uint64_t i = 11; i <= 14; ++i) ASSERT_TRUE(buffer->Append(Msg(i, 10 * i)).ok());
+  EXPECT_EQ(buffer->num_entries(), 2u);
+}
+
 TEST(WriteAheadBufferTest, MessageLargerThanTheCapacityIsNotRetained) {
   auto buffer = WriteAheadBuffer::Create({.capacity_bytes = 1000});
   ASSERT_TRUE(buffer->Append(Msg(1, 10)).ok());
