@@ -8,7 +8,9 @@
 #            accepts it (its default syncs every 2 minutes: acks before the disk has the data,
 #            printed as such)
 # Kingfisher: `kingfisher run standalone` (local backend) through the client library
-# (bench/peers_bench.cc). Prints a table with each system's figures and the ratio to Redis.
+# (bench/peers_bench.cc), driven like redis-benchmark (one thread keeping every producer's
+# append in flight) and, as kingfisher-threads, by a thread per producer calling AppendSync.
+# Prints a table with each system's figures and the ratio to Redis.
 # Usage: bench/peers.sh [BUILD_DIR]   env: PEERS_MESSAGES (20000), PEERS_PRODUCERS ("1 8 50")
 set -euo pipefail
 BUILD_DIR="${1:-build}"
@@ -96,6 +98,8 @@ for n in $PRODUCERS; do
   echo "producers=$n ..." >&2
   "$BIN/peers_bench" --system kingfisher --endpoint "127.0.0.1:$KF_PORT" --producers "$n" \
     --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES" >>"$RESULTS"
+  "$BIN/peers_bench" --system kingfisher --driver threads --endpoint "127.0.0.1:$KF_PORT" \
+    --producers "$n" --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES" >>"$RESULTS"
   # redis-benchmark --csv: "test","rps","avg","min","p50","p95","p99","max" (ms)
   redis-benchmark -p "$REDIS_PORT" -c "$n" -n "$MESSAGES" --csv XADD peers '*' f "$PAYLOAD" |
     awk -F'","' -v n="$n" 'NR==2 {gsub(/"/,"",$8); printf "redis producers=%s messages=0 seconds=0 per_s=%.0f p50_ms=%s p99_ms=%s\n", n, $2, $5, $7}' >>"$RESULTS"
@@ -113,10 +117,10 @@ awk '
     key = sys SUBSEP v["producers"]; rate[key] = v["per_s"]; p50[key] = v["p50_ms"];
     p99[key] = v["p99_ms"]; if (!(v["producers"] in seen)) { seen[v["producers"]] = 1; order[++np] = v["producers"] } }
   END {
-    printf "%-11s %9s %12s %9s %9s %10s\n", "system", "producers", "appends/s", "p50 ms", "p99 ms", "vs redis"
-    split("kingfisher redis etcd nats", systems, " ")
-    for (j = 1; j <= np; j++) for (s = 1; s <= 4; s++) {
+    printf "%-18s %9s %12s %9s %9s %10s\n", "system", "producers", "appends/s", "p50 ms", "p99 ms", "vs redis"
+    ns = split("kingfisher kingfisher-threads redis etcd nats", systems, " ")
+    for (j = 1; j <= np; j++) for (s = 1; s <= ns; s++) {
       key = systems[s] SUBSEP order[j]; r = rate[systems[s] SUBSEP order[j]]; base = rate["redis" SUBSEP order[j]]
-      printf "%-11s %9s %12.0f %9.3f %9.3f %9.2fx\n", systems[s], order[j], r, p50[key], p99[key], (base > 0 ? r / base : 0)
+      printf "%-18s %9s %12.0f %9.3f %9.3f %9.2fx\n", systems[s], order[j], r, p50[key], p99[key], (base > 0 ? r / base : 0)
     }
   }' "$RESULTS"

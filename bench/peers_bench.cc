@@ -1,13 +1,19 @@
 // peers_bench: the load generator of `make bench-peers` (bench/peers.sh) for the systems that
 // have no benchmark tool of their own in Debian. Every system gets the same workload:
-// --producers threads, each with one append in flight at a time (the next one once the last
+// --producers producers, each with one append in flight at a time (the next one once the last
 // is acknowledged), --messages appends of --payload-bytes in all, acknowledged after the server
 // made them durable. One line per run:
 //   <system> producers=N messages=M seconds=S per_s=X p50_ms=A p99_ms=B
 // Systems:
 //   kingfisher  --endpoint HOST:PORT: Inserts to one vchannel (one WAL) through ONE shared
-//               Producer of the public client library (it batches across the threads).
-//   etcd        --endpoint http://HOST:PORT: Puts of distinct keys (Raft + its WAL fsync).
+//               Producer of the public client library (it batches across the producers).
+//               --driver loop (default): one thread keeps --producers appends in flight with
+//               AppendAsync, each callback starting that producer's next one, as
+//               redis-benchmark's event loop keeps one request of each of its -c clients in
+//               flight (no thread woken per acknowledgement). --driver threads: a thread per
+//               producer calling AppendSync (printed as kingfisher-threads).
+//   etcd        --endpoint http://HOST:PORT: Puts of distinct keys (Raft + its WAL fsync), a
+//               thread per producer.
 //   nats        --endpoint HOST:PORT: JetStream publishes to a file-storage stream (created
 //               here), one connection per thread; the PubAck is the acknowledgement.
 // Redis Streams is driven by redis-benchmark itself (bench/peers.sh).
@@ -19,12 +25,14 @@
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "bench_flags.h"
 #include "bench_util.h"
 #include "kingfisher/client.h"
@@ -43,6 +51,7 @@ struct Flags {
   uint64_t messages = 20000;
   size_t payload_bytes = 1024;
   int max_inflight_requests = kingfisher::BatchingOptions{}.max_inflight_requests;
+  std::string driver = "loop";
 };
 
 // One thread's appends: `append(i)` must return once message i is acknowledged.
@@ -56,6 +65,16 @@ std::vector<double> TimeAppends(uint64_t count, AppendFn append) {
     lat.push_back(Seconds(Clock::now() - t0));
   }
   return lat;
+}
+
+// `label`: the system, and for Kingfisher its driver ("kingfisher-threads" for threads).
+void Print(const Flags& f, const std::vector<double>& all, double seconds) {
+  const auto q = kf::bench::Summarize(all);
+  const std::string label =
+      f.system == "kingfisher" && f.driver == "threads" ? "kingfisher-threads" : f.system;
+  std::printf("%s producers=%d messages=%zu seconds=%.3f per_s=%.0f p50_ms=%.3f p99_ms=%.3f\n",
+              label.c_str(), f.producers, all.size(), seconds,
+              static_cast<double>(all.size()) / seconds, q.p50 * 1e3, q.p99 * 1e3);
 }
 
 // Runs `per_thread(t, count)` on `producers` threads, prints the line.
@@ -72,10 +91,7 @@ void Run(const Flags& f, PerThread per_thread) {
   const double seconds = Seconds(Clock::now() - t0);
   std::vector<double> all;
   for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
-  const auto q = kf::bench::Summarize(all);
-  std::printf("%s producers=%d messages=%zu seconds=%.3f per_s=%.0f p50_ms=%.3f p99_ms=%.3f\n",
-              f.system.c_str(), f.producers, all.size(), seconds,
-              static_cast<double>(all.size()) / seconds, q.p50 * 1e3, q.p99 * 1e3);
+  Print(f, all, seconds);
 }
 
 void RunKingfisher(const Flags& f) {
@@ -92,7 +108,40 @@ void RunKingfisher(const Flags& f) {
     if (!r.ok()) Die("kingfisher append: " + r.status().ToString());
   };
   append(0);  // the stream and the route, warm
-  Run(f, [&](int, uint64_t n) { return TimeAppends(n, append); });
+  if (f.driver == "threads") {
+    Run(f, [&](int, uint64_t n) { return TimeAppends(n, append); });
+    return;
+  }
+  // --driver loop: --producers appends in flight from this thread; each acknowledgement (on
+  // the client's callback thread) records its latency and starts that producer's next append.
+  const uint64_t each = f.messages / static_cast<uint64_t>(f.producers);
+  std::vector<std::vector<double>> lat(static_cast<size_t>(f.producers));
+  absl::Mutex mu;
+  int running = f.producers;
+  std::function<void(size_t)> next = [&](size_t p) {
+    const auto t0 = Clock::now();
+    (*producer)->AppendAsync({.type = kingfisher::MessageType::kInsert,
+                              .vchannel = "kf-dml_0_peers",
+                              .payload = payload},
+                             [&, p, t0](absl::StatusOr<kingfisher::AppendResult> r) {
+                               if (!r.ok()) Die("kingfisher append: " + r.status().ToString());
+                               lat[p].push_back(Seconds(Clock::now() - t0));
+                               if (lat[p].size() < each) return next(p);
+                               absl::MutexLock l(&mu);
+                               --running;
+                             });
+  };
+  const auto t0 = Clock::now();
+  for (size_t p = 0; p < lat.size(); ++p) next(p);
+  {
+    absl::MutexLock l(&mu);
+    mu.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &running));
+  }
+  const double seconds = Seconds(Clock::now() - t0);
+  std::vector<double> all;
+  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  Print(f, all, seconds);
 }
 
 void RunEtcd(const Flags& f) {
@@ -232,7 +281,10 @@ int main(int argc, char** argv) {
   flags.Add("--payload-bytes", &f.payload_bytes, "B", "bytes per append");
   flags.Add("--max-inflight-requests", &f.max_inflight_requests, "N",
             "kingfisher: produce requests of the pchannel awaiting answers before coalescing");
+  flags.Add("--driver", &f.driver, "threads|loop",
+            "kingfisher: a thread per producer, or one thread keeping --producers in flight");
   flags.Parse(argc, argv);
+  if (f.driver != "threads" && f.driver != "loop") Die("--driver must be threads or loop");
   if (f.producers < 1 || f.endpoint.empty()) Die("--producers >= 1 and --endpoint are required");
   if (f.system == "kingfisher") {
     RunKingfisher(f);
