@@ -520,9 +520,19 @@ void MutableMessage::Stamp(const AppendStamp& stamp) {
 }
 
 absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string_view bytes) {
+  return DecodeFrom(bytes, nullptr);
+}
+
+absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string&& bytes) {
+  return DecodeFrom(bytes, &bytes);
+}
+
+absl::StatusOr<MutableMessage> MutableMessage::DecodeFrom(std::string_view bytes,
+                                                          std::string* storage) {
   MutableMessage m;
   std::vector<Properties::value_type> others;  // usually none: no allocation
   bool seen_payload = false;
+  std::string_view payload;
   while (!bytes.empty()) {
     const char tag = bytes.front();
     bytes.remove_prefix(1);
@@ -531,7 +541,8 @@ absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string_view bytes) {
       if (seen_payload) return Malformed("repeated payload field");
       seen_payload = true;
       RETURN_IF_ERROR(GetLenField(&bytes, "payload", &field));
-      m.payload_.assign(field);
+      payload = field;
+      if (storage == nullptr) m.payload_.assign(field);
     } else if (tag == kPropertiesTag) {
       RETURN_IF_ERROR(GetLenField(&bytes, "property entry", &field));
       std::string_view key, value;
@@ -551,6 +562,14 @@ absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string_view bytes) {
   }
   if (auto dup = m.others_.Adopt(std::move(others))) {
     return Malformed(absl::StrCat("duplicate property key '", *dup, "'"));
+  }
+  if (storage != nullptr && !payload.empty()) {
+    // Every property was copied out above, so the storage may become the payload: cut what
+    // follows it, then what precedes it (the payload field comes first: a few bytes moved).
+    const size_t offset = static_cast<size_t>(payload.data() - storage->data());
+    m.payload_ = std::move(*storage);
+    m.payload_.resize(offset + payload.size());
+    m.payload_.erase(0, offset);
   }
   return m;
 }

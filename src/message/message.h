@@ -141,6 +141,9 @@ class MutableMessage {
   // Appends the encoding of this message with `_tc` set to `trace_context`; changes nothing.
   void EncodeWithTraceContextTo(std::string_view trace_context, std::string* dst) const;
   static absl::StatusOr<MutableMessage> Decode(std::string_view bytes);
+  // As Decode, reusing `bytes`'s storage for the payload instead of allocating and copying it
+  // (a 1 KiB payload's fresh allocation was a tenth of a node's CPU per produced message).
+  static absl::StatusOr<MutableMessage> Decode(std::string&& bytes);
   // The type of an encoded message without decoding it (no allocation, the payload is skipped):
   // what a scan that filters by type needs. kUnknown when `_t` is absent or does not parse;
   // otherwise malformed bytes may still yield a type (Decode is the check).
@@ -149,6 +152,9 @@ class MutableMessage {
   friend bool operator==(const MutableMessage& a, const MutableMessage& b);
 
  private:
+  // Decode's body; with `storage` (holding `bytes`), the payload takes over its storage.
+  static absl::StatusOr<MutableMessage> DecodeFrom(std::string_view bytes, std::string* storage);
+
   // The reserved keys that every append sets or reads, in ascending key order (the encoding's).
   // A slot is found by a switch on the key and set without moving other entries: as entries of
   // the sorted map they had cost a quarter of the appending thread's instructions (lookups,

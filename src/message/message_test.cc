@@ -215,6 +215,27 @@ TEST(MutableMessageTest, EncodeDecodeRoundTrip) {
   EXPECT_EQ(*empty_back, empty);
 }
 
+TEST(MutableMessageTest, DecodeIntoTheBytesStorageReadsTheSameMessage) {
+  const std::string sample = Sample().Encode();
+  // The payload field first (as we encode), after the properties (as protobuf may), empty,
+  // absent, and one that does not parse.
+  const std::string properties_first = std::string("\x12\x03\x0a\x01k", 5) + "\x0a\x03pay";
+  for (const std::string& bytes :
+       {sample, properties_first, std::string("\x0a\x00", 2), std::string("\x12\x03\x0a\x01k", 5),
+        sample.substr(0, sample.size() - 1)}) {
+    auto viewed = MutableMessage::Decode(std::string_view(bytes));
+    auto owned = MutableMessage::Decode(std::string(bytes));
+    ASSERT_EQ(owned.ok(), viewed.ok()) << owned.status() << " / " << viewed.status();
+    if (!owned.ok()) {
+      EXPECT_EQ(owned.status(), viewed.status());
+      continue;
+    }
+    EXPECT_EQ(*owned, *viewed);
+    EXPECT_EQ(owned->Encode(), viewed->Encode());
+  }
+  EXPECT_EQ(MutableMessage::Decode(std::string(properties_first))->payload(), "pay");
+}
+
 TEST(MutableMessageTest, DecodeTypeSkipsThePayload) {
   EXPECT_EQ(MutableMessage::DecodeType(Sample().Encode()), MessageType::kInsert);
   MutableMessage drop(MessageType::kDropCollection, std::string(1 << 20, 'x'));

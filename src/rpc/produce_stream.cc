@@ -184,7 +184,8 @@ void ProduceStream::HandleRequest() {
                &refused);
       continue;
     }
-    absl::StatusOr<MutableMessage> decoded = MutableMessage::Decode(entry.message());
+    absl::StatusOr<MutableMessage> decoded =
+        MutableMessage::Decode(std::move(*entry.mutable_message()));
     if (!decoded.ok()) {
       AddError(id, decoded.status(), &refused);
       continue;
