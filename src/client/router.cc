@@ -1,14 +1,12 @@
 #include "client/router.h"
 
 #include <algorithm>
-#include <functional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "client/channel_ready.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "grpcpp/support/client_callback.h"
 #include "wire/status_convert.h"
 
 namespace kf::client {
@@ -147,48 +145,6 @@ void Router::DiscoveryLoop() {
   }
 }
 
-namespace {
-
-// Reads one WatchAssignments stream on gRPC's callback threads and hands each snapshot to
-// `take`. The follower's thread waits for the end on a plain mutex: a thread blocked in a
-// completion queue takes turns as the process's poller and would be woken for other calls'
-// events (two extra thread hand-offs per produced message in a server, docs/performance.md).
-class WatchReader : public grpc::ClientReadReactor<kingfisher::v1::AssignmentSnapshot> {
- public:
-  explicit WatchReader(std::function<void(kingfisher::v1::AssignmentSnapshot)> take)
-      : take_(std::move(take)) {}
-
-  void OnReadDone(bool ok) override {
-    if (!ok) return;  // OnDone follows
-    take_(std::move(snapshot_));
-    snapshot_.Clear();
-    StartRead(&snapshot_);
-  }
-  void OnDone(const grpc::Status& s) override {
-    absl::MutexLock l(&mu_);
-    status_ = s;
-    done_ = true;
-  }
-  void Start() {
-    StartRead(&snapshot_);
-    StartCall();
-  }
-  grpc::Status AwaitDone() {
-    absl::MutexLock l(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return status_;
-  }
-
- private:
-  const std::function<void(kingfisher::v1::AssignmentSnapshot)> take_;
-  kingfisher::v1::AssignmentSnapshot snapshot_;  // touched by one callback at a time
-  absl::Mutex mu_;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status status_ ABSL_GUARDED_BY(mu_);
-};
-
-}  // namespace
-
 absl::Status Router::Follow(const std::shared_ptr<Node>& node) {
   // Polls the channel so that a reconnect is noticed at once (channel_ready.h).
   absl::Status ready = AwaitChannelReady(*node->channel, absl::Now() + absl::Seconds(2), [this] {
@@ -203,17 +159,41 @@ absl::Status Router::Follow(const std::shared_ptr<Node>& node) {
     watch_ctx_ = &ctx;
   }
   auto stub = kingfisher::v1::StreamingCoord::NewStub(node->channel);
-  WatchReader reader([this](kingfisher::v1::AssignmentSnapshot snapshot) {
-    absl::MutexLock l(&mu_);
-    // Another node's view may lag the one we had: never go back.
-    if (snapshot_ == nullptr || snapshot.version() >= snapshot_->version()) {
-      snapshot_ = std::make_shared<kingfisher::v1::AssignmentSnapshot>(std::move(snapshot));
+  // A polling queue: a call on a non-polling one aborts the process inside gRPC (1.51,
+  // polling_entity.cc: "pollset != nullptr") when it has to wait for a connection, e.g. while
+  // its server shuts down or the coordinator restarts.
+  auto cq = std::make_unique<grpc::CompletionQueue>();
+  // One operation at a time, so each Next completes the one started just before it.
+  void* const kTag = cq.get();
+  auto completed = [&cq] {
+    void* tag;
+    bool ok = false;
+    return cq->Next(&tag, &ok) && ok;
+  };
+  auto reader =
+      stub->AsyncWatchAssignments(&ctx, kingfisher::v1::WatchAssignmentsRequest(), cq.get(), kTag);
+  kingfisher::v1::AssignmentSnapshot snapshot;
+  auto read = [&] {
+    reader->Read(&snapshot, kTag);
+    return completed();
+  };
+  if (completed()) {  // the call started
+    while (read()) {
+      absl::MutexLock l(&mu_);
+      // Another node's view may lag the one we had: never go back.
+      if (snapshot_ == nullptr || snapshot.version() >= snapshot_->version()) {
+        snapshot_ = std::make_shared<kingfisher::v1::AssignmentSnapshot>(std::move(snapshot));
+      }
     }
-  });
-  const kingfisher::v1::WatchAssignmentsRequest request;
-  stub->async()->WatchAssignments(&ctx, &request, &reader);
-  reader.Start();
-  const grpc::Status st = reader.AwaitDone();
+  }
+  grpc::Status st;
+  reader->Finish(&st, kTag);
+  completed();
+  cq->Shutdown();
+  void* tag;
+  bool ok;
+  while (cq->Next(&tag, &ok)) {
+  }
   absl::MutexLock l(&mu_);
   watch_ctx_ = nullptr;
   return st.ok() ? absl::UnavailableError("discovery stream ended") : kf::wire::FromGrpcStatus(st);
