@@ -523,7 +523,7 @@ absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string_view bytes) {
   return DecodeFrom(bytes, nullptr);
 }
 
-absl::StatusOr<MutableMessage> MutableMessage::Decode(std::string&& bytes) {
+absl::StatusOr<MutableMessage> MutableMessage::DecodeOwned(std::string&& bytes) {
   return DecodeFrom(bytes, &bytes);
 }
 

@@ -223,8 +223,8 @@ TEST(MutableMessageTest, DecodeIntoTheBytesStorageReadsTheSameMessage) {
   for (const std::string& bytes :
        {sample, properties_first, std::string("\x0a\x00", 2), std::string("\x12\x03\x0a\x01k", 5),
         sample.substr(0, sample.size() - 1)}) {
-    auto viewed = MutableMessage::Decode(std::string_view(bytes));
-    auto owned = MutableMessage::Decode(std::string(bytes));
+    auto viewed = MutableMessage::Decode(bytes);
+    auto owned = MutableMessage::DecodeOwned(std::string(bytes));
     ASSERT_EQ(owned.ok(), viewed.ok()) << owned.status() << " / " << viewed.status();
     if (!owned.ok()) {
       EXPECT_EQ(owned.status(), viewed.status());
@@ -233,7 +233,7 @@ TEST(MutableMessageTest, DecodeIntoTheBytesStorageReadsTheSameMessage) {
     EXPECT_EQ(*owned, *viewed);
     EXPECT_EQ(owned->Encode(), viewed->Encode());
   }
-  EXPECT_EQ(MutableMessage::Decode(std::string(properties_first))->payload(), "pay");
+  EXPECT_EQ(MutableMessage::DecodeOwned(std::string(properties_first))->payload(), "pay");
 }
 
 TEST(MutableMessageTest, DecodeTypeSkipsThePayload) {

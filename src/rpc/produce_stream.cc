@@ -185,7 +185,7 @@ void ProduceStream::HandleRequest() {
       continue;
     }
     absl::StatusOr<MutableMessage> decoded =
-        MutableMessage::Decode(std::move(*entry.mutable_message()));
+        MutableMessage::DecodeOwned(std::move(*entry.mutable_message()));
     if (!decoded.ok()) {
       AddError(id, decoded.status(), &refused);
       continue;

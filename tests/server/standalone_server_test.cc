@@ -219,13 +219,13 @@ TEST_F(StandaloneServerTest, ProduceConsumeRoundTripAndStatus) {
   for (int i = 2; i <= kCount; ++i) EXPECT_LT(acks[i - 1].timetick(), acks[i].timetick());
 
   // A request's appends complete together: its results come back in one response, not the
-  // first alone and the rest after it was written.
+  // first alone and the rest after it was written (another vchannel: the consume below counts).
   {
     ProduceRequest batch;
     for (int i = 0; i < 20; ++i) {
       kingfisher::v1::ProduceEntry* e = batch.add_entries();
       e->set_id(100 + i);
-      InsertMessage(kVChannel, absl::StrCat("batched-", i)).EncodeTo(e->mutable_message());
+      InsertMessage("kf-dml_1_batched", absl::StrCat("batched-", i)).EncodeTo(e->mutable_message());
     }
     ASSERT_TRUE(stream->Write(batch));
     ProduceResponse resp;
