@@ -13,6 +13,7 @@
 #include "grpcpp/support/channel_arguments.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "message/validate.h"
+#include "wire/channel_args.h"
 #include "wire/status_convert.h"
 
 namespace kingfisher {
@@ -46,7 +47,7 @@ absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectWith(kingfisher::Clie
         "bad retry policy: need 0 <= initial_backoff <= max_backoff, multiplier >= 1, "
         "max_attempts >= 0");
   }
-  auto router = std::make_shared<Router>(options.endpoint, RouterChannelArguments());
+  auto router = std::make_shared<Router>(options.endpoint, wire::PeerChannelArguments());
   return std::make_unique<kingfisher::Client>(std::make_unique<kingfisher::Client::Impl>(
       std::move(options), std::move(router), std::move(local)));
 }

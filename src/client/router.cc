@@ -11,28 +11,6 @@
 
 namespace kf::client {
 
-grpc::ChannelArguments RouterChannelArguments() {
-  grpc::ChannelArguments args;
-  // Payloads up to 64 MiB plus properties (docs/semantics.md §8: limits raised above the
-  // largest payload).
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  // No client keepalive pings: a server that does not permit them answers frequent pings with
-  // GOAWAY (too_many_pings), which would break healthy idle streams. A stuck append is caught
-  // by ClientOptions::attempt_timeout instead.
-  // Reconnect promptly after a server restart (the default backoff grows to 120 s). Note that
-  // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS is also the minimum connect timeout. A reconnect only
-  // completes while something polls the channel: streams are opened after AwaitChannelReady
-  // (channel_ready.h), which does.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  // A failed subchannel asks for re-resolution, which gRPC 1.51 rate-limits to one per 30 s by
-  // default: a restarted server (same address) could stay unreachable that long.
-  args.SetInt("grpc.dns_min_time_between_resolutions_ms", 100);
-  return args;
-}
-
 Router::Router(std::string endpoint, grpc::ChannelArguments args) : args_(std::move(args)) {
   absl::MutexLock l(&mu_);
   endpoint_ = NodeAt(endpoint);

@@ -33,10 +33,6 @@
 
 namespace kf::client {
 
-// The channel arguments of a router's channels (the client library's, a replicator's):
-// unlimited message sizes and prompt reconnects after a server restart.
-grpc::ChannelArguments RouterChannelArguments();
-
 class Router {
  public:
   // A connection to one node, shared by every route to it.

@@ -18,6 +18,7 @@
 #include "message/replicate_config.h"
 #include "spdlog/spdlog.h"
 #include "wal/txn/txn_message.h"
+#include "wire/channel_args.h"
 #include "wire/status_convert.h"
 
 namespace kf::replicate {
@@ -25,7 +26,7 @@ namespace kf::replicate {
 // The secondary, as a session reaches it.
 class Peer {
  public:
-  explicit Peer(const std::string& endpoint) : router(endpoint, client::RouterChannelArguments()) {}
+  explicit Peer(const std::string& endpoint) : router(endpoint, wire::PeerChannelArguments()) {}
   client::Router router;
   int64_t after_version = 0;  // a routing error asks for a newer assignment than this
 };

@@ -4,6 +4,7 @@
 #include "common/errors.h"
 #include "grpcpp/grpcpp.h"
 #include "kingfisher/v1/logstore.grpc.pb.h"
+#include "wire/channel_args.h"
 #include "wire/status_convert.h"
 
 namespace kf::wal::quorum {
@@ -14,16 +15,9 @@ struct LogStoreClient::Stub {
 
 LogStoreClient::LogStoreClient(std::string address)
     : address_(std::move(address)), stub_(std::make_unique<Stub>()) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  // A restarted logstore must be reachable again within a second (the default backoff grows to
-  // 120 s), and re-resolution of its address must not be rate-limited to once per 30 s.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetInt("grpc.dns_min_time_between_resolutions_ms", 100);
-  auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  // A restarted logstore is reachable again within a second.
+  auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(),
+                                           wire::PeerChannelArguments());
   stub_->stub = kingfisher::v1::LogStore::NewStub(channel);
 }
 
