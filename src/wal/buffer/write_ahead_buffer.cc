@@ -118,15 +118,18 @@ void WriteAheadBuffer::Skip(const MessageId& id, TimeTick tt) {
 }
 
 void WriteAheadBuffer::EvictLocked(absl::Time now) {
+  while (!entries_.empty() && (bytes_ > options_.capacity_bytes ||
+                               entries_.front().appended + options_.keepalive <= now)) {
+    PopFrontLocked();
+  }
+  if (bytes_ <= options_.passed_bytes) return;  // no need to look at the readers
   // The first entry some open reader has still to return (a reader already behind the head
   // gets OUT_OF_RANGE whatever happens now).
   uint64_t needed = head_seq_ + entries_.size();
   for (const TailingReader* r : readers_) {
     if (r->seq_ >= head_seq_) needed = std::min(needed, r->seq_);
   }
-  while (!entries_.empty() && (bytes_ > options_.capacity_bytes ||
-                               entries_.front().appended + options_.keepalive <= now ||
-                               (head_seq_ < needed && bytes_ > options_.passed_bytes))) {
+  while (!entries_.empty() && head_seq_ < needed && bytes_ > options_.passed_bytes) {
     PopFrontLocked();
   }
 }

@@ -195,17 +195,16 @@ absl::Status LocalBackend::WriteAndSync(Queue& group, Completion* c) {
 }
 
 void LocalBackend::Complete(Completion c) {
-  bool idle;  // no group waits for the writer: completing inline delays no write
-  {
+  // A large group inline only when no group waits for the writer (it would delay no write).
+  const bool small_or_idle = c.callbacks.size() <= kInlineCompletions || [this] {
     absl::MutexLock l(&mu_);
-    idle = queue_.callbacks.empty();
-  }
+    return queue_.callbacks.empty();
+  }();
   {
     absl::MutexLock l(&done_mu_);
     // Inline only when nothing is queued or running ahead of this group: completions keep id
     // order.
-    if ((c.callbacks.size() > kInlineCompletions && !idle) || !completions_.empty() ||
-        completer_busy_) {
+    if (!small_or_idle || !completions_.empty() || completer_busy_) {
       completions_.push_back(std::move(c));
       return;
     }
