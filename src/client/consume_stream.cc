@@ -19,7 +19,9 @@ absl::StatusOr<kingfisher::ConsumedMessage> DecodeConsumed(kingfisher::v1::Consu
     }
     out.id = *id;
   }
-  absl::StatusOr<MutableMessage> decoded = MutableMessage::Decode(m->message());
+  // The wire message's string becomes the payload's storage: no copy of the payload.
+  absl::StatusOr<MutableMessage> decoded =
+      MutableMessage::DecodeOwned(std::move(*m->mutable_message()));
   if (!decoded.ok()) {
     return absl::DataLossError(
         absl::StrCat("undecodable message in consume stream: ", decoded.status().message()));

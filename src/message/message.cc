@@ -609,7 +609,7 @@ ImmutableMessage::ImmutableMessage(MessageId id, MutableMessage message)
                           : message_.last_confirmed().value_or(MessageId())) {}
 
 std::string_view ImmutableMessage::encoded() const {
-  std::call_once(encoding_.once, [this] { message_.EncodeTo(&encoding_.bytes); });
+  absl::call_once(encoding_.once, [this] { message_.EncodeTo(&encoding_.bytes); });
   return encoding_.bytes;
 }
 

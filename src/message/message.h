@@ -27,11 +27,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>  // std::once_flag
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "absl/base/call_once.h"
 #include "absl/status/statusor.h"
 #include "common/hybrid_time.h"
 #include "common/strong_id.h"
@@ -247,7 +247,9 @@ class ImmutableMessage {
     EncodingCache() = default;
     EncodingCache(const EncodingCache&) {}
     EncodingCache& operator=(const EncodingCache&) = delete;
-    std::once_flag once;
+    // Not std::once_flag: glibc's pthread_once makes a futex syscall on every first call,
+    // waiter or not (one per consumed message).
+    absl::once_flag once;
     std::string bytes;  // written once, under `once`
   };
   mutable EncodingCache encoding_;

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "common/errors.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "rpc/consumed_batch_encoder.h"
@@ -195,12 +196,15 @@ void ConsumeStream::ScanLoop(std::stop_token stop) {
       End(next.status(), /*send_error=*/true);
       return;
     }
-    if (*next != nullptr && !Enqueue(*std::move(next))) return;
+    if (*next != nullptr && !Enqueue(*std::move(next), /*write=*/true)) return;
   }
 }
 
 void ConsumeStream::Pump() {
   const trace::Context ctx;
+  // A pump usually finds a whole group commit's messages in the buffer (they enter it one by
+  // one, faster than this thread wakes up): they leave in one write, one wake-up of the client.
+  absl::Cleanup write = [this] { WriteIfIdle(); };
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
@@ -223,11 +227,11 @@ void ConsumeStream::Pump() {
       if (scanner_->NotifyWhenReadable([hook = hook_] { hook->Wake(); })) return;
       continue;  // appended meanwhile, or no longer tailing
     }
-    if (*next != nullptr && !Enqueue(*std::move(next))) return;
+    if (*next != nullptr && !Enqueue(*std::move(next), /*write=*/false)) return;
   }
 }
 
-bool ConsumeStream::Enqueue(ImmutableMessagePtr m) {
+bool ConsumeStream::Enqueue(ImmutableMessagePtr m, bool write) {
   const size_t bytes = QueuedSize(*m);
   {
     absl::MutexLock lock(&mu_);
@@ -236,11 +240,20 @@ bool ConsumeStream::Enqueue(ImmutableMessagePtr m) {
     if (ending_) return false;
     queued_bytes_ += bytes;
     queue_.push_back(std::move(m));
-    if (write_in_flight_) return true;
+    if (!write || write_in_flight_) return true;
     write_in_flight_ = true;
   }
   WriteQueued();
   return true;
+}
+
+void ConsumeStream::WriteIfIdle() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (ending_ || write_in_flight_ || queue_.empty()) return;
+    write_in_flight_ = true;
+  }
+  WriteQueued();
 }
 
 void ConsumeStream::WriteQueued() {

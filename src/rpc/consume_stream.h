@@ -90,10 +90,14 @@ class ConsumeStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   void ScanLoop(std::stop_token stop);
   // On a TaskThreads shard: reads the tailing scanner without waiting, until it has nothing
   // (then registers a wake-up with the buffer), the queue is full (the write completion wakes
-  // it), or it reads the backend again (the scan thread takes over).
+  // it), or it reads the backend again (the scan thread takes over). What it read goes out in
+  // one write when it stops, not its first message alone and the rest after that write.
   void Pump();
-  // Queues `m`, waiting for room, and starts a write if none is in flight. False: ending.
-  bool Enqueue(ImmutableMessagePtr m);
+  // Queues `m`, waiting for room; with `write`, starts a write if none is in flight. False:
+  // ending.
+  bool Enqueue(ImmutableMessagePtr m, bool write);
+  // Starts a write of what is queued if none is in flight (and the stream is not ending).
+  void WriteIfIdle();
   bool HasRoomLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Ends the stream with `status`; with `send_error` an `error` response precedes it. The first
   // call wins; safe from any thread.
