@@ -19,6 +19,8 @@ run local_wal_bench --dir "$BUILD_DIR"
 # Starts $BIN/kingfisher on loopback with a temp data dir in the build dir.
 run tailing_bench --dir "$BUILD_DIR"
 run tailing_bench --dir "$BUILD_DIR" --consumers 16
+# Issue 27: sixteen consumers at half of the rate they keep up with.
+run tailing_bench --dir "$BUILD_DIR" --consumers 16 --phase 2 --half-peak
 # Starts a real etcd (Debian's binary) on loopback with its data in the build dir.
 run meta_store_bench --dir "$BUILD_DIR"
 # Issue 6: object PUT/GET on the local store and on a real Ceph RGW (started on loopback).

@@ -11,7 +11,9 @@
 // exactly --size bytes). Two phases:
 //   1. one at a time: the next AppendAsync only after the previous ack;
 //   2. open loop at --rate messages/s with at most --inflight unacknowledged appends (a send
-//      that finds the window full waits and is counted as "late").
+//      that finds the window full waits and is counted as "late"). With --half-peak the rate is
+//      found first: an open loop far above what the consumers keep up with (the window is then
+//      always full) measures the peak, and the phase runs at half of it.
 // Baselines printed next to each phase, measured in the same run: the append-ack latency of
 // the same appends, one --size write + fdatasync on the data dir's filesystem, a thread wake
 // round trip and, for phase 2, the disk alone under the same open loop (an ideal group-committing
@@ -20,8 +22,9 @@
 // about a dozen threads between append and delivery, and where waking a sleeping thread costs
 // tens of microseconds (a VM) those hand-offs, not the disk, set the latency.
 //
-// Usage: tailing_bench [--seconds S] [--rate N] [--inflight N] [--size BYTES] [--dir DIR]
-//                      [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both] [--consumers N]
+// Usage: tailing_bench [--seconds S] [--rate N | --half-peak] [--inflight N] [--size BYTES]
+//                      [--dir DIR] [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both]
+//                      [--consumers N]
 #include <pthread.h>
 #include <unistd.h>
 
@@ -54,9 +57,10 @@ using kf::bench::Seconds;
 namespace stdfs = std::filesystem;
 
 struct Flags {
-  double seconds = 3;  // per phase
-  double rate = 2000;  // phase 2, messages/s
-  int inflight = 64;   // phase 2 window
+  double seconds = 3;      // per phase
+  double rate = 2000;      // phase 2, messages/s
+  bool half_peak = false;  // phase 2 at half of the measured peak instead of `rate`
+  int inflight = 64;       // phase 2 window
   size_t size = 1024;
   kf::bench::BenchDirs dirs;
   std::string vchannel = "kf-dml_0_bench";
@@ -75,6 +79,11 @@ constexpr size_t kHeaderBytes = 24;
 
 // Round trips of the thread-wake baseline, before the server starts and after it stops.
 constexpr size_t kWakeRounds = 2000;
+// Message phase numbers (0 is the warm-up, 1 one at a time).
+constexpr uint64_t kRatePhase = 2;
+constexpr uint64_t kPeakPhase = 3;
+// --half-peak's first loop: far above any rate the server reaches, so the window is always full.
+constexpr double kSaturatingRate = 1e6;
 
 std::string MakePayload(size_t size, uint64_t phase, uint64_t seq) {
   std::string p(std::max(size, kHeaderBytes), 'x');
@@ -321,25 +330,27 @@ PhaseResult RunSequential(const Flags& f, kingfisher::Producer& producer, Receiv
   return r;
 }
 
-// Phase 2: open loop at f.rate with at most f.inflight unacknowledged appends.
-PhaseResult RunRate(const Flags& f, kingfisher::Producer& producer, Receivers& receiver,
-                    pid_t server) {
-  constexpr uint64_t kPhase = 2;
+// Phase 2: open loop at f.rate with at most f.inflight unacknowledged appends, for f.seconds;
+// `phase` numbers its messages.
+PhaseResult RunRate(const Flags& f, uint64_t phase, kingfisher::Producer& producer,
+                    Receivers& receiver, pid_t server) {
   PhaseResult r;
   r.paced = true;
   const ProcessMeter meter(server);
   const auto total = static_cast<uint64_t>(f.seconds * f.rate);
-  receiver.BeginPhase(kPhase, total);
+  receiver.BeginPhase(phase, std::min<uint64_t>(total, 1 << 20));
   absl::Mutex mu;
   int in_flight = 0;
   uint64_t acked = 0;
   absl::Status error;
   std::vector<double> ack_lat;
-  ack_lat.reserve(total);
+  ack_lat.reserve(std::min<uint64_t>(total, 1 << 20));
   const auto start = Clock::now();
   const auto interval = std::chrono::duration<double>(1.0 / f.rate);
   double next_progress = 1;
-  for (uint64_t seq = 0; seq < total; ++seq) {
+  // The phase lasts f.seconds: a loop that cannot keep its schedule sends fewer (--half-peak's
+  // saturating loop is scheduled far beyond what it can send).
+  for (uint64_t seq = 0; seq < total && Seconds(Clock::now() - start) < f.seconds; ++seq) {
     const auto due = start + std::chrono::duration_cast<Clock::duration>(interval * seq);
     std::this_thread::sleep_until(due);  // pacing the open-loop sender
     {
@@ -352,7 +363,7 @@ PhaseResult RunRate(const Flags& f, kingfisher::Producer& producer, Receivers& r
       }
       ++in_flight;
     }
-    kingfisher::Message m = NewMessage(f, kPhase, seq);
+    kingfisher::Message m = NewMessage(f, phase, seq);
     const auto t0 = Stamp(&m);
     producer.AppendAsync(std::move(m), [&, t0](absl::StatusOr<kingfisher::AppendResult> res) {
       const double lat = Seconds(Clock::now() - t0);
@@ -430,6 +441,9 @@ Flags ParseFlags(int argc, char** argv) {
   kf::bench::FlagSet flags(argv[0]);
   flags.Add("--seconds", &f.seconds, "S", "seconds per phase");
   flags.Add("--rate", &f.rate, "N", "phase 2: messages per second, open loop");
+  flags.AddSwitch("--half-peak", &f.half_peak,
+                  "phase 2: measure the peak first (an open loop far above it, --inflight in "
+                  "flight), then run at half of it instead of --rate");
   flags.Add("--inflight", &f.inflight, "N", "phase 2: unacknowledged appends at most");
   flags.Add("--size", &f.size, "BYTES",
             "message size, at least " + std::to_string(kHeaderBytes) +
@@ -471,7 +485,12 @@ int main(int argc, char** argv) {
   // 2-80 ms now and then, and an open loop queues behind a stall).
   const std::string paced_raw = root + "/paced.raw";
   std::vector<double> paced_samples;
-  if (f.phase2) paced_samples = kf::bench::PacedGroupCommit(paced_raw, f.size, f.rate, raw_seconds);
+  // With --half-peak the rate is known only once the server ran: the disk alone is measured
+  // after it, at that rate.
+  double phase2_rate = f.rate;
+  if (f.phase2 && !f.half_peak) {
+    paced_samples = kf::bench::PacedGroupCommit(paced_raw, f.size, f.rate, raw_seconds);
+  }
 
   std::vector<std::pair<std::string, PhaseResult>> results;
   {
@@ -495,9 +514,22 @@ int main(int argc, char** argv) {
         results.emplace_back("one at a time", RunSequential(f, **producer, receiver, server.pid()));
       }
       if (f.phase2) {
+        Flags run = f;
         char name[96];
-        std::snprintf(name, sizeof(name), "%.0f/s, <= %d in flight", f.rate, f.inflight);
-        results.emplace_back(name, RunRate(f, **producer, receiver, server.pid()));
+        if (f.half_peak) {
+          Flags saturating = f;
+          saturating.rate = kSaturatingRate;
+          PhaseResult peak = RunRate(saturating, kPeakPhase, **producer, receiver, server.pid());
+          peak.paced = false;
+          run.rate = static_cast<double>(peak.sent) / peak.elapsed / 2;
+          std::snprintf(name, sizeof(name), "peak (open loop at %.0f/s), <= %d in flight",
+                        kSaturatingRate, f.inflight);
+          results.emplace_back(name, std::move(peak));
+        }
+        phase2_rate = run.rate;
+        std::snprintf(name, sizeof(name), "%.0f/s%s, <= %d in flight", run.rate,
+                      f.half_peak ? " (half of the peak)" : "", f.inflight);
+        results.emplace_back(name, RunRate(run, kRatePhase, **producer, receiver, server.pid()));
       }
       if (uint64_t d = receiver.duplicates(); d > 0) {
         std::printf("  WARNING: %" PRIu64 " duplicate or out-of-order deliveries\n", d);
@@ -516,7 +548,7 @@ int main(int argc, char** argv) {
   sync_samples.insert(sync_samples.end(), after_samples.begin(), after_samples.end());
   const auto sync = kf::bench::Summarize(std::move(sync_samples));
   if (f.phase2) {
-    after_samples = kf::bench::PacedGroupCommit(paced_raw, f.size, f.rate, raw_seconds);
+    after_samples = kf::bench::PacedGroupCommit(paced_raw, f.size, phase2_rate, raw_seconds);
     paced_samples.insert(paced_samples.end(), after_samples.begin(), after_samples.end());
   }
   const auto paced = kf::bench::Summarize(std::move(paced_samples));
