@@ -40,6 +40,10 @@ struct ConsumeArgs {
   std::optional<uint64_t> limit;
   std::optional<double> idle_timeout_seconds;
   bool with_timeticks = false;
+  // Nothing at all for this long, not even a TimeTick (a live stream delivers one every 200 ms,
+  // docs/semantics.md §3): stderr says the server is silent, once, until something arrives.
+  // Not a flag; tests shorten it.
+  double silence_notice_seconds = 3;
 };
 
 // collection create / drop / describe (name only for the last two).

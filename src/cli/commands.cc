@@ -177,16 +177,37 @@ int RunConsume(const Args& args, std::FILE* out, std::FILE* err) {
                                             std::chrono::duration<double>(*c.idle_timeout_seconds))
                                   : kingfisher::Deadline::max();
   };
+  const auto silence = std::chrono::duration_cast<kingfisher::Duration>(
+      std::chrono::duration<double>(c.silence_notice_seconds));
   uint64_t printed = 0;
+  bool silent = false;  // the notice below was printed and nothing arrived since
   kingfisher::Deadline deadline = idle_deadline();
   while (!c.limit || printed < *c.limit) {
-    auto m = (*consumer)->Next(deadline);
+    // Waits in slices of `silence`: the consumer reconnects by itself, so without them a server
+    // that went away would leave the user looking at nothing.
+    const kingfisher::Deadline now = kingfisher::Clock::now();
+    const bool last_slice = deadline - now <= silence;  // this wait ends at the idle deadline
+    auto m = (*consumer)->Next(last_slice ? deadline : now + silence);
     if (!m.ok()) {
-      if (m.status().code() == absl::StatusCode::kDeadlineExceeded && c.idle_timeout_seconds) {
-        break;  // idle: done
+      if (m.status().code() != absl::StatusCode::kDeadlineExceeded) {
+        PrintError(err, m.status());
+        return kExitServerError;
       }
-      PrintError(err, m.status());
-      return kExitServerError;
+      if (last_slice) break;  // idle: done
+      if (!silent) {
+        std::fprintf(err,
+                     "kfctl: consume: nothing from the server for %g s, not even a timetick; "
+                     "still waiting (%s)\n",
+                     c.silence_notice_seconds, std::string(ToStd(m.status().message())).c_str());
+        std::fflush(err);
+        silent = true;
+      }
+      continue;
+    }
+    if (silent) {
+      std::fputs("kfctl: consume: the server answers again\n", err);
+      std::fflush(err);
+      silent = false;
     }
     if (m->type == kingfisher::MessageType::kTimeTick) {
       if (c.with_timeticks) PrintLine(out, RenderConsumed(*m));

@@ -204,6 +204,58 @@ TEST(CommandsTest, ConsumeIdleTimeoutExitsZero) {
   Capture out, err;
   EXPECT_EQ(RunConsume(a, out.file(), err.file()), kExitOk) << err.Text();
   EXPECT_TRUE(out.Text().empty());
+  EXPECT_TRUE(err.Text().empty()) << err.Text();  // 0.2 s is short of the silence notice
+}
+
+// The fake node sends no TimeTicks: a real stream that delivers nothing for the silence
+// threshold is a server gone away or stalled, and kfctl says so once, then keeps waiting.
+TEST(CommandsTest, ConsumeSaysOnceOnStderrWhenNothingArrivesNotEvenATimeTick) {
+  FakeStreamingNode node;
+  Args a;
+  a.endpoint = node.endpoint();
+  a.consume.vchannel = "kf-dml_0_x";
+  a.consume.idle_timeout_seconds = 0.8;
+  a.consume.silence_notice_seconds = 0.1;
+  Capture out, err;
+  EXPECT_EQ(RunConsume(a, out.file(), err.file()), kExitOk) << err.Text();
+  EXPECT_TRUE(out.Text().empty());
+  auto lines = err.Lines();
+  ASSERT_EQ(lines.size(), 1u) << err.Text();
+  EXPECT_EQ(lines[0].rfind("kfctl: consume: nothing from the server for 0.1 s", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("still waiting"), std::string::npos) << lines[0];
+}
+
+// The stream breaks after the first message; the consumer reconnects (backoff >= 10 ms, far
+// above the 2 ms threshold) and resumes: stderr says it waited, then that the server answers.
+TEST(CommandsTest, ConsumeSaysWhenTheServerAnswersAgainAfterASilence) {
+  FakeStreamingNode node;
+  std::vector<MutableMessage> log;
+  for (int i = 0; i < 2; ++i) {
+    MutableMessage m(MessageType::kInsert, "opaque");
+    m.set_vchannel("kf-dml_0_x");
+    m.set_timetick(TimeTick(100 + i));
+    log.push_back(std::move(m));
+  }
+  node.SetConsumeLog(log);
+  node.BreakFirstConsumeStreamAfter(1);
+  Args a;
+  a.endpoint = node.endpoint();
+  a.consume.vchannel = "kf-dml_0_x";
+  a.consume.policy = kingfisher::DeliverPolicy::All();
+  a.consume.limit = 2;
+  a.consume.silence_notice_seconds = 0.002;
+  Capture out, err;
+  EXPECT_EQ(RunConsume(a, out.file(), err.file()), kExitOk) << err.Text();
+  auto printed = out.Lines();
+  ASSERT_EQ(printed.size(), 2u) << out.Text();  // each message once, across the reconnect
+  EXPECT_EQ(printed[0].rfind(R"({"message_id":"local:1")", 0), 0u) << printed[0];
+  EXPECT_EQ(printed[1].rfind(R"({"message_id":"local:2")", 0), 0u) << printed[1];
+  auto lines = err.Lines();
+  ASSERT_GE(lines.size(), 2u) << err.Text();
+  EXPECT_NE(err.Text().find("kfctl: consume: nothing from the server for 0.002 s"),
+            std::string::npos)
+      << err.Text();
+  EXPECT_EQ(lines.back(), "kfctl: consume: the server answers again") << err.Text();
 }
 
 TEST(CommandsTest, StatusAgainstANodeWithoutCoordIsAServerError) {
