@@ -7,6 +7,9 @@
 // (CHANNEL_NOT_EXIST, UNMATCHED_CHANNEL_TERM, CHANNEL_FENCED) they pass the version they used,
 // and Resolve waits for a newer snapshot (wait-for-ready while a WAL moves).
 //
+// The discovery thread does not wait inside gRPC (see Follow): a new snapshot reaches Resolve
+// within kFollowPoll even when nothing else in the process polls.
+//
 // An endpoint without discovery (UNIMPLEMENTED: a server that predates it, or a test fake) puts
 // the router in static mode: every pchannel routes to the endpoint, term 0 (unchecked).
 //
@@ -69,6 +72,8 @@ class Router {
   void DiscoveryLoop();
   // Follows one WatchAssignments stream until it fails; returns its status.
   absl::Status Follow(const std::shared_ptr<Node>& node);
+  // How long an idle discovery stream goes without this thread polling it.
+  static constexpr absl::Duration kFollowPoll = absl::Milliseconds(50);
 
   const grpc::ChannelArguments args_;
   std::shared_ptr<Node> endpoint_;
