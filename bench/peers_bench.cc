@@ -67,8 +67,11 @@ std::vector<double> TimeAppends(uint64_t count, AppendFn append) {
   return lat;
 }
 
-// `label`: the system, and for Kingfisher its driver ("kingfisher-threads" for threads).
-void Print(const Flags& f, const std::vector<double>& all, double seconds) {
+// The line of a run: `lat` holds each producer's latencies. The label is the system, and for
+// Kingfisher its driver ("kingfisher-threads" for threads).
+void Print(const Flags& f, const std::vector<std::vector<double>>& lat, double seconds) {
+  std::vector<double> all;
+  for (const auto& v : lat) all.insert(all.end(), v.begin(), v.end());
   const auto q = kf::bench::Summarize(all);
   const std::string label =
       f.system == "kingfisher" && f.driver == "threads" ? "kingfisher-threads" : f.system;
@@ -88,10 +91,7 @@ void Run(const Flags& f, PerThread per_thread) {
     threads.emplace_back([&, t] { lat[static_cast<size_t>(t)] = per_thread(t, each); });
   }
   for (auto& th : threads) th.join();
-  const double seconds = Seconds(Clock::now() - t0);
-  std::vector<double> all;
-  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
-  Print(f, all, seconds);
+  Print(f, lat, Seconds(Clock::now() - t0));
 }
 
 void RunKingfisher(const Flags& f) {
@@ -138,10 +138,7 @@ void RunKingfisher(const Flags& f) {
     mu.Await(absl::Condition(
         +[](int* n) { return *n == 0; }, &running));
   }
-  const double seconds = Seconds(Clock::now() - t0);
-  std::vector<double> all;
-  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
-  Print(f, all, seconds);
+  Print(f, lat, Seconds(Clock::now() - t0));
 }
 
 void RunEtcd(const Flags& f) {

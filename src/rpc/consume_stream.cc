@@ -196,7 +196,9 @@ void ConsumeStream::ScanLoop(std::stop_token stop) {
       End(next.status(), /*send_error=*/true);
       return;
     }
-    if (*next != nullptr && !Enqueue(*std::move(next), /*write=*/true)) return;
+    if (*next == nullptr) continue;
+    if (!Enqueue(*std::move(next))) return;
+    WriteIfIdle();
   }
 }
 
@@ -227,23 +229,18 @@ void ConsumeStream::Pump() {
       if (scanner_->NotifyWhenReadable([hook = hook_] { hook->Wake(); })) return;
       continue;  // appended meanwhile, or no longer tailing
     }
-    if (*next != nullptr && !Enqueue(*std::move(next), /*write=*/false)) return;
+    if (*next != nullptr && !Enqueue(*std::move(next))) return;
   }
 }
 
-bool ConsumeStream::Enqueue(ImmutableMessagePtr m, bool write) {
+bool ConsumeStream::Enqueue(ImmutableMessagePtr m) {
   const size_t bytes = QueuedSize(*m);
-  {
-    absl::MutexLock lock(&mu_);
-    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ending_ || HasRoomLocked(); };
-    mu_.Await(absl::Condition(&room));  // a pump checked for room first: no wait there
-    if (ending_) return false;
-    queued_bytes_ += bytes;
-    queue_.push_back(std::move(m));
-    if (!write || write_in_flight_) return true;
-    write_in_flight_ = true;
-  }
-  WriteQueued();
+  absl::MutexLock lock(&mu_);
+  auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ending_ || HasRoomLocked(); };
+  mu_.Await(absl::Condition(&room));  // a pump checked for room first: no wait there
+  if (ending_) return false;
+  queued_bytes_ += bytes;
+  queue_.push_back(std::move(m));
   return true;
 }
 

@@ -93,9 +93,8 @@ class ConsumeStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // it), or it reads the backend again (the scan thread takes over). What it read goes out in
   // one write when it stops, not its first message alone and the rest after that write.
   void Pump();
-  // Queues `m`, waiting for room; with `write`, starts a write if none is in flight. False:
-  // ending.
-  bool Enqueue(ImmutableMessagePtr m, bool write);
+  // Queues `m`, waiting for room. False: ending.
+  bool Enqueue(ImmutableMessagePtr m);
   // Starts a write of what is queued if none is in flight (and the stream is not ending).
   void WriteIfIdle();
   bool HasRoomLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
