@@ -1,5 +1,5 @@
 // tailing_bench: append -> tailing-consumer latency over loopback (bar: p99 < 2 ms,
-// docs/quality-bars.md).
+// docs/quality-bars.md; < 5 ms for --half-peak's phase, docs/performance.md).
 //
 // Starts the real `kingfisher run standalone` (the binary next to this one, or --bin-dir) on a
 // fresh data dir and free loopback ports, then, through the public client library, runs
@@ -265,6 +265,9 @@ struct PhaseResult {
   uint64_t sent = 0;
   uint64_t late = 0;   // phase 2: sends delayed by a full window
   bool paced = false;  // an open loop (phase 2): the paced baseline applies
+  // The append->consumer p99 this phase is held to, in us; 0 for none (the saturating loop).
+  // docs/quality-bars.md bar 4, and 5 ms at half of the peak (performance.md, issue 27).
+  int bar_us = 2000;
   double elapsed = 0;
   double server_cpu = 0, client_cpu = 0;  // seconds
   uint64_t server_switches = 0, client_switches = 0;
@@ -407,12 +410,13 @@ void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& 
   std::printf(
       "%s: %" PRIu64
       " sent (%.0f/s)%s, %zu received | append->consumer us: p50 %.0f p90 %.0f "
-      "p99 %.0f max %.0f (bar p99 < 2000) | append->ack us: p50 %.0f p99 %.0f | fdatasync us: "
-      "p50 %.0f p99 %.0f\n",
+      "p99 %.0f max %.0f%s | append->ack us: p50 %.0f p99 %.0f | fdatasync us: p50 %.0f p99 "
+      "%.0f\n",
       name, r.sent, static_cast<double>(r.sent) / r.elapsed,
       r.late > 0 ? (", " + std::to_string(r.late) + " late (window full)").c_str() : "", e.count,
-      e.p50 * 1e6, e.p90 * 1e6, e.p99 * 1e6, e.max * 1e6, a.p50 * 1e6, a.p99 * 1e6, sync.p50 * 1e6,
-      sync.p99 * 1e6);
+      e.p50 * 1e6, e.p90 * 1e6, e.p99 * 1e6, e.max * 1e6,
+      r.bar_us > 0 ? (" (bar p99 < " + std::to_string(r.bar_us) + ")").c_str() : "", a.p50 * 1e6,
+      a.p99 * 1e6, sync.p50 * 1e6, sync.p99 * 1e6);
   if (paced != nullptr) {
     std::printf(
         "  the disk alone at this rate (group commit, no server) us: p50 %.0f p99 %.0f max %.0f\n",
@@ -521,6 +525,7 @@ int main(int argc, char** argv) {
           saturating.rate = kSaturatingRate;
           PhaseResult peak = RunRate(saturating, kPeakPhase, **producer, receiver, server.pid());
           peak.paced = false;
+          peak.bar_us = 0;
           run.rate = static_cast<double>(peak.sent) / peak.elapsed / 2;
           std::snprintf(name, sizeof(name), "peak (open loop at %.0f/s), <= %d in flight",
                         kSaturatingRate, f.inflight);
@@ -529,7 +534,9 @@ int main(int argc, char** argv) {
         phase2_rate = run.rate;
         std::snprintf(name, sizeof(name), "%.0f/s%s, <= %d in flight", run.rate,
                       f.half_peak ? " (half of the peak)" : "", f.inflight);
-        results.emplace_back(name, RunRate(run, kRatePhase, **producer, receiver, server.pid()));
+        PhaseResult rated = RunRate(run, kRatePhase, **producer, receiver, server.pid());
+        if (f.half_peak) rated.bar_us = 5000;
+        results.emplace_back(name, std::move(rated));
       }
       if (uint64_t d = receiver.duplicates(); d > 0) {
         std::printf("  WARNING: %" PRIu64 " duplicate or out-of-order deliveries\n", d);
