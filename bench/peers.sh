@@ -10,13 +10,17 @@
 # Kingfisher: `kingfisher run standalone` (local backend) through the client library
 # (bench/peers_bench.cc), driven like redis-benchmark (one thread keeping every producer's
 # append in flight) and, as kingfisher-threads, by a thread per producer calling AppendSync.
-# Prints a table with each system's figures and the ratio to Redis.
-# Usage: bench/peers.sh [BUILD_DIR]   env: PEERS_MESSAGES (20000), PEERS_PRODUCERS ("1 8 50")
+# Prints a table with each system's figures and the ratio to Redis. The VM's speed drifts from
+# one minute to the next, so Kingfisher and Redis then run PEERS_ROUNDS - 1 more times each,
+# alternating, and the ratios of every round are printed with their median.
+# Usage: bench/peers.sh [BUILD_DIR]
+#   env: PEERS_MESSAGES (20000), PEERS_PRODUCERS ("1 8 50"), PEERS_ROUNDS (3)
 set -euo pipefail
 BUILD_DIR="${1:-build}"
 BIN="$BUILD_DIR/bin"
 MESSAGES="${PEERS_MESSAGES:-20000}"
 PRODUCERS="${PEERS_PRODUCERS:-1 8 50}"
+ROUNDS="${PEERS_ROUNDS:-3}"
 PAYLOAD_BYTES=1024
 
 need=()
@@ -94,23 +98,35 @@ PIDS+=($NATS_PID)
 
 PAYLOAD=$(head -c "$PAYLOAD_BYTES" /dev/zero | tr '\0' 'p')
 RESULTS="$WORK/results"
+PAIRS="$WORK/pairs"  # the kingfisher and redis lines of every round, "round=R " first
+kingfisher_run() {  # $1: producers
+  "$BIN/peers_bench" --system kingfisher --endpoint "127.0.0.1:$KF_PORT" --producers "$1" \
+    --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES"
+}
+redis_run() {  # $1: producers; redis-benchmark --csv: "test","rps","avg","min","p50","p95","p99","max" (ms)
+  redis-benchmark -p "$REDIS_PORT" -c "$1" -n "$MESSAGES" --csv XADD peers '*' f "$PAYLOAD" |
+    awk -F'","' -v n="$1" 'NR==2 {gsub(/"/,"",$8); printf "redis producers=%s messages=0 seconds=0 per_s=%.0f p50_ms=%s p99_ms=%s\n", n, $2, $5, $7}'
+}
 for n in $PRODUCERS; do
   echo "producers=$n ..." >&2
-  "$BIN/peers_bench" --system kingfisher --endpoint "127.0.0.1:$KF_PORT" --producers "$n" \
-    --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES" >>"$RESULTS"
+  kingfisher_run "$n" | tee -a "$RESULTS" | sed 's/^/round=1 /' >>"$PAIRS"
   "$BIN/peers_bench" --system kingfisher --driver threads --endpoint "127.0.0.1:$KF_PORT" \
     --producers "$n" --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES" >>"$RESULTS"
-  # redis-benchmark --csv: "test","rps","avg","min","p50","p95","p99","max" (ms)
-  redis-benchmark -p "$REDIS_PORT" -c "$n" -n "$MESSAGES" --csv XADD peers '*' f "$PAYLOAD" |
-    awk -F'","' -v n="$n" 'NR==2 {gsub(/"/,"",$8); printf "redis producers=%s messages=0 seconds=0 per_s=%.0f p50_ms=%s p99_ms=%s\n", n, $2, $5, $7}' >>"$RESULTS"
+  redis_run "$n" | tee -a "$RESULTS" | sed 's/^/round=1 /' >>"$PAIRS"
   "$BIN/peers_bench" --system etcd --endpoint "http://127.0.0.1:$ETCD_PORT" --producers "$n" \
     --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES" >>"$RESULTS"
   "$BIN/peers_bench" --system nats --endpoint "127.0.0.1:$NATS_PORT" --producers "$n" \
     --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES" >>"$RESULTS"
+  for ((r = 2; r <= ROUNDS; r++)); do
+    echo "producers=$n, kingfisher and redis, round $r of $ROUNDS ..." >&2
+    kingfisher_run "$n" | sed "s/^/round=$r /" >>"$PAIRS"
+    redis_run "$n" | sed "s/^/round=$r /" >>"$PAIRS"
+  done
 done
 
 echo
 echo "1 KiB appends acknowledged once durable; one in flight per producer; $MESSAGES per run"
+echo "one run of each system (for Kingfisher against Redis, quote the medians below it)"
 echo "nats: $NATS_NOTE"
 awk '
   { sys=$1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
@@ -124,3 +140,29 @@ awk '
       printf "%-18s %9s %12.0f %9.3f %9.3f %9.2fx\n", systems[s], order[j], r, p50[key], p99[key], (base > 0 ? r / base : 0)
     }
   }' "$RESULTS"
+
+echo
+echo "kingfisher against redis, alternating, per round (median last): appends/s ratio, p50 ratio, p99 ratio"
+awk '
+  { round=$1; sub(/round=/, "", round); sys=$2
+    for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+    n = v["producers"]; key = n SUBSEP round
+    if (sys == "kingfisher") { kr[key] = v["per_s"]; k50[key] = v["p50_ms"]; k99[key] = v["p99_ms"] }
+    else { rr[key] = v["per_s"]; r50[key] = v["p50_ms"]; r99[key] = v["p99_ms"] }
+    if (!(n in seen)) { seen[n] = 1; order[++np] = n }
+    if (round + 0 > rounds) rounds = round + 0 }
+  function median(a, m,   i, j, t) {  # a[1..m], sorted in place
+    for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+    return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+  function row(label, num, den, n,   r, m, a, out) {
+    out = ""; m = 0
+    for (r = 1; r <= rounds; r++) {
+      if (den[n SUBSEP r] <= 0) continue
+      a[++m] = num[n SUBSEP r] / den[n SUBSEP r]; out = out sprintf(" %6.2fx", a[m])
+    }
+    printf "%9s  %-10s%s   median %5.2fx\n", n, label, out, (m ? median(a, m) : 0) }
+  END {
+    for (j = 1; j <= np; j++) {
+      row("appends/s", kr, rr, order[j]); row("p50", k50, r50, order[j]); row("p99", k99, r99, order[j])
+    }
+  }' "$PAIRS"
