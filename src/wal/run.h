@@ -38,6 +38,10 @@ class Run {
   AppendContext& operator[](size_t i) { return entries_[i]; }
   std::span<AppendContext> entries() { return {entries_.data(), entries_.size()}; }
   Completion& completion() const { return *completion_; }
+  // The appending thread may write and complete the run itself (WalBackend::
+  // EndAppendsWritingHere): its caller holds no lock that the callbacks take (Wal::AppendBatch).
+  bool may_write_here() const { return may_write_here_; }
+  void set_may_write_here() { may_write_here_ = true; }
 
  private:
   friend class RunRef;
@@ -49,6 +53,7 @@ class Run {
 
   std::atomic<uint32_t> refs_{1};
   Completion* const completion_;
+  bool may_write_here_ = false;
   absl::FixedArray<AppendContext, 1> entries_;
 };
 

@@ -79,6 +79,7 @@ Sequencer::Attempt Sequencer::SequenceOnce(Run& run, size_t from) {
   RunRef::Reserve(run, n);
   uint32_t handed = 0;
   bool release_messages = false;
+  bool held = false;  // a backend hold to end once the lock is released
   {
     absl::MutexLock lock(&mu_);
     absl::StatusOr<TimeTick> tt0 = options_.tso->Allocate(n);
@@ -94,8 +95,10 @@ Sequencer::Attempt Sequencer::SequenceOnce(Run& run, size_t from) {
       bool lcmid_known = false;
       uint64_t next_tt = tt0->value();
       int64_t enqueued = 0;
-      // One group for the run where the backend can (WalBackend::BeginAppends).
-      if (n > 1) backend_->BeginAppends();
+      // One group for the run where the backend can (WalBackend::BeginAppends), and a run of
+      // one that this thread may write itself.
+      held = n > 1 || run.may_write_here();
+      if (held) backend_->BeginAppends();
       for (size_t i = first; i < run.size(); ++i) {
         AppendContext& a = run[i];
         if (a.stage != AppendContext::Stage::kInFlight) continue;
@@ -132,7 +135,6 @@ Sequencer::Attempt Sequencer::SequenceOnce(Run& run, size_t from) {
         last_id_ = *id;
         ++enqueued;
       }
-      if (n > 1) backend_->EndAppends();
       completion_->Enqueued(enqueued);
       release_messages = !retain && enqueued > 0;
     }
@@ -145,6 +147,15 @@ Sequencer::Attempt Sequencer::SequenceOnce(Run& run, size_t from) {
     for (size_t i = first; i < run.size(); ++i) {
       if (run[i].stage != AppendContext::Stage::kEnqueued) continue;
       MutableMessage gone = std::move(run[i].msg);  // takes its storage along
+    }
+  }
+  // After the lock: a backend that writes the group on this thread (and runs its callbacks
+  // here) must not hold up the next run's sequencing meanwhile.
+  if (held) {
+    if (run.may_write_here()) {
+      backend_->EndAppendsWritingHere();
+    } else {
+      backend_->EndAppends();
     }
   }
   return out;

@@ -171,7 +171,9 @@ class Wal {
   // Appends `requests` in their order, as one Append each would (same results, spans and
   // errors), but lets the adaptor pass runs of ordinary messages through its sequencer and
   // its bookkeeping together: what a producer with many messages queued should call. The
-  // default calls Append for each.
+  // callbacks may run on the calling thread before AppendBatch returns (a local WAL whose writer
+  // is idle writes the group itself), so the caller holds no lock that they take. The default
+  // calls Append for each.
   virtual void AppendBatch(std::vector<AppendRequest> requests);
 
   // Blocking convenience over Append.

@@ -121,19 +121,46 @@ absl::StatusOr<MessageId> LocalBackend::AppendEncoded(
   q.data_bytes += size;
   queue_bytes_ += size;
   ++next_id_;
-  if (q.callbacks.size() == 1 && !appending_) work_cv_.Signal();
+  if (q.callbacks.size() == 1 && appending_ == 0) work_cv_.Signal();
   return id;
 }
 
+std::atomic<bool> LocalBackend::someone_writing_here_{false};
+
 void LocalBackend::BeginAppends() {
   absl::MutexLock l(&mu_);
-  appending_ = true;
+  ++appending_;
 }
 
 void LocalBackend::EndAppends() {
   absl::MutexLock l(&mu_);
-  appending_ = false;
-  if (!queue_.callbacks.empty()) work_cv_.Signal();
+  --appending_;
+  if (appending_ == 0 && !queue_.callbacks.empty()) work_cv_.Signal();
+}
+
+void LocalBackend::EndAppendsWritingHere() {
+  absl::Status earlier;
+  {
+    absl::MutexLock l(&mu_);
+    --appending_;
+    if (appending_ > 0 || queue_.callbacks.empty()) return;
+    const bool here = !writer_busy_ && !closing_ && queue_.data_bytes <= kWriteHereBytes &&
+                      !someone_writing_here_.exchange(true, std::memory_order_acquire);
+    if (!here) {
+      work_cv_.Signal();
+      return;
+    }
+    earlier = TakeGroup();
+  }
+  WriteTakenGroup(std::move(earlier));
+  someone_writing_here_.store(false, std::memory_order_release);
+}
+
+absl::Status LocalBackend::TakeGroup() {
+  std::swap(writing_, queue_);
+  queue_.callbacks.swap(spare_callbacks_);
+  writer_busy_ = true;
+  return error_;
 }
 
 void LocalBackend::ReserveFor(uint64_t end) {
@@ -149,42 +176,50 @@ void LocalBackend::WriterLoop() {
     absl::Status earlier;
     {
       absl::MutexLock l(&mu_);
-      while (queue_.callbacks.empty() && !closing_) work_cv_.Wait(&mu_);
+      // An appender writing a group itself (EndAppendsWritingHere) has the writer busy.
+      while (writer_busy_ || (queue_.callbacks.empty() && !closing_)) work_cv_.Wait(&mu_);
       if (queue_.callbacks.empty()) break;  // closing and drained
-      std::swap(writing_, queue_);
-      queue_.callbacks.swap(spare_callbacks_);
-      earlier = error_;
+      earlier = TakeGroup();
     }
-    Completion c;
-    c.bytes = writing_.data_bytes;
-    if (!earlier.ok()) {
-      // A previous group failed: nothing after it reaches the file.
-      c.status = IsFenced(earlier)
-                     ? earlier
-                     : absl::FailedPreconditionError(absl::StrCat(
-                           "local WAL ", pchannel_, ": earlier write error: ", earlier.message()));
-    } else {
-      c.status = WriteAndSync(writing_, &c);
-      if (!c.status.ok()) {
-        c.status = absl::Status(
-            c.status.code(),
-            absl::StrCat("local WAL ", pchannel_, ": write failed: ", c.status.message()));
-        absl::MutexLock l(&mu_);
-        error_ = c.status;  // sticky: the groups queued meanwhile fail on the next rounds
-      }
-    }
-    c.callbacks.swap(writing_.callbacks);  // writing_ gets c's, empty
-    writing_.batches.clear();
-    writing_.data_bytes = 0;
-    if (writing_.bytes.capacity() > kMaxKeptQueueBytes) {
-      std::string().swap(writing_.bytes);
-    } else {
-      writing_.bytes.clear();
-    }
-    Complete(std::move(c));
+    WriteTakenGroup(std::move(earlier));
   }
   absl::MutexLock l(&done_mu_);
   writer_done_ = true;
+}
+
+void LocalBackend::WriteTakenGroup(absl::Status earlier) {
+  Completion c;
+  c.bytes = writing_.data_bytes;
+  if (!earlier.ok()) {
+    // A previous group failed: nothing after it reaches the file.
+    c.status = IsFenced(earlier)
+                   ? earlier
+                   : absl::FailedPreconditionError(absl::StrCat(
+                         "local WAL ", pchannel_, ": earlier write error: ", earlier.message()));
+  } else {
+    c.status = WriteAndSync(writing_, &c);
+    if (!c.status.ok()) {
+      c.status = absl::Status(
+          c.status.code(),
+          absl::StrCat("local WAL ", pchannel_, ": write failed: ", c.status.message()));
+      absl::MutexLock l(&mu_);
+      error_ = c.status;  // sticky: the groups queued meanwhile fail on the next rounds
+    }
+  }
+  c.callbacks.swap(writing_.callbacks);  // writing_ gets c's, empty
+  writing_.batches.clear();
+  writing_.data_bytes = 0;
+  if (writing_.bytes.capacity() > kMaxKeptQueueBytes) {
+    std::string().swap(writing_.bytes);
+  } else {
+    writing_.bytes.clear();
+  }
+  Complete(std::move(c));
+  absl::MutexLock l(&mu_);
+  writer_busy_ = false;
+  // Appends queued meanwhile (unless a hold will) and Close found the writer busy: whoever
+  // wrote this group wakes the writer thread for them (which itself just goes round).
+  if ((appending_ == 0 && !queue_.callbacks.empty()) || closing_) work_cv_.Signal();
 }
 
 absl::Status LocalBackend::WriteAndSync(Queue& group, Completion* c) {

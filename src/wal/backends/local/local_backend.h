@@ -70,6 +70,10 @@ class LocalBackend final : public WalBackend {
       AppendCallback done) override;
   void BeginAppends() override;
   void EndAppends() override;
+  // Writes, syncs and completes what is queued on this thread when the writer is idle, the
+  // group is small and no other pchannel's appender is doing the same (so at most one of the
+  // server's gRPC threads waits for a disk); else wakes the writer, as EndAppends.
+  void EndAppendsWritingHere() override;
   absl::StatusOr<std::unique_ptr<BackendScanner>> Read(const ReadOptions& options) override;
   MessageId NextId() const override;
   absl::StatusOr<MessageId> TailStart(uint64_t bytes) override;
@@ -113,13 +117,24 @@ class LocalBackend final : public WalBackend {
     std::vector<Written> written;
     std::vector<std::shared_ptr<Segment>> new_segments;  // rolled by this group
   };
+  // An appender writes a group itself only below this size: a larger one would hold a gRPC
+  // thread for long, and its fdatasync dominates the hand-off it saves.
+  static constexpr uint64_t kWriteHereBytes = 256 << 10;
+  // Held by the appender writing a group itself, process-wide (EndAppendsWritingHere).
+  static std::atomic<bool> someone_writing_here_;
+
   // Groups this small complete inline on the writer thread, and so does any group when no
   // other waits to be written (the writer would only sleep meanwhile): otherwise a lone
   // appender, or a lone produce request of many messages, pays one more thread wake-up.
   static constexpr size_t kInlineCompletions = 4;
 
   void WriterLoop();
-  // Writes and syncs one group. Writer thread only.
+  // Takes what is queued into writing_ and marks the writer busy; returns the sticky error.
+  absl::Status TakeGroup() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes, syncs and completes writing_ (taken by TakeGroup), then marks the writer idle. By
+  // the writer thread, or by an appender in EndAppendsWritingHere.
+  void WriteTakenGroup(absl::Status earlier);
+  // Writes and syncs one group. By whoever holds writer_busy_.
   absl::Status WriteAndSync(Queue& group, Completion* c);
   void CompletionLoop();
   // Completes `c` inline or hands it to the completion thread, keeping id order.
@@ -158,11 +173,15 @@ class LocalBackend final : public WalBackend {
   uint64_t queue_bytes_ ABSL_GUARDED_BY(mu_) = 0;    // queued + being written
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
-  bool appending_ ABSL_GUARDED_BY(mu_) = false;  // between BeginAppends and EndAppends
-  absl::Status error_ ABSL_GUARDED_BY(mu_);      // sticky write error or FENCED
+  int appending_ ABSL_GUARDED_BY(mu_) = 0;  // holds: BeginAppends not yet ended
+  // A group is being written (writing_ and the members below are in use): by the writer thread
+  // or by an appender writing it itself.
+  bool writer_busy_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);  // sticky write error or FENCED
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 
-  // Writer thread only.
+  // Used only by whoever set writer_busy_ (the writer thread, or an appender writing a group
+  // itself): handed over under mu_.
   std::shared_ptr<fs::WritableFile> active_;
   std::shared_ptr<Segment> active_segment_;
   std::vector<std::shared_ptr<Segment>> new_segments_;  // rolled, not yet published

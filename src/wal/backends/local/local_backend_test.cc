@@ -1,6 +1,7 @@
 #include <atomic>
 #include <future>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -366,6 +367,97 @@ TEST_F(LocalBackendTest, GroupCommitSharesSyncs) {
   auto all = ReadAll(b.get());
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), static_cast<size_t>(kAppends) + 1);
+}
+
+// An appender that ends its hold with EndAppendsWritingHere while the writer is idle writes,
+// syncs and completes the group on its own thread, before the call returns; while the writer
+// is busy, the writer thread takes the group after it, as with EndAppends.
+TEST_F(LocalBackendTest, AnIdleWriterLetsTheAppenderWriteTheGroup) {
+  auto opener = Opener(64 << 20);
+  auto b = OpenOrDie(opener.get());
+  std::thread::id ran_on;
+  b->BeginAppends();
+  ASSERT_TRUE(b->Append("here", [&](absl::Status s) {
+                 EXPECT_TRUE(s.ok()) << s;
+                 ran_on = std::this_thread::get_id();
+               }).ok());
+  b->EndAppendsWritingHere();
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+
+  absl::Notification release;
+  ParkWriter(b.get(), "gate", &release);
+  std::promise<std::thread::id> later;
+  b->BeginAppends();
+  ASSERT_TRUE(b->Append("later", [&](absl::Status s) {
+                 EXPECT_TRUE(s.ok()) << s;
+                 later.set_value(std::this_thread::get_id());
+               }).ok());
+  b->EndAppendsWritingHere();  // returns at once: the writer is busy
+  release.Notify();
+  EXPECT_NE(later.get_future().get(), std::this_thread::get_id());
+  auto all = ReadAll(b.get());
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].data, "here");
+  EXPECT_EQ((*all)[2].data, "later");
+}
+
+// Appenders writing groups themselves, appenders waking the writer and a Close race: every
+// callback runs exactly once, every acknowledged entry is in the log once, in id order.
+TEST_F(LocalBackendTest, AppendersWritingHereAndTheWriterShareTheLog) {
+  auto opener = Opener(1 << 20);
+  auto b = OpenOrDie(opener.get());
+  constexpr int kThreads = 6, kEach = 150;
+  absl::Mutex mu;
+  std::vector<int> calls(kThreads * kEach, 0);
+  std::vector<bool> ok(kThreads * kEach, false);
+  int acked = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        const int k = t * kEach + i;
+        b->BeginAppends();
+        auto id = b->Append(Payload(k), [&, k](absl::Status s) {
+          absl::MutexLock l(&mu);
+          ++calls[k];
+          ok[k] = s.ok();
+          acked += s.ok();
+        });
+        if (t % 2 == 0) {
+          b->EndAppendsWritingHere();
+        } else {
+          b->EndAppends();
+        }
+        if (!id.ok()) {  // closed: refused without a callback
+          absl::MutexLock l(&mu);
+          ++calls[k];
+        }
+      }
+    });
+  }
+  {
+    absl::MutexLock l(&mu);
+    mu.Await(absl::Condition(
+        +[](int* a) { return *a >= kThreads * kEach / 2; }, &acked));
+  }
+  ASSERT_TRUE(b->Close().ok());
+  for (auto& t : threads) t.join();
+  absl::MutexLock l(&mu);
+  for (int k = 0; k < kThreads * kEach; ++k) EXPECT_EQ(calls[k], 1) << k;
+  auto reopened = OpenOrDie(opener.get(), 2);
+  auto all = ReadAll(reopened.get());
+  ASSERT_TRUE(all.ok()) << all.status();
+  std::set<std::string> logged;
+  for (size_t i = 0; i < all->size(); ++i) {
+    EXPECT_EQ((*all)[i].id, MessageId::Local(i));
+    EXPECT_TRUE(logged.insert((*all)[i].data).second) << "twice: " << (*all)[i].data;
+  }
+  for (int k = 0; k < kThreads * kEach; ++k) {
+    if (ok[k]) {
+      EXPECT_TRUE(logged.contains(Payload(k))) << "acknowledged, not in the log: " << k;
+    }
+  }
 }
 
 // The active segment is preallocated ahead of its data (here up to the 1 MiB roll size); after
