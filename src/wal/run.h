@@ -39,7 +39,8 @@ class Run {
   std::span<AppendContext> entries() { return {entries_.data(), entries_.size()}; }
   Completion& completion() const { return *completion_; }
   // The appending thread may write and complete the run itself (WalBackend::
-  // EndAppendsWritingHere): its caller holds no lock that the callbacks take (Wal::AppendBatch).
+  // EndAppendsWritingHere): its caller holds no lock that the callbacks take and waits for its
+  // answers (Wal::AppendBatch with WalOptions::batch_appenders_write).
   bool may_write_here() const { return may_write_here_; }
   void set_may_write_here() { may_write_here_ = true; }
 

@@ -109,6 +109,13 @@ struct WalOptions {
   // cheap): an error refuses the run's Inserts with it and appends nothing of them (the node's
   // growing-memory limit, docs/search.md). Empty: every Insert is admitted.
   std::function<absl::Status()> admit_inserts;
+  // AppendBatch's callers submit one batch and wait for its answers before the next (a produce
+  // stream reads its next request after the last one was handed over; the replicate appender
+  // waits), so a backend whose writer is idle may write the batch on the calling thread
+  // (WalBackend::EndAppendsWritingHere): one thread wake-up less per round trip. Off for a
+  // caller that keeps many batches in flight from one thread: it would stop submitting while
+  // it syncs, and the groups would shrink to one batch each.
+  bool batch_appenders_write = false;
 };
 
 // Where a reader starts (docs/semantics.md §3 DeliverPolicy).
@@ -170,10 +177,10 @@ class Wal {
 
   // Appends `requests` in their order, as one Append each would (same results, spans and
   // errors), but lets the adaptor pass runs of ordinary messages through its sequencer and
-  // its bookkeeping together: what a producer with many messages queued should call. The
-  // callbacks may run on the calling thread before AppendBatch returns (a local WAL whose writer
-  // is idle writes the group itself), so the caller holds no lock that they take. The default
-  // calls Append for each.
+  // its bookkeeping together: what a producer with many messages queued should call. With
+  // WalOptions::batch_appenders_write the callbacks may run on the calling thread before
+  // AppendBatch returns, so the caller holds no lock that they take. The default calls Append
+  // for each.
   virtual void AppendBatch(std::vector<AppendRequest> requests);
 
   // Blocking convenience over Append.

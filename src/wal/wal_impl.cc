@@ -187,7 +187,7 @@ void WalImpl::AppendBatch(std::vector<AppendRequest> requests) {
       continue;
     }
     RunRef run = Run::Create(&completion_, end - i);
-    run->set_may_write_here();  // Wal::AppendBatch's contract
+    if (options_.batch_appenders_write) run->set_may_write_here();
     for (AppendContext& a : run->entries()) {
       AppendRequest& r = requests[i++];
       a.msg = std::move(r.msg);

@@ -183,6 +183,8 @@ absl::Status StreamingNode::Open(const std::string& pchannel, Term term) {
   if (!backend.ok()) return failed(backend.status());
   wal::WalOptions wo = options_.wal;
   wo.pchannel = pchannel;
+  // Its AppendBatch callers, produce streams and the replicate appender, wait for each batch.
+  wo.batch_appenders_write = true;
   auto w = wal::OpenWal(std::move(wo), *std::move(backend));
   if (!w.ok()) return failed(w.status());
   std::shared_ptr<wal::Wal> wal(*std::move(w));

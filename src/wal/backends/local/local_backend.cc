@@ -144,7 +144,11 @@ void LocalBackend::EndAppendsWritingHere() {
     absl::MutexLock l(&mu_);
     --appending_;
     if (appending_ > 0 || queue_.callbacks.empty()) return;
-    const bool here = !writer_busy_ && !closing_ && queue_.data_bytes <= kWriteHereBytes &&
+    // Only when the queue is all this WAL has in flight (nothing written and awaiting its
+    // callbacks): a caller that keeps many appends in flight would otherwise stop submitting
+    // while it syncs a small group, and the groups would shrink to what it holds.
+    const bool here = !writer_busy_ && !closing_ && queue_bytes_ == queue_.data_bytes &&
+                      queue_.data_bytes <= kWriteHereBytes &&
                       !someone_writing_here_.exchange(true, std::memory_order_acquire);
     if (!here) {
       work_cv_.Signal();

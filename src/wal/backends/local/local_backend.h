@@ -70,9 +70,10 @@ class LocalBackend final : public WalBackend {
       AppendCallback done) override;
   void BeginAppends() override;
   void EndAppends() override;
-  // Writes, syncs and completes what is queued on this thread when the writer is idle, the
-  // group is small and no other pchannel's appender is doing the same (so at most one of the
-  // server's gRPC threads waits for a disk); else wakes the writer, as EndAppends.
+  // Writes, syncs and completes what is queued on this thread when it is all the log has in
+  // flight (the writer idle, no group awaiting its callbacks), it is small and no other
+  // pchannel's appender is doing the same (so at most one of the server's gRPC threads waits
+  // for a disk); else wakes the writer, as EndAppends.
   void EndAppendsWritingHere() override;
   absl::StatusOr<std::unique_ptr<BackendScanner>> Read(const ReadOptions& options) override;
   MessageId NextId() const override;
