@@ -14,9 +14,12 @@
 // microseconds on a VM). While groups are small, a ZeroAhead thread writes zeros just past the
 // data, so their fdatasyncs flush data only. A write or sync error is sticky: that group and
 // everything after fail, nothing is written again. A higher fence fails the group with FENCED.
+// An appender that ends its hold with EndAppendsWritingHere may do the writer's work for one
+// group itself, when the writer would otherwise be woken from idle for it.
 //
-// Thread-safety: thread-safe. Callbacks run on the writer thread without locks held; they
-// must be cheap and must not call Close().
+// Thread-safety: thread-safe. Callbacks run without locks held on the writer thread, the
+// completion thread or (EndAppendsWritingHere) the appender's; they must be cheap and must not
+// call Close().
 // Ownership: owns its files and writer thread; scanners share the LogState and may outlive it.
 #pragma once
 
