@@ -144,9 +144,9 @@ void LocalBackend::EndAppendsWritingHere() {
     absl::MutexLock l(&mu_);
     --appending_;
     if (appending_ > 0 || queue_.callbacks.empty()) return;
-    // Only when the queue is all this WAL has in flight (nothing written and awaiting its
-    // callbacks): a caller that keeps many appends in flight would otherwise stop submitting
-    // while it syncs a small group, and the groups would shrink to what it holds.
+    // Only a lone round trip's group: the queue is all this WAL has in flight (no group still
+    // written or awaiting its callbacks, which also means the writer is idle; writer_busy_ is
+    // what guards writing_). Otherwise the writer thread is the one to take it.
     const bool here = !writer_busy_ && !closing_ && queue_bytes_ == queue_.data_bytes &&
                       queue_.data_bytes <= kWriteHereBytes &&
                       !someone_writing_here_.exchange(true, std::memory_order_acquire);
