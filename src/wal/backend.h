@@ -19,6 +19,10 @@
 #include "common/strong_id.h"
 #include "message/message_id.h"
 
+namespace kf::metrics {
+class Histogram;
+}  // namespace kf::metrics
+
 namespace kf::wal {
 
 // One stored entry, as read back.
@@ -125,6 +129,11 @@ struct OpenOptions {
   // also in other processes). Opening below the highest term seen fails with FENCED.
   Term term;
   bool read_only = false;  // a reader that never fences anyone
+  // Observes the seconds of each of the backend's persistence operations, successful ones
+  // (kf_wal_flush_duration_seconds, wal_metrics.h): local, a group's write and fdatasync;
+  // objectstore, a block's upload; quorum, one member's AddEntries round trip. Null: none.
+  // Must outlive the backend.
+  metrics::Histogram* flush_duration = nullptr;
 };
 
 // Creates backends of one kind. Thread-safe.

@@ -54,4 +54,13 @@ void WalMetrics::AppendFinished(const absl::Status& status, Clock::time_point st
   appends_->With({pchannel_, StreamingCodeName(GetStreamingCode(status))})->Inc();
 }
 
+metrics::Histogram* FlushDuration(metrics::Registry& registry, const std::string& pchannel) {
+  return registry
+      .GetHistogram("kf_wal_flush_duration_seconds",
+                    "Seconds of each persistence operation of the WAL backend: a local group's "
+                    "write and fdatasync, an object block's upload, a quorum member's AddEntries",
+                    {"pchannel"}, metrics::LatencyBucketsSeconds())
+      .With({pchannel});
+}
+
 }  // namespace kf::wal

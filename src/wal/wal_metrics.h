@@ -5,6 +5,10 @@
 //   kf_wal_deduplicated_appends_total{pchannel}  retries answered from the `_ik` table
 //   kf_wal_read_messages_total{pchannel,mode} messages returned to readers (tailing|catchup)
 // Only appends made through Wal::Append count; the adaptor's own TimeTicks do not.
+// The backend's own figure, given to it when it opens (OpenOptions::flush_duration):
+//   kf_wal_flush_duration_seconds{pchannel}   one persistence operation (a local group's write
+//                                             and fdatasync, an object block's upload, a quorum
+//                                             member's AddEntries)
 //
 // The children are resolved once, when the Wal opens, so the append path costs a clock read at
 // each end, one bucket search and a few relaxed atomic adds, with no lock and no allocation;
@@ -48,5 +52,9 @@ class WalMetrics {
   metrics::Counter* const read_tailing_;
   metrics::Counter* const read_catchup_;
 };
+
+// The child of kf_wal_flush_duration_seconds for `pchannel`: what a backend opened for it is
+// given as OpenOptions::flush_duration. Owned by `registry`.
+metrics::Histogram* FlushDuration(metrics::Registry& registry, const std::string& pchannel);
 
 }  // namespace kf::wal

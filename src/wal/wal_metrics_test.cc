@@ -146,5 +146,20 @@ TEST_F(WalMetricsTest, LocalBackendReportsItsStoredBytes) {
   EXPECT_LE(*wal->StoredBytes(), on_disk);
 }
 
+// Each group commit is one flush: appends one at a time (each waits for its fdatasync) are a
+// group each.
+TEST_F(WalMetricsTest, LocalBackendObservesEachFlush) {
+  metrics::Histogram* flushes = FlushDuration(registry_, kPChannel);
+  auto opener = local::NewLocalOpener({.root = (dir_ / "wal").string()});
+  auto backend = opener->Open({.pchannel = kPChannel, .term = Term(1), .flush_duration = flushes});
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto wal = Open(*std::move(backend));
+  const metrics::Histogram::Snapshot before = flushes->Read();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(wal->AppendSync({}, Insert("m")).ok());
+  const metrics::Histogram::Snapshot after = flushes->Read();
+  EXPECT_EQ(after.count - before.count, 5u);
+  EXPECT_GT(after.sum, before.sum);
+}
+
 }  // namespace
 }  // namespace kf::wal

@@ -282,6 +282,8 @@ TEST_F(MetricsE2ETest, MetricsAccountForProducedAndConsumedMessages) {
   EXPECT_EQ(after.types.at("kf_wal_append_latency_seconds"), "histogram");
   EXPECT_EQ(after.Sum("kf_wal_append_latency_seconds_count"), kMessages);
   EXPECT_GT(after.Sum("kf_wal_append_latency_seconds_sum"), 0);
+  EXPECT_EQ(after.types.at("kf_wal_flush_duration_seconds"), "histogram");
+  EXPECT_GT(after.Sum("kf_wal_flush_duration_seconds_sum"), 0);
   for (int p = 0; p < 4; ++p) {
     const std::string pchannel = "kf-dml_" + std::to_string(p);
     std::vector<Sample> buckets =
@@ -297,6 +299,11 @@ TEST_F(MetricsE2ETest, MetricsAccountForProducedAndConsumedMessages) {
       prev = n;
     }
     EXPECT_EQ(prev, after.Sum("kf_wal_append_latency_seconds_count", {{"pchannel", pchannel}}));
+    // The backend's flushes (its own TimeTicks' groups too): at least one per pchannel written.
+    if (prev > 0) {
+      EXPECT_GE(after.Sum("kf_wal_flush_duration_seconds_count", {{"pchannel", pchannel}}), 1)
+          << pchannel;
+    }
     EXPECT_EQ(after.Sum("kf_pchannel_assigned", {{"pchannel", pchannel}, {"node", "1"}}), 1);
     EXPECT_GE(after.Sum("kf_pchannel_term", {{"pchannel", pchannel}}), 1);
     // Followed for search; raw vchannels have no schema, so nothing grows.

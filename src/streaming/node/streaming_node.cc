@@ -6,6 +6,7 @@
 #include "common/absl_compat.h"
 #include "common/errors.h"
 #include "spdlog/spdlog.h"
+#include "wal/wal_metrics.h"
 
 namespace kf::streaming {
 namespace {
@@ -179,7 +180,12 @@ absl::Status StreamingNode::Open(const std::string& pchannel, Term term) {
     open_error_ = WithContext(s, absl::StrCat("open ", pchannel, " at term ", term.value()));
     return open_error_;
   };
-  auto backend = options_.opener->Open(wal::OpenOptions{.pchannel = pchannel, .term = term});
+  metrics::Registry& registry =
+      options_.wal.metrics != nullptr ? *options_.wal.metrics : metrics::DefaultRegistry();
+  auto backend = options_.opener->Open(
+      wal::OpenOptions{.pchannel = pchannel,
+                       .term = term,
+                       .flush_duration = wal::FlushDuration(registry, pchannel)});
   if (!backend.ok()) return failed(backend.status());
   wal::WalOptions wo = options_.wal;
   wo.pchannel = pchannel;

@@ -3,12 +3,14 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "common/absl_compat.h"
 #include "common/coding.h"
 #include "common/crash_point.h"
 #include "common/errors.h"
+#include "common/metrics/histogram.h"
 #include "common/status_macros.h"
 #include "format/record_batch.h"
 #include "wal/backends/local/disk_view.h"
@@ -28,14 +30,15 @@ LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchann
 
 LocalBackend::LocalBackend(const LocalOpenerOptions& options, std::string pchannel, Term term,
                            std::shared_ptr<LogState> state, WriterInit init,
-                           std::shared_ptr<FenceSignal> fence)
+                           std::shared_ptr<FenceSignal> fence, metrics::Histogram* flush_duration)
     : options_(options),
       fs_(state->fs()),
       pchannel_(std::move(pchannel)),
       term_(term),
       read_only_(false),
       state_(std::move(state)),
-      fence_(std::move(fence)) {
+      fence_(std::move(fence)),
+      flush_duration_(flush_duration) {
   active_ = std::move(init.active);
   active_segment_ = std::move(init.active_segment);
   {
@@ -227,8 +230,13 @@ void LocalBackend::WriteTakenGroup(absl::Status earlier) {
 }
 
 absl::Status LocalBackend::WriteAndSync(Queue& group, Completion* c) {
+  const auto start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(WriteGroup(group, &c->written));
   RETURN_IF_ERROR(active_->Sync());
+  if (flush_duration_ != nullptr) {
+    flush_duration_->Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   c->new_segments.swap(new_segments_);
   return absl::OkStatus();
 }

@@ -59,10 +59,10 @@ class LocalBackend final : public WalBackend {
   // Read-only backend.
   LocalBackend(const LocalOpenerOptions& options, std::string pchannel, Term term,
                std::shared_ptr<LogState> state);
-  // Writer backend; starts the writer thread.
+  // Writer backend; starts the writer thread. `flush_duration`: OpenOptions::flush_duration.
   LocalBackend(const LocalOpenerOptions& options, std::string pchannel, Term term,
-               std::shared_ptr<LogState> state, WriterInit init,
-               std::shared_ptr<FenceSignal> fence);
+               std::shared_ptr<LogState> state, WriterInit init, std::shared_ptr<FenceSignal> fence,
+               metrics::Histogram* flush_duration);
   ~LocalBackend() override;
 
   std::string_view pchannel() const override { return pchannel_; }
@@ -166,6 +166,7 @@ class LocalBackend final : public WalBackend {
   const bool read_only_;
   std::shared_ptr<LogState> state_;
   std::shared_ptr<FenceSignal> fence_;
+  metrics::Histogram* const flush_duration_ = nullptr;  // may be null
 
   mutable absl::Mutex mu_;
   absl::CondVar work_cv_;

@@ -82,7 +82,7 @@ class LocalOpener final : public WalOpener {
     }
     return std::unique_ptr<WalBackend>(std::make_unique<LocalBackend>(
         options_, options.pchannel, options.term, std::move(recovered->state),
-        std::move(recovered->init), std::move(signal)));
+        std::move(recovered->init), std::move(signal), options.flush_duration));
   }
 
   WalKind kind() const override { return WalKind::kLocal; }

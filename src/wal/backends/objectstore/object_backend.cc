@@ -1,10 +1,12 @@
 #include "wal/backends/objectstore/object_backend.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "common/backoff.h"
 #include "common/errors.h"
+#include "common/metrics/histogram.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 #include "wal/backends/objectstore/compactor.h"
@@ -19,11 +21,13 @@ ObjectBackend::ObjectBackend(const ObjectOpenerOptions& options, Term term,
 }
 
 ObjectBackend::ObjectBackend(const ObjectOpenerOptions& options, Term term,
-                             std::shared_ptr<LogView> view, VersionedMeta meta)
+                             std::shared_ptr<LogView> view, VersionedMeta meta,
+                             metrics::Histogram* flush_duration)
     : options_(options),
       term_(term),
       read_only_(false),
       view_(std::move(view)),
+      flush_duration_(flush_duration),
       generation_(meta.meta.generation()) {
   const auto& open = meta.meta.segments(meta.meta.segments_size() - 1);
   segment_ = ready_segment_ = open.id();
@@ -154,7 +158,14 @@ void ObjectBackend::UploadLoop() {
       ++uploading_;
       mu_.Unlock();
       if (roll) s = Roll(b->segment);
-      if (s.ok()) s = Upload(*b);
+      if (s.ok()) {
+        const auto start = std::chrono::steady_clock::now();
+        s = Upload(*b);
+        if (s.ok() && flush_duration_ != nullptr) {
+          flush_duration_->Observe(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        }
+      }
       mu_.Lock();
       --uploading_;
     }

@@ -39,9 +39,9 @@ class ObjectBackend final : public WalBackend {
   // Read-only backend over a refreshed view.
   ObjectBackend(const ObjectOpenerOptions& options, Term term, std::shared_ptr<LogView> view);
   // Writer backend: `meta` as OpenForWrite left it (the open segment last, also last in the
-  // view). Starts the threads.
+  // view). Starts the threads. `flush_duration`: OpenOptions::flush_duration.
   ObjectBackend(const ObjectOpenerOptions& options, Term term, std::shared_ptr<LogView> view,
-                VersionedMeta meta);
+                VersionedMeta meta, metrics::Histogram* flush_duration);
   ~ObjectBackend() override;
 
   std::string_view pchannel() const override { return view_->layout().pchannel(); }
@@ -102,6 +102,7 @@ class ObjectBackend final : public WalBackend {
   const Term term_;
   const bool read_only_;
   const std::shared_ptr<LogView> view_;
+  metrics::Histogram* const flush_duration_ = nullptr;  // may be null
   uint64_t generation_ = 0;
 
   absl::Mutex meta_mu_;  // serialises metadata changes (roll, truncate)

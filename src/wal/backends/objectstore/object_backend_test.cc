@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/errors.h"
+#include "common/metrics/histogram.h"
 #include "common/testing/wait_until.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -92,6 +93,22 @@ TEST(ObjectBackendTest, ParallelUploadsAreAcknowledgedInIdOrder) {
     EXPECT_EQ(batch.done[i].first, i) << "callback " << i << " out of id order";
   }
   EXPECT_GT(stores.fault()->calls(object::FaultObjectStore::Op::kPut), 1u);
+}
+
+// Each block's upload is one flush (OpenOptions::flush_duration); the fence block written at
+// open is not.
+TEST(ObjectBackendTest, EachBlockUploadIsObservedAsAFlush) {
+  Stores stores;
+  metrics::Histogram flushes(&metrics::LatencyBucketsSeconds());
+  OpenOptions open = Writer(kPch, 1);
+  open.flush_duration = &flushes;
+  auto b = NewObjectOpener(stores.Options())->Open(open);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const uint64_t puts = stores.fault()->calls(object::FaultObjectStore::Op::kPut);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(AppendSync(b->get(), absl::StrCat("e", i)).ok());
+  EXPECT_EQ(flushes.Read().count, stores.fault()->calls(object::FaultObjectStore::Op::kPut) - puts);
+  EXPECT_GE(flushes.Read().count, 5u);  // each append waited for its block
+  EXPECT_TRUE((*b)->Close().ok());
 }
 
 TEST(ObjectBackendTest, ReopenRecoversEveryEntryAndContinuesInANewSegment) {

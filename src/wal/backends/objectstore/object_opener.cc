@@ -43,7 +43,7 @@ class ObjectOpener final : public WalOpener {
       view->TakeTruncation(log.meta.meta);
     }
     return std::unique_ptr<WalBackend>(std::make_unique<ObjectBackend>(
-        options_, options.term, std::move(view), std::move(log.meta)));
+        options_, options.term, std::move(view), std::move(log.meta), options.flush_duration));
   }
 
   WalKind kind() const override { return WalKind::kObjectStore; }

@@ -3,12 +3,14 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/backoff.h"
 #include "common/errors.h"
+#include "common/metrics/histogram.h"
 #include "common/status_macros.h"
 #include "format/segment_object.h"
 #include "wal/backends/quorum/ensemble.h"
@@ -37,6 +39,7 @@ QuorumBackend::QuorumBackend(const QuorumOpenerOptions& options, LogStorePool* p
       term_(term),
       read_only_(false),
       epoch_(init.epoch),
+      flush_duration_(init.flush_duration),
       meta_(std::move(meta)),
       view_(std::move(view)) {
   auto seg = std::make_unique<Segment>();
@@ -186,7 +189,12 @@ void QuorumBackend::SenderLoop(Segment* seg, size_t member) {
     req.set_segment(seg->id);
     req.set_epoch(epoch_);
     for (const auto& d : batch) req.add_entries(*d);
+    const auto start = std::chrono::steady_clock::now();
     auto r = client->AddEntries(req, absl::Now() + options_.rpc_timeout);
+    if (r.ok() && flush_duration_ != nullptr) {
+      flush_duration_->Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
     std::optional<uint64_t> behind;  // the logstore's end when it is behind what we assumed
     if (absl::IsOutOfRange(r.status())) {
       kingfisher::v1::ReadEntriesRequest probe;

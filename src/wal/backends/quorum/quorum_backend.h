@@ -34,11 +34,13 @@ namespace kf::wal::quorum {
 
 class QuorumBackend final : public WalBackend {
  public:
-  // What Open hands a writer: its epoch and the segment it writes first (created in metadata).
+  // What Open hands a writer: its epoch, the segment it writes first (created in metadata) and
+  // OpenOptions::flush_duration.
   struct WriterInit {
     uint64_t epoch = 0;
     uint64_t segment = 0;
     SegmentRecord record;
+    metrics::Histogram* flush_duration = nullptr;
   };
 
   // Read-only backend.
@@ -107,6 +109,7 @@ class QuorumBackend final : public WalBackend {
   const Term term_;
   const bool read_only_;
   const uint64_t epoch_;
+  metrics::Histogram* const flush_duration_ = nullptr;  // may be null
   std::unique_ptr<QuorumMeta> meta_;  // the acker thread's (writer) or the scanners' (reader)
   std::shared_ptr<LogView> view_;
 

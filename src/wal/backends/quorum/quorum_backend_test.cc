@@ -8,6 +8,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/errors.h"
+#include "common/metrics/histogram.h"
 #include "common/testing/wait_until.h"
 #include "format/segment_object.h"
 #include "gmock/gmock.h"
@@ -76,6 +77,22 @@ TEST(QuorumBackendTest, AppendsAreReadBackInOrder) {
   EXPECT_TRUE(absl::IsDeadlineExceeded((*scanner)->Next(absl::Now()).status()));
   ASSERT_TRUE((*b)->Close().ok());
   EXPECT_TRUE(absl::IsCancelled((*b)->Append("x", nullptr).status()));
+}
+
+// Each member's successful AddEntries is one flush (OpenOptions::flush_duration): an append is
+// acknowledged after two of the three, and no member sends an entry twice here.
+TEST(QuorumBackendTest, EachMembersAddEntriesIsObservedAsAFlush) {
+  QuorumEnv env(3);
+  metrics::Histogram flushes(&metrics::LatencyBucketsSeconds());
+  OpenOptions open = Writer("ch", 1);
+  open.flush_duration = &flushes;
+  auto opener = NewQuorumOpener(env.Options());  // its backends borrow its options and pool
+  auto b = opener->Open(open);
+  ASSERT_TRUE(b.ok()) << b.status();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(AppendSync(b->get(), Payload(i)).ok());
+  EXPECT_GE(flushes.Read().count, 6u);
+  ASSERT_TRUE((*b)->Close().ok());
+  EXPECT_LE(flushes.Read().count, 9u);
 }
 
 TEST(QuorumBackendTest, RollsSegmentsAndSpreadsEnsembles) {

@@ -75,7 +75,7 @@ class QuorumOpener final : public WalOpener {
       }
     }
     if (put.size() > 1) SealReplicas(open.pchannel, put.begin()->first, put.begin()->second, epoch);
-    QuorumBackend::WriterInit init{epoch, next, std::move(created)};
+    QuorumBackend::WriterInit init{epoch, next, std::move(created), open.flush_duration};
     return std::unique_ptr<WalBackend>(
         std::make_unique<QuorumBackend>(options_, &pool_, open.pchannel, open.term, std::move(meta),
                                         std::move(view), std::move(init)));
