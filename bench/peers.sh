@@ -99,9 +99,19 @@ PIDS+=($NATS_PID)
 PAYLOAD=$(head -c "$PAYLOAD_BYTES" /dev/zero | tr '\0' 'p')
 RESULTS="$WORK/results"
 PAIRS="$WORK/pairs"  # the kingfisher and redis lines of every round, "round=R " first
+FLUSHES="$WORK/flushes"  # per Kingfisher round: producers, its WAL flushes and their seconds
+kf_flush_totals() {  # "<flushes> <seconds>" from the server's kf_wal_flush_duration_seconds
+  curl -sf "http://127.0.0.1:$KF_HTTP/metrics" |
+    awk '/^kf_wal_flush_duration_seconds_count/ {c += $NF} /^kf_wal_flush_duration_seconds_sum/ {s += $NF}
+         END {printf "%d %.9f\n", c, s}'
+}
 kingfisher_run() {  # $1: producers
+  local before after
+  before=$(kf_flush_totals)
   "$BIN/peers_bench" --system kingfisher --endpoint "127.0.0.1:$KF_PORT" --producers "$1" \
     --messages "$MESSAGES" --payload-bytes "$PAYLOAD_BYTES"
+  after=$(kf_flush_totals)
+  echo "$1 $before $after" >>"$FLUSHES"
 }
 redis_run() {  # $1: producers; redis-benchmark --csv: "test","rps","avg","min","p50","p95","p99","max" (ms)
   redis-benchmark -p "$REDIS_PORT" -c "$1" -n "$MESSAGES" --csv XADD peers '*' f "$PAYLOAD" |
@@ -166,3 +176,9 @@ awk '
       row("appends/s", kr, rr, order[j]); row("p50", k50, r50, order[j]); row("p99", k99, r99, order[j])
     }
   }' "$PAIRS"
+
+echo
+echo "kingfisher's WAL flushes (a group's write + fdatasync, kf_wal_flush_duration_seconds), all rounds"
+awk '{ n = $1; f[n] += $4 - $2; t[n] += $5 - $3; if (!(n in seen)) { seen[n] = 1; order[++np] = n } }
+  END { for (j = 1; j <= np; j++) { n = order[j]; if (f[n] <= 0) continue
+          printf "%9s producers: %.1f appends per flush, mean flush %.0f us\n", n, '"$MESSAGES"' * '"$ROUNDS"' / f[n], t[n] / f[n] * 1e6 } }' "$FLUSHES"

@@ -3,12 +3,15 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include "common/testing/loopback.h"
 
 namespace kf::bench {
 namespace {
@@ -64,6 +67,25 @@ uint64_t ContextSwitches(pid_t pid) {
              StatusField(status, "nonvoluntary_ctxt_switches");
   }
   return total;
+}
+
+double MetricSum(int http_port, std::string_view name) {
+  const std::string body = kf::testing::HttpGet(http_port, "/metrics");
+  double sum = 0;
+  bool found = false;
+  for (size_t at = 0, end; at < body.size(); at = end + 1) {
+    end = std::min(body.find('\n', at), body.size());
+    const std::string_view line(body.data() + at, end - at);
+    if (line.size() <= name.size() || line.substr(0, name.size()) != name) continue;
+    if (line[name.size()] != '{' && line[name.size()] != ' ') continue;  // a longer name
+    const std::string value(line.substr(line.rfind(' ') + 1));
+    char* parsed_to = nullptr;
+    const double v = std::strtod(value.c_str(), &parsed_to);
+    if (parsed_to == value.c_str()) continue;
+    sum += v;
+    found = true;
+  }
+  return found ? sum : -1;
 }
 
 }  // namespace kf::bench

@@ -33,13 +33,13 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "bench_flags.h"
 #include "bench_util.h"
 #include "kingfisher/client.h"
 #include "kingfisher/collections.h"
 #include "kingfisher/producer.h"
+#include "process_stats.h"
 #include "search/growing_segment.h"
 #include "search/index_builder.h"
 #include "search/segment_search.h"
@@ -71,17 +71,6 @@ std::vector<float> Clustered(int rows, int dim, std::mt19937& rng) {
     for (int d = 0; d < dim; ++d) out[static_cast<size_t>(r) * dim + d] = c[d] + narrow(rng);
   }
   return out;
-}
-
-// A gauge without labels from the server's /metrics; -1 if absent.
-double Gauge(int http_port, const std::string& name) {
-  const std::string body = kf::testing::HttpGet(http_port, "/metrics");
-  const size_t at = body.find("\n" + name + " ");
-  double v = -1;
-  if (at == std::string::npos) return v;
-  const size_t begin = at + name.size() + 2;
-  if (!absl::SimpleAtod(body.substr(begin, body.find('\n', begin) - begin), &v)) return -1;
-  return v;
 }
 
 double Recall(const std::vector<std::vector<int64_t>>& want,
@@ -247,7 +236,7 @@ int main(int argc, char** argv) {
         !r.ok()) {
       Die("search: " + r.status().ToString());
     }
-    while (Gauge(server.http_port(), "kf_index_queue") != 0) {
+    while (kf::bench::MetricSum(server.http_port(), "kf_index_queue") != 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling a gauge
     }
   }

@@ -20,7 +20,9 @@
 // log: PacedGroupCommit), each measured before the server starts and after it stops, and pooled.
 // Each phase also prints CPU and context switches per message of both processes: a message crosses
 // about a dozen threads between append and delivery, and where waking a sleeping thread costs
-// tens of microseconds (a VM) those hand-offs, not the disk, set the latency.
+// tens of microseconds (a VM) those hand-offs, not the disk, set the latency. And the server's
+// own WAL flushes in the phase (kf_wal_flush_duration_seconds): how many, appends per flush and
+// their mean, the disk's share of the ack latency.
 //
 // Usage: tailing_bench [--seconds S] [--rate N | --half-peak] [--inflight N] [--size BYTES]
 //                      [--dir DIR] [--bin-dir DIR] [--vchannel NAME] [--phase 1|2|both]
@@ -271,28 +273,43 @@ struct PhaseResult {
   double elapsed = 0;
   double server_cpu = 0, client_cpu = 0;  // seconds
   uint64_t server_switches = 0, client_switches = 0;
+  // The server's WAL flushes (kf_wal_flush_duration_seconds): a group's write and fdatasync.
+  double flushes = 0, flush_seconds = 0;
 };
 
-// CPU and context switches of the server and of this process (producer + consumer) over one
-// phase.
+// The server under test: its process and its HTTP port (for /metrics).
+struct ServerRef {
+  pid_t pid;
+  int http_port;
+};
+
+// CPU and context switches of the server and of this process (producer + consumer), and the
+// server's WAL flushes, over one phase.
 struct ProcessMeter {
-  pid_t server;
+  ServerRef server;
   double server_cpu0, self_cpu0;
   uint64_t server_switches0, self_switches0;
-  explicit ProcessMeter(pid_t server_pid)
-      : server(server_pid),
-        server_cpu0(kf::bench::CpuSeconds(server_pid)),
+  double flushes0, flush_seconds0;
+  explicit ProcessMeter(const ServerRef& s)
+      : server(s),
+        server_cpu0(kf::bench::CpuSeconds(s.pid)),
         self_cpu0(kf::bench::CpuSeconds(0)),
-        server_switches0(kf::bench::ContextSwitches(server_pid)),
-        self_switches0(kf::bench::ContextSwitches(0)) {}
+        server_switches0(kf::bench::ContextSwitches(s.pid)),
+        self_switches0(kf::bench::ContextSwitches(0)),
+        flushes0(kf::bench::MetricSum(s.http_port, kFlushCount)),
+        flush_seconds0(kf::bench::MetricSum(s.http_port, kFlushSum)) {}
   void Record(PhaseResult* r) const {
     // Counts of threads that exited meanwhile are gone from the sums: never below zero.
     auto since = [](uint64_t now, uint64_t then) { return now > then ? now - then : 0; };
-    r->server_cpu = kf::bench::CpuSeconds(server) - server_cpu0;
+    r->server_cpu = kf::bench::CpuSeconds(server.pid) - server_cpu0;
     r->client_cpu = kf::bench::CpuSeconds(0) - self_cpu0;
-    r->server_switches = since(kf::bench::ContextSwitches(server), server_switches0);
+    r->server_switches = since(kf::bench::ContextSwitches(server.pid), server_switches0);
     r->client_switches = since(kf::bench::ContextSwitches(0), self_switches0);
+    r->flushes = kf::bench::MetricSum(server.http_port, kFlushCount) - flushes0;
+    r->flush_seconds = kf::bench::MetricSum(server.http_port, kFlushSum) - flush_seconds0;
   }
+  static constexpr char kFlushCount[] = "kf_wal_flush_duration_seconds_count";
+  static constexpr char kFlushSum[] = "kf_wal_flush_duration_seconds_sum";
 };
 
 void Progress(const char* phase, double t, uint64_t sent, uint64_t acked, uint64_t received) {
@@ -303,7 +320,7 @@ void Progress(const char* phase, double t, uint64_t sent, uint64_t acked, uint64
 
 // Phase 1: one append at a time (the next after the previous ack).
 PhaseResult RunSequential(const Flags& f, kingfisher::Producer& producer, Receivers& receiver,
-                          pid_t server) {
+                          const ServerRef& server) {
   constexpr uint64_t kPhase = 1;
   PhaseResult r;
   const ProcessMeter meter(server);
@@ -336,7 +353,7 @@ PhaseResult RunSequential(const Flags& f, kingfisher::Producer& producer, Receiv
 // Phase 2: open loop at f.rate with at most f.inflight unacknowledged appends, for f.seconds;
 // `phase` numbers its messages.
 PhaseResult RunRate(const Flags& f, uint64_t phase, kingfisher::Producer& producer,
-                    Receivers& receiver, pid_t server) {
+                    Receivers& receiver, const ServerRef& server) {
   PhaseResult r;
   r.paced = true;
   const ProcessMeter meter(server);
@@ -433,6 +450,11 @@ void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& 
       "us: p50 %.0f p99 %.0f\n",
       static_cast<double>(r.server_switches) / n, static_cast<double>(r.client_switches) / n,
       wake.p50 * 1e6, wake.p99 * 1e6);
+  if (r.flushes > 0) {
+    std::printf("  server WAL flushes (write + fdatasync): %.0f, %.1f appends each, mean %.0f us\n",
+                r.flushes, static_cast<double>(r.sent) / r.flushes,
+                r.flush_seconds / r.flushes * 1e6);
+  }
   if (e.count != r.sent * consumers) {
     std::printf("  WARNING: %" PRIu64 " deliveries missing after 10 s\n",
                 r.sent * consumers - e.count);
@@ -501,6 +523,7 @@ int main(int argc, char** argv) {
     kf::testing::ServerProcess server({.data_dir = root + "/data"});
     if (!server.Start()) Die("server did not start:\n" + server.Output());
     std::printf("server pid %d on %s\n", static_cast<int>(server.pid()), server.address().c_str());
+    const ServerRef measured{server.pid(), server.http_port()};
     auto client = kingfisher::Client::Connect({.endpoint = server.address()});
     if (!client.ok()) Die("connect: " + client.status().ToString());
     auto producer = (*client)->CreateProducer();
@@ -515,7 +538,7 @@ int main(int argc, char** argv) {
       }
       WarmUp(f, **producer, receiver);
       if (f.phase1) {
-        results.emplace_back("one at a time", RunSequential(f, **producer, receiver, server.pid()));
+        results.emplace_back("one at a time", RunSequential(f, **producer, receiver, measured));
       }
       if (f.phase2) {
         Flags run = f;
@@ -523,7 +546,7 @@ int main(int argc, char** argv) {
         if (f.half_peak) {
           Flags saturating = f;
           saturating.rate = kSaturatingRate;
-          PhaseResult peak = RunRate(saturating, kPeakPhase, **producer, receiver, server.pid());
+          PhaseResult peak = RunRate(saturating, kPeakPhase, **producer, receiver, measured);
           peak.paced = false;
           peak.bar_us = 0;
           run.rate = static_cast<double>(peak.sent) / peak.elapsed / 2;
@@ -534,7 +557,7 @@ int main(int argc, char** argv) {
         phase2_rate = run.rate;
         std::snprintf(name, sizeof(name), "%.0f/s%s, <= %d in flight", run.rate,
                       f.half_peak ? " (half of the peak)" : "", f.inflight);
-        PhaseResult rated = RunRate(run, kRatePhase, **producer, receiver, server.pid());
+        PhaseResult rated = RunRate(run, kRatePhase, **producer, receiver, measured);
         if (f.half_peak) rated.bar_us = 5000;
         results.emplace_back(name, std::move(rated));
       }
