@@ -31,8 +31,9 @@ grpc::ByteBuffer Serialized(const ConsumeResponse& response) {
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ConsumeStream::Start(
     const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
-    RpcMetrics* metrics, TaskThreads* pumps) {
-  auto* stream = new ConsumeStream(registry, options, tracker, metrics, pumps);
+    RpcMetrics* metrics, TaskThreads* pumps, std::string_view peer) {
+  auto* stream =
+      new ConsumeStream(registry, options, tracker, metrics, pumps, pumps->ShardFor(peer));
   if (!tracker->Register(stream, stream->hook_)) {
     stream->End(StreamingError(StreamingCode::kOnShutdown, "server is shutting down"),
                 /*send_error=*/false);
@@ -43,12 +44,13 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ConsumeStream::Star
 }
 
 ConsumeStream::ConsumeStream(const WalRegistry* registry, const StreamingNodeOptions* options,
-                             StreamTracker* tracker, RpcMetrics* metrics, TaskThreads* pumps)
+                             StreamTracker* tracker, RpcMetrics* metrics, TaskThreads* pumps,
+                             size_t shard)
     : registry_(registry),
       options_(options),
       tracker_(tracker),
       metrics_(metrics),
-      hook_(std::make_shared<Hook>(this, pumps)) {}
+      hook_(std::make_shared<Hook>(this, pumps, shard)) {}
 
 void ConsumeStream::Hook::OnServerShutdown() {
   absl::MutexLock lock(&mu_);

@@ -13,8 +13,9 @@
 // Who reads the scanner: the stream's own scan thread while it reads the backend (catch-up,
 // blocking I/O); once the scanner tails the write-ahead buffer, the pumps the buffer's wake-up
 // posts to a TaskThreads shard (Pump), so an append wakes one thread for all tailing consumers
-// instead of each consumer's thread. A pump that finds the scanner back in catch-up returns it
-// to the scan thread. `dispatched_` says which of the two owns the scanner.
+// instead of each consumer's thread. The streams of one connection share a shard, so their
+// writes leave one after another from one thread. A pump that finds the scanner back in catch-up
+// returns it to the scan thread. `dispatched_` says which of the two owns the scanner.
 //
 // Raw (ByteBuffer) method: a batch goes out as EncodeConsumedBatch builds it, sharing each
 // message's one encoding with the other consumers; a request that does not parse ends the
@@ -48,10 +49,11 @@ using streaming::node::WalRegistry;
 
 class ConsumeStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  // Creates the stream and starts reading. Pointers are borrowed from the service.
+  // Creates the stream and starts reading. Pointers are borrowed from the service; `peer`
+  // (the call's CallbackServerContext::peer(), its connection) picks the pumps' shard.
   static grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Start(
       const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
-      RpcMetrics* metrics, TaskThreads* pumps);
+      RpcMetrics* metrics, TaskThreads* pumps, std::string_view peer);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -64,7 +66,8 @@ class ConsumeStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // hold it).
   class Hook final : public ShutdownAware, public std::enable_shared_from_this<Hook> {
    public:
-    Hook(ConsumeStream* s, TaskThreads* pumps) : stream_(s), pumps_(pumps) {}
+    Hook(ConsumeStream* s, TaskThreads* pumps, size_t shard)
+        : stream_(s), pumps_(pumps), shard_(shard) {}
     void OnServerShutdown() override;
     // Runs the stream's Pump on its shard: at least once after every call, never two at once.
     void Wake();
@@ -78,12 +81,12 @@ class ConsumeStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     ConsumeStream* stream_ ABSL_GUARDED_BY(mu_);
     int pumping_ ABSL_GUARDED_BY(mu_) = 0;
     TaskThreads* const pumps_;
-    const size_t shard_ = pumps_->PickShard();
+    const size_t shard_;
     std::atomic<int> wakes_{0};  // since the last pump started; > 0: a pump is posted or running
   };
 
   ConsumeStream(const WalRegistry* registry, const StreamingNodeOptions* options,
-                StreamTracker* tracker, RpcMetrics* metrics, TaskThreads* pumps);
+                StreamTracker* tracker, RpcMetrics* metrics, TaskThreads* pumps, size_t shard);
 
   absl::Status Create(const kingfisher::v1::ConsumeRequest::Create& create);
   // The scan thread: reads the scanner while it is not tailing.

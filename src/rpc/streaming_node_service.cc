@@ -25,8 +25,8 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamingNodeServic
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamingNodeService::Consume(
-    grpc::CallbackServerContext* /*context*/) {
-  return ConsumeStream::Start(registry_, &options_, &tracker_, &metrics_, &pumps_);
+    grpc::CallbackServerContext* context) {
+  return ConsumeStream::Start(registry_, &options_, &tracker_, &metrics_, &pumps_, context->peer());
 }
 
 void StreamingNodeService::BeginShutdown() { tracker_.BeginShutdown(); }

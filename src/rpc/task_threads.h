@@ -3,17 +3,18 @@
 // Tailing consume streams run here (ConsumeStream): the write-ahead buffer wakes a stream by
 // posting its pump, so one append wakes one thread per shard instead of one thread per consumer
 // (on a VM a wake-up costs 10-30 µs of CPU). A stream always posts to the same shard, so its
-// pumps never run concurrently.
+// pumps never run concurrently; the streams of one connection share a shard (ShardFor).
 //
 // Thread-safety: thread-safe. Ownership: owns its threads; the destructor runs what was posted
 // before it, then joins. Posting during or after destruction is a bug.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -33,8 +34,13 @@ class TaskThreads {
   TaskThreads(const TaskThreads&) = delete;
   TaskThreads& operator=(const TaskThreads&) = delete;
 
-  // Spreads users over the threads (round robin).
-  size_t PickShard() { return next_.fetch_add(1, std::memory_order_relaxed) % shards_.size(); }
+  // The shard of the users that share `key`, which then share a thread: the consume streams of
+  // one client connection, whose writes would otherwise meet on the connection's lock from
+  // several threads (gRPC then hands the later ones to its executor thread, one more wake-up
+  // each) instead of leaving back to back from one. Different keys spread by hash.
+  size_t ShardFor(std::string_view key) const {
+    return std::hash<std::string_view>{}(key) % shards_.size();
+  }
   // Runs `task` on thread `shard` after the tasks posted there before it.
   void Post(size_t shard, Task task);
 
@@ -49,7 +55,6 @@ class TaskThreads {
   static void Run(Shard* shard);
 
   std::vector<std::unique_ptr<Shard>> shards_;
-  std::atomic<size_t> next_{0};
 };
 
 }  // namespace kf::rpc

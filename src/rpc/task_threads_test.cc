@@ -1,6 +1,7 @@
 #include "rpc/task_threads.h"
 
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -34,11 +35,16 @@ TEST(TaskThreadsTest, TasksOfAShardRunInPostingOrderOnOneThread) {
   EXPECT_NE(ran_on.front(), std::this_thread::get_id());
 }
 
-TEST(TaskThreadsTest, PickShardSpreadsOverEveryThread) {
+TEST(TaskThreadsTest, AKeyKeepsItsShardAndKeysSpreadOverEveryThread) {
   TaskThreads threads(3, "kf-test");
+  EXPECT_EQ(threads.ShardFor("ipv4:127.0.0.1:40000"), threads.ShardFor("ipv4:127.0.0.1:40000"));
   std::vector<int> seen(3);
-  for (int i = 0; i < 9; ++i) ++seen[threads.PickShard()];
-  EXPECT_EQ(seen, std::vector<int>({3, 3, 3}));
+  for (int port = 40000; port < 40064; ++port) {
+    const size_t shard = threads.ShardFor("ipv4:127.0.0.1:" + std::to_string(port));
+    ASSERT_LT(shard, 3u);
+    ++seen[shard];
+  }
+  for (int n : seen) EXPECT_GT(n, 0);
 }
 
 TEST(TaskThreadsTest, DestructorRunsWhatWasPostedBeforeIt) {
