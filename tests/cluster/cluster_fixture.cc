@@ -126,7 +126,8 @@ std::vector<std::string> Load::InFlight(int p) const {
 // ---- ClusterTest ----
 
 void ClusterTest::SetUp() {
-  ASSERT_TRUE(etcd_.Start().ok());
+  const absl::Status etcd = etcd_.Start();
+  ASSERT_TRUE(etcd.ok()) << etcd;
   const std::vector<std::string> common = {
       "--etcd", etcd_.endpoint(), "--cluster", kCluster, "--pchannels", "3", "--lease-ttl", "2"};
   std::vector<std::string> coord_args = common;

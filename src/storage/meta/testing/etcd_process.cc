@@ -32,8 +32,14 @@ EtcdProcess::EtcdProcess(const std::string& parent_dir) {
   root_ = ::mkdtemp(tmpl.data());
   data_dir_ = root_ + "/data";
   log_path_ = root_ + "/etcd.log";
+  PickPorts();
+}
+
+void EtcdProcess::PickPorts() {
   client_port_ = ::kf::testing::FreeLoopbackPort();
-  peer_port_ = ::kf::testing::FreeLoopbackPort();
+  do {
+    peer_port_ = ::kf::testing::FreeLoopbackPort();
+  } while (peer_port_ == client_port_);
 }
 
 EtcdProcess::~EtcdProcess() {
@@ -48,6 +54,34 @@ std::string EtcdProcess::endpoint() const {
 
 absl::Status EtcdProcess::Start(absl::Duration timeout) {
   if (pid_ > 0) return absl::FailedPreconditionError("etcd already running");
+  // A free port is only free when it was picked: another process (a parallel test's outgoing
+  // connection) may take it before etcd binds it. Before the first start nobody knows the
+  // ports yet, so pick others and try again; a restart must keep them.
+  for (int attempt = 1;; ++attempt) {
+    std::error_code ec;
+    const uintmax_t log_before = std::filesystem::file_size(log_path_, ec);  // 0 if absent
+    absl::Status s = StartOnce(timeout);
+    if (s.ok()) {
+      started_ = true;
+      return s;
+    }
+    if (started_ || attempt == 5 ||
+        LogSince(ec ? 0 : log_before).find("address already in use") == std::string::npos) {
+      return s;
+    }
+    PickPorts();
+  }
+}
+
+std::string EtcdProcess::LogSince(uintmax_t offset) const {
+  std::ifstream in(log_path_);
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::Status EtcdProcess::StartOnce(absl::Duration timeout) {
   const std::string client = endpoint();
   const std::string peer = absl::StrCat("http://127.0.0.1:", peer_port_);
   std::vector<std::string> args = {EtcdBinary(),

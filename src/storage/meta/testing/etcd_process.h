@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -29,7 +30,9 @@ class EtcdProcess {
   EtcdProcess& operator=(const EtcdProcess&) = delete;
 
   // Starts etcd (again, after Kill: same ports, same data dir) and waits until /health says
-  // true. On failure the process is killed and the status carries the end of its log.
+  // true. On failure the process is killed and the status carries the end of its log. Before
+  // the first successful start, a port taken meanwhile by another process makes it pick new
+  // ports and try again (at most 5 times).
   absl::Status Start(absl::Duration timeout = absl::Seconds(20));
   // SIGKILL and reap (no-op when not running).
   void Kill();
@@ -42,12 +45,19 @@ class EtcdProcess {
   std::string LogTail(size_t bytes = 4096) const;
 
  private:
+  // Two distinct free loopback ports for the client and peer listeners.
+  void PickPorts();
+  absl::Status StartOnce(absl::Duration timeout);
+  // etcd's log from byte `offset` on.
+  std::string LogSince(uintmax_t offset) const;
+
   std::string root_;  // temp dir: data/ and etcd.log
   std::string data_dir_;
   std::string log_path_;
   int client_port_ = 0;
   int peer_port_ = 0;
   pid_t pid_ = -1;
+  bool started_ = false;  // once: the ports are known to clients
 };
 
 }  // namespace kf::meta::testing
