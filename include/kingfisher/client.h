@@ -24,12 +24,15 @@
 //                  UNAVAILABLE (the endpoint is unreachable or is not the acting coordinator)
 //                  or DEADLINE_EXCEEDED: a DDL MAY OR MAY NOT HAVE BEEN APPLIED (Describe
 //                  tells; one that was persisted completes anyway), except when the message
-//                  says "nothing was sent" (no connection before the deadline). Never retried.
+//                  says "nothing was sent" (no connection before the deadline). A DDL is
+//                  never retried; a read that the transport failed (the server went away
+//                  mid-call) is sent again until its deadline.
 //                  Every call waits for the connection (wait-for-ready) until its deadline:
 //                  DdlOptions::deadline for DDL, now + status_timeout for the others.
 //   AllocateIds    INVALID_ARGUMENT for a bad count; UNAVAILABLE when the endpoint is not
 //                  the coordinator or unreachable; DEADLINE_EXCEEDED; INTERNAL for an answer
-//                  that is not the requested range of int64 ids.
+//                  that is not the requested range of int64 ids. Sent again, as a read, when
+//                  the transport failed (the ids of a lost answer are skipped).
 //   GetStatus      UNAVAILABLE       the endpoint is unreachable (nothing changed server-side);
 //                  DEADLINE_EXCEEDED no answer within options().status_timeout;
 //                  UNIMPLEMENTED     the endpoint serves no StreamingCoord (a plain node);

@@ -3,9 +3,13 @@
 //
 // Every call waits for the channel to be ready (channel_ready.h) and then runs wait-for-ready,
 // both bounded by the call's deadline: DDL calls use DdlOptions::deadline (default now +
-// ddl_timeout), reads and AllocateIds now + status_timeout. Nothing is retried once sent: a
-// DDL whose answer was lost may or may not have been applied, and only the caller knows
-// whether to Describe and try again.
+// ddl_timeout), reads and AllocateIds now + status_timeout. A DDL is not retried once sent:
+// one whose answer was lost may or may not have been applied, and only the caller knows
+// whether to Describe and try again. Reads and AllocateIds change nothing a retry could
+// repeat (a lost range of ids is skipped), so one that the transport failed (UNAVAILABLE
+// without a server's streaming code: the server went away mid-call, e.g. a restart) is sent
+// again after a backoff until the deadline. A server's own UNAVAILABLE (not the acting
+// coordinator, shutting down) is answered at once.
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -20,6 +24,7 @@
 #include "client/client_internal.h"
 #include "client/collection_convert.h"
 #include "client/collection_rules.h"
+#include "client/retry.h"
 #include "common/absl_compat.h"
 #include "common/errors.h"
 #include "grpcpp/client_context.h"
@@ -50,20 +55,32 @@ absl::Status CheckDatabase(const ClientOptions& options) {
 }
 
 // Runs `call(channel, ctx)` once the endpoint's channel is ready, with `deadline` on the call.
-// `what` prefixes errors raised here. When `ddl`, an ambiguous failure says so.
+// `what` prefixes errors raised here. When `ddl`, an ambiguous failure says so; otherwise a
+// transport failure is sent again (see the top of the file).
 template <typename Call>
 absl::Status Unary(const Client::Impl& impl, absl::Time deadline, std::string_view what, bool ddl,
                    Call&& call) {
   std::shared_ptr<grpc::Channel> channel = impl.router_->endpoint_channel();
-  if (absl::Status ready = kf::client::AwaitChannelReady(*channel, deadline); !ready.ok()) {
-    return kf::WithContext(ready,
-                           absl::StrCat(kf::ToAbsl(what), ": endpoint ", impl.options_.endpoint,
-                                        " unreachable, nothing was sent"));
+  kf::client::Backoff backoff(impl.options_.retry);
+  absl::Status s;
+  for (bool sent = false;; sent = true) {
+    if (absl::Status ready = kf::client::AwaitChannelReady(*channel, deadline); !ready.ok()) {
+      if (sent) return s;  // the last attempt's failure says more than the wait's
+      return kf::WithContext(ready,
+                             absl::StrCat(kf::ToAbsl(what), ": endpoint ", impl.options_.endpoint,
+                                          " unreachable, nothing was sent"));
+    }
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(deadline));
+    ctx.set_wait_for_ready(true);
+    s = kf::wire::FromGrpcStatus(call(channel, &ctx));
+    const absl::Duration wait = backoff.Next();
+    if (ddl || kf::GetStreamingCode(s) != kf::StreamingCode::kTransport ||
+        absl::Now() + wait >= deadline) {
+      break;
+    }
+    absl::SleepFor(wait);
   }
-  grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(deadline));
-  ctx.set_wait_for_ready(true);
-  absl::Status s = kf::wire::FromGrpcStatus(call(channel, &ctx));
   if (s.code() == absl::StatusCode::kUnimplemented) {  // gRPC's own answer says nothing
     return kf::WithContext(
         s, absl::StrCat(kf::ToAbsl(what), ": not served by ", impl.options_.endpoint));

@@ -109,7 +109,7 @@ TEST_F(CollectionCallsTest, ResourceAcquiredWithNoWaitIsAbortedAndNotRetried) {
   EXPECT_TRUE(calls[0].options.no_wait());
 }
 
-TEST_F(CollectionCallsTest, UnavailableFromTheServerIsNotRetried) {
+TEST_F(CollectionCallsTest, UnavailableDdlIsNotRetried) {
   auto client = Connect();
   fake_.FailWith(StreamingError(StreamingCode::kOnShutdown, "not the acting coordinator"));
   absl::Status s = client->DropCollection("orders");
@@ -117,6 +117,32 @@ TEST_F(CollectionCallsTest, UnavailableFromTheServerIsNotRetried) {
   EXPECT_NE(s.message().find("may or may not have been applied"), std::string::npos) << s;
   EXPECT_NE(s.message().find("not the acting coordinator"), std::string::npos) << s;
   EXPECT_EQ(fake_.calls().size(), 1u);
+}
+
+// A read changes nothing: one that fails UNAVAILABLE (a server restarting under it) is sent
+// again until answered, within its deadline.
+TEST_F(CollectionCallsTest, UnavailableReadIsSentAgain) {
+  auto client = Connect();
+  ASSERT_TRUE(client->CreateCollection(Spec()).ok());
+  fake_.FailWith(absl::UnavailableError("recvmsg:Connection reset by peer"), "DescribeCollection",
+                 /*times=*/2);
+  auto info = client->DescribeCollection("orders");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->name, "orders");
+  int describes = 0;
+  for (const auto& call : fake_.calls()) describes += call.method == "DescribeCollection";
+  EXPECT_EQ(describes, 3);
+  // A server's own UNAVAILABLE (not the acting coordinator) is answered at once.
+  fake_.FailWith(StreamingError(StreamingCode::kOnShutdown, "not the acting coordinator"),
+                 "DescribeCollection", /*times=*/1);
+  EXPECT_EQ(client->DescribeCollection("orders").status().code(), absl::StatusCode::kUnavailable);
+  describes = 0;
+  for (const auto& call : fake_.calls()) describes += call.method == "DescribeCollection";
+  EXPECT_EQ(describes, 4);
+  // Past the deadline the last failure is the answer.
+  fake_.FailWith(absl::UnavailableError("still down"), "ListCollections");
+  auto listed = Connect({.status_timeout = std::chrono::milliseconds(300)})->ListCollections();
+  EXPECT_EQ(listed.status().code(), absl::StatusCode::kUnavailable) << listed.status();
 }
 
 TEST_F(CollectionCallsTest, BadArgumentsAreNeverSent) {

@@ -108,10 +108,11 @@ std::vector<grpc::Service*> FakeCollections::services() {
   return {collections_service_.get(), coord_service_.get()};
 }
 
-void FakeCollections::FailWith(absl::Status status, std::string method) {
+void FakeCollections::FailWith(absl::Status status, std::string method, int times) {
   absl::MutexLock l(&mu_);
   fail_ = std::move(status);
   fail_method_ = std::move(method);
+  fail_times_ = times;
 }
 
 void FakeCollections::Hold() {
@@ -160,7 +161,9 @@ grpc::Status FakeCollections::Begin(grpc::ServerContext* ctx, Call call) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "held past the deadline");
   }
   if (fail_.ok() || (!fail_method_.empty() && fail_method_ != method)) return grpc::Status::OK;
-  return kf::wire::ToGrpcStatus(fail_);
+  const grpc::Status failed = kf::wire::ToGrpcStatus(fail_);
+  if (fail_times_ > 0 && --fail_times_ == 0) fail_ = absl::OkStatus();
+  return failed;
 }
 
 grpc::Status FakeCollections::Create(const v1::CreateCollectionRequest& req,

@@ -46,9 +46,9 @@ class FakeCollections {
   // The Collections and StreamingCoord services, to register on a server.
   std::vector<grpc::Service*> services();
 
-  // Every later call of `method` ("" = any) answers `status` (a StreamingError, or a plain
-  // status); OK stops that.
-  void FailWith(absl::Status status, std::string method = "");
+  // Later calls of `method` ("" = any) answer `status` (a StreamingError, or a plain status):
+  // the next `times` of them, or every one when 0; OK stops that.
+  void FailWith(absl::Status status, std::string method = "", int times = 0);
   // Later calls wait (without answering) until Release() or until their deadline passes.
   void Hold();
   void Release();
@@ -81,6 +81,7 @@ class FakeCollections {
   mutable absl::Mutex mu_;
   absl::Status fail_ ABSL_GUARDED_BY(mu_);
   std::string fail_method_ ABSL_GUARDED_BY(mu_);
+  int fail_times_ ABSL_GUARDED_BY(mu_) = 0;  // calls left to fail; 0: all
   bool hold_ ABSL_GUARDED_BY(mu_) = false;
   uint32_t timestamp_count_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_timestamp_ ABSL_GUARDED_BY(mu_) = uint64_t{1} << 50;
