@@ -113,17 +113,31 @@ ServerProcess::~ServerProcess() {
 }
 
 bool ServerProcess::Start(absl::Duration timeout) {
-  Launch();
-  return WaitHealthy(timeout);
+  // A free port is only free when it was picked: another process (a parallel test's outgoing
+  // connection) may take it before the server binds it, and the server then refuses to start
+  // ("address in use", common/listen_error.h). Before the first start, on ports picked here,
+  // pick others and try again; a restart keeps its addresses.
+  const bool picked_here = address_.empty() && options_.listen.empty();
+  for (int attempt = 1;; ++attempt) {
+    Launch();
+    if (WaitHealthy(timeout)) return true;
+    if (!picked_here || attempt == 5 || !reaped_.has_value() ||
+        Output().find("address in use") == std::string::npos) {
+      return false;
+    }
+    address_.clear();
+  }
 }
 
 void ServerProcess::Launch() {
   reaped_.reset();
   // A restart keeps the addresses, so clients reconnect to the same endpoint.
   if (address_.empty()) {
-    address_ = options_.listen.empty() ? "127.0.0.1:" + std::to_string(FreeLoopbackPort())
-                                       : options_.listen;
-    http_port_ = FreeLoopbackPort();
+    auto pick = [this] { return options_.pick_port ? options_.pick_port() : FreeLoopbackPort(); };
+    address_ = options_.listen.empty() ? "127.0.0.1:" + std::to_string(pick()) : options_.listen;
+    do {
+      http_port_ = pick();
+    } while (address_ == "127.0.0.1:" + std::to_string(http_port_));
   }
   log_path_ = options_.log_path.empty() ? options_.data_dir + ".log" : options_.log_path;
   std::vector<std::string> args = {"run",           options_.role,

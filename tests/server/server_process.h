@@ -48,13 +48,17 @@ class ServerProcess {
     // In KF_BIN_DIR: `kingfisher`, or the test build `kingfisher-crash-hook`
     // (tests/server/crash_hook_main.cc).
     std::string binary = "kingfisher";
+    // How the free loopback ports are picked (null: FreeLoopbackPort); a test seam.
+    std::function<int()> pick_port;
   };
 
   explicit ServerProcess(Options options);
   ~ServerProcess();
 
   // Starts the server and waits until /healthz is 200 (false + output on failure). A second
-  // Start after Stop/Kill/WaitForExit restarts it on the same addresses.
+  // Start after Stop/Kill/WaitForExit restarts it on the same addresses. On the first, a port
+  // it picked that another process took meanwhile makes it pick new ports and try again (at
+  // most 5 times).
   bool Start(absl::Duration timeout = absl::Seconds(30));
   // Start in two halves: spawn the process; wait for /healthz 200 (false if it exited).
   void Launch();

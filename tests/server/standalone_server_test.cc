@@ -558,6 +558,22 @@ TEST_F(StandaloneServerTest, SecondServerOnAHeldPortFailsNamingThePort) {
   EXPECT_EQ(first->Stop().exit_code, 0);
 }
 
+// The test helper itself: a port ServerProcess picked and another process took before the
+// server bound it (a parallel test's connection) makes it pick new ports, not fail the test.
+TEST_F(StandaloneServerTest, APortTakenBeforeTheFirstStartIsReplaced) {
+  auto first = StartServer();  // holds a port for real
+  ASSERT_NE(first, nullptr);
+  const int held = std::stoi(first->address().substr(first->address().rfind(':') + 1));
+  int picks = 0;
+  ServerProcess second({.data_dir = tmp_.path() + "/second",
+                        .pick_port = [&] { return picks++ == 0 ? held : FreeLoopbackPort(); }});
+  ASSERT_TRUE(second.Start()) << second.Output();
+  EXPECT_NE(second.address(), first->address());
+  EXPECT_GE(picks, 4);  // two for the refused start, two for the one that serves
+  EXPECT_EQ(second.Stop().exit_code, 0);
+  EXPECT_EQ(first->Stop().exit_code, 0);
+}
+
 // While a restarted standalone recovers its WALs, /healthz says 503 and GetStatus (kfctl
 // status) shows each pchannel RECOVERING, not the ASSIGNED its metadata kept from the last run
 // nor the ASSIGNING of the new term.
