@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -45,6 +46,12 @@ class alignas(64) Histogram {
   std::atomic<uint64_t> counts_[kMaxBuckets + 1] = {};  // bounds + 1 used (the last is +Inf)
   std::atomic<double> sum_{0};
 };
+
+// Observes the seconds from `start` to now on `h`, when there is one (an optional timer's).
+inline void ObserveSecondsSince(Histogram* h, std::chrono::steady_clock::time_point start) {
+  if (h == nullptr) return;
+  h->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
 
 // True when `bounds` is non-empty, at most Histogram::kMaxBuckets, finite and strictly
 // increasing.

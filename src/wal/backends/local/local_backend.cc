@@ -233,10 +233,7 @@ absl::Status LocalBackend::WriteAndSync(Queue& group, Completion* c) {
   const auto start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(WriteGroup(group, &c->written));
   RETURN_IF_ERROR(active_->Sync());
-  if (flush_duration_ != nullptr) {
-    flush_duration_->Observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
+  metrics::ObserveSecondsSince(flush_duration_, start);
   c->new_segments.swap(new_segments_);
   return absl::OkStatus();
 }

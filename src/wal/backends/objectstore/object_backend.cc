@@ -161,10 +161,7 @@ void ObjectBackend::UploadLoop() {
       if (s.ok()) {
         const auto start = std::chrono::steady_clock::now();
         s = Upload(*b);
-        if (s.ok() && flush_duration_ != nullptr) {
-          flush_duration_->Observe(
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        }
+        if (s.ok()) metrics::ObserveSecondsSince(flush_duration_, start);
       }
       mu_.Lock();
       --uploading_;

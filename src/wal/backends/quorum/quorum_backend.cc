@@ -191,10 +191,7 @@ void QuorumBackend::SenderLoop(Segment* seg, size_t member) {
     for (const auto& d : batch) req.add_entries(*d);
     const auto start = std::chrono::steady_clock::now();
     auto r = client->AddEntries(req, absl::Now() + options_.rpc_timeout);
-    if (r.ok() && flush_duration_ != nullptr) {
-      flush_duration_->Observe(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
+    if (r.ok()) metrics::ObserveSecondsSince(flush_duration_, start);
     std::optional<uint64_t> behind;  // the logstore's end when it is behind what we assumed
     if (absl::IsOutOfRange(r.status())) {
       kingfisher::v1::ReadEntriesRequest probe;
