@@ -34,8 +34,9 @@ test-asan: deps
 	  ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
 # The same suite under ThreadSanitizer; tsan.supp lists the reports that are not ours. The suites
-# labelled tsan-blind serve through gRPC's callback API: Debian's gRPC is not built with TSan, so
-# the hand-offs between its threads are invisible and every access of a reactor is reported.
+# labelled tsan-blind serve through gRPC's completion queue: Debian's gRPC is not built with
+# TSan, so the hand-offs between its threads are invisible and every access of a reactor is
+# reported.
 test-tsan: deps
 	$(CMAKE) $(CLANG) -S . -B build-tsan -DKF_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
 	cmake --build build-tsan -j $(JOBS)

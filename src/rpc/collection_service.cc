@@ -42,23 +42,39 @@ CollectionService::~CollectionService() {
   WaitForCalls(absl::Now());
 }
 
-grpc::ServerUnaryReactor* CollectionService::Run(grpc::CallbackServerContext* context, Work work) {
+void CollectionService::Serve(CompletionLoop* loop) {
+  ServeUnary(loop, this, &CollectionService::RequestCreateCollection,
+             &CollectionService::HandleCreateCollection);
+  ServeUnary(loop, this, &CollectionService::RequestDropCollection,
+             &CollectionService::HandleDropCollection);
+  ServeUnary(loop, this, &CollectionService::RequestDescribeCollection,
+             &CollectionService::HandleDescribeCollection);
+  ServeUnary(loop, this, &CollectionService::RequestListCollections,
+             &CollectionService::HandleListCollections);
+  ServeUnary(loop, this, &CollectionService::RequestCreatePartition,
+             &CollectionService::HandleCreatePartition);
+  ServeUnary(loop, this, &CollectionService::RequestDropPartition,
+             &CollectionService::HandleDropPartition);
+  ServeUnary(loop, this, &CollectionService::RequestFlush, &CollectionService::HandleFlush);
+}
+
+void CollectionService::Run(grpc::ServerContext* context, UnaryReactor* reactor, Work work) {
   // Not acting (or still recovering) is known at once: no thread for it.
   absl::StatusOr<std::shared_ptr<streaming::ddl::Catalog>> catalog = options_.ddl->catalog();
   if (!catalog.ok()) {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(wire::ToGrpcStatus(catalog.status()));
-    return reactor;
+    return;
   }
-  return RunUnaryOnWorker(workers_, options_.max_call_timeout, context, "collection calls",
-                          [work = std::move(work), catalog = *std::move(catalog)](
-                              absl::Time deadline) mutable { return work(*catalog, deadline); });
+  RunUnaryOnWorker(workers_, options_.max_call_timeout, context, reactor, "collection calls",
+                   [work = std::move(work), catalog = *std::move(catalog)](
+                       absl::Time deadline) mutable { return work(*catalog, deadline); });
 }
 
-grpc::ServerUnaryReactor* CollectionService::CreateCollection(
-    grpc::CallbackServerContext* context, const v1::CreateCollectionRequest* request,
-    v1::CreateCollectionResponse* response) {
-  return Run(context, [request, response](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+void CollectionService::HandleCreateCollection(grpc::ServerContext* context,
+                                               const v1::CreateCollectionRequest* request,
+                                               v1::CreateCollectionResponse* response,
+                                               UnaryReactor* reactor) {
+  Run(context, reactor, [request, response](streaming::ddl::Catalog& catalog, absl::Time deadline) {
     streaming::ddl::Catalog::CollectionSpec spec;
     spec.database = Database(request->database());
     spec.name = request->name();
@@ -73,19 +89,21 @@ grpc::ServerUnaryReactor* CollectionService::CreateCollection(
   });
 }
 
-grpc::ServerUnaryReactor* CollectionService::DropCollection(
-    grpc::CallbackServerContext* context, const v1::DropCollectionRequest* request,
-    v1::DropCollectionResponse* /*response*/) {
-  return Run(context, [request](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+void CollectionService::HandleDropCollection(grpc::ServerContext* context,
+                                             const v1::DropCollectionRequest* request,
+                                             v1::DropCollectionResponse* /*response*/,
+                                             UnaryReactor* reactor) {
+  Run(context, reactor, [request](streaming::ddl::Catalog& catalog, absl::Time deadline) {
     return catalog.DropCollection(Database(request->database()), request->name(),
                                   MakeCall(request->options(), deadline));
   });
 }
 
-grpc::ServerUnaryReactor* CollectionService::DescribeCollection(
-    grpc::CallbackServerContext* context, const v1::DescribeCollectionRequest* request,
-    v1::DescribeCollectionResponse* response) {
-  return Run(context, [request, response](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+void CollectionService::HandleDescribeCollection(grpc::ServerContext* context,
+                                                 const v1::DescribeCollectionRequest* request,
+                                                 v1::DescribeCollectionResponse* response,
+                                                 UnaryReactor* reactor) {
+  Run(context, reactor, [request, response](streaming::ddl::Catalog& catalog, absl::Time deadline) {
     absl::StatusOr<v1::CollectionInfo> info =
         catalog.DescribeCollection(Database(request->database()), request->name(), deadline);
     if (!info.ok()) return info.status();
@@ -94,10 +112,11 @@ grpc::ServerUnaryReactor* CollectionService::DescribeCollection(
   });
 }
 
-grpc::ServerUnaryReactor* CollectionService::ListCollections(
-    grpc::CallbackServerContext* context, const v1::ListCollectionsRequest* request,
-    v1::ListCollectionsResponse* response) {
-  return Run(context, [request, response](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+void CollectionService::HandleListCollections(grpc::ServerContext* context,
+                                              const v1::ListCollectionsRequest* request,
+                                              v1::ListCollectionsResponse* response,
+                                              UnaryReactor* reactor) {
+  Run(context, reactor, [request, response](streaming::ddl::Catalog& catalog, absl::Time deadline) {
     absl::StatusOr<std::vector<v1::CollectionInfo>> list =
         catalog.ListCollections(Database(request->database()), deadline);
     if (!list.ok()) return list.status();
@@ -106,28 +125,29 @@ grpc::ServerUnaryReactor* CollectionService::ListCollections(
   });
 }
 
-grpc::ServerUnaryReactor* CollectionService::CreatePartition(grpc::CallbackServerContext* context,
-                                                             const v1::PartitionRequest* request,
-                                                             v1::PartitionResponse* /*response*/) {
-  return Run(context, [request](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+void CollectionService::HandleCreatePartition(grpc::ServerContext* context,
+                                              const v1::PartitionRequest* request,
+                                              v1::PartitionResponse* /*response*/,
+                                              UnaryReactor* reactor) {
+  Run(context, reactor, [request](streaming::ddl::Catalog& catalog, absl::Time deadline) {
     return catalog.CreatePartition(Database(request->database()), request->collection(),
                                    request->partition(), MakeCall(request->options(), deadline));
   });
 }
 
-grpc::ServerUnaryReactor* CollectionService::DropPartition(grpc::CallbackServerContext* context,
-                                                           const v1::PartitionRequest* request,
-                                                           v1::PartitionResponse* /*response*/) {
-  return Run(context, [request](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+void CollectionService::HandleDropPartition(grpc::ServerContext* context,
+                                            const v1::PartitionRequest* request,
+                                            v1::PartitionResponse* /*response*/,
+                                            UnaryReactor* reactor) {
+  Run(context, reactor, [request](streaming::ddl::Catalog& catalog, absl::Time deadline) {
     return catalog.DropPartition(Database(request->database()), request->collection(),
                                  request->partition(), MakeCall(request->options(), deadline));
   });
 }
 
-grpc::ServerUnaryReactor* CollectionService::Flush(grpc::CallbackServerContext* context,
-                                                   const v1::FlushRequest* request,
-                                                   v1::FlushResponse* response) {
-  return Run(context, [request, response](streaming::ddl::Catalog& catalog, absl::Time deadline) {
+void CollectionService::HandleFlush(grpc::ServerContext* context, const v1::FlushRequest* request,
+                                    v1::FlushResponse* response, UnaryReactor* reactor) {
+  Run(context, reactor, [request, response](streaming::ddl::Catalog& catalog, absl::Time deadline) {
     absl::StatusOr<std::vector<v1::FlushedVChannel>> flushed = catalog.Flush(
         Database(request->database()), request->name(), MakeCall(request->options(), deadline));
     if (!flushed.ok()) return flushed.status();

@@ -1,9 +1,9 @@
-// CollectionService: the kingfisher.v1.Collections gRPC service (callback API) over the
+// CollectionService: the kingfisher.v1.Collections gRPC service (on the CompletionLoop) over the
 // acting coordinator's catalog (streaming/coord/ddl_host.h, docs/ddl.md). Served by the
 // coordinator and the standalone server; standbys answer UNAVAILABLE.
 //
 // Every call runs on a worker thread (CallWorkers: one thread per call, at most max_calls),
-// never on gRPC's callback threads: DDL blocks for store round trips and broadcasts. The
+// never on the CompletionLoop: DDL blocks for store round trips and broadcasts. The
 // request maps onto the catalog as: database "" = "default"; DdlOptions.no_wait = a
 // non-blocking lock; DdlOptions.traceparent = the parent of `wal.broadcast` (malformed: a new
 // trace, W3C fails closed); the deadline is the call's, capped at max_call_timeout (also the
@@ -27,40 +27,46 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "kingfisher/v1/collections.grpc.pb.h"
+#include "rpc/async_unary.h"
 #include "rpc/call_workers.h"
 #include "rpc/collection_service_options.h"
 #include "streaming/ddl/catalog.h"
 
 namespace kf::rpc {
 
-class CollectionService final : public kingfisher::v1::Collections::CallbackService {
+class CollectionService final : public kingfisher::v1::Collections::AsyncService {
  public:
   explicit CollectionService(CollectionServiceOptions options);
   // BeginShutdown, then WaitForCalls(now).
   ~CollectionService() override;
 
-  grpc::ServerUnaryReactor* CreateCollection(
-      grpc::CallbackServerContext* context, const kingfisher::v1::CreateCollectionRequest* request,
-      kingfisher::v1::CreateCollectionResponse* response) override;
-  grpc::ServerUnaryReactor* DropCollection(
-      grpc::CallbackServerContext* context, const kingfisher::v1::DropCollectionRequest* request,
-      kingfisher::v1::DropCollectionResponse* response) override;
-  grpc::ServerUnaryReactor* DescribeCollection(
-      grpc::CallbackServerContext* context,
-      const kingfisher::v1::DescribeCollectionRequest* request,
-      kingfisher::v1::DescribeCollectionResponse* response) override;
-  grpc::ServerUnaryReactor* ListCollections(
-      grpc::CallbackServerContext* context, const kingfisher::v1::ListCollectionsRequest* request,
-      kingfisher::v1::ListCollectionsResponse* response) override;
-  grpc::ServerUnaryReactor* CreatePartition(grpc::CallbackServerContext* context,
-                                            const kingfisher::v1::PartitionRequest* request,
-                                            kingfisher::v1::PartitionResponse* response) override;
-  grpc::ServerUnaryReactor* DropPartition(grpc::CallbackServerContext* context,
-                                          const kingfisher::v1::PartitionRequest* request,
-                                          kingfisher::v1::PartitionResponse* response) override;
-  grpc::ServerUnaryReactor* Flush(grpc::CallbackServerContext* context,
-                                  const kingfisher::v1::FlushRequest* request,
-                                  kingfisher::v1::FlushResponse* response) override;
+  // Arms the service's methods on `loop` (after the server started).
+  void Serve(CompletionLoop* loop);
+
+  void HandleCreateCollection(grpc::ServerContext* context,
+                              const kingfisher::v1::CreateCollectionRequest* request,
+                              kingfisher::v1::CreateCollectionResponse* response,
+                              UnaryReactor* reactor);
+  void HandleDropCollection(grpc::ServerContext* context,
+                            const kingfisher::v1::DropCollectionRequest* request,
+                            kingfisher::v1::DropCollectionResponse* response,
+                            UnaryReactor* reactor);
+  void HandleDescribeCollection(grpc::ServerContext* context,
+                                const kingfisher::v1::DescribeCollectionRequest* request,
+                                kingfisher::v1::DescribeCollectionResponse* response,
+                                UnaryReactor* reactor);
+  void HandleListCollections(grpc::ServerContext* context,
+                             const kingfisher::v1::ListCollectionsRequest* request,
+                             kingfisher::v1::ListCollectionsResponse* response,
+                             UnaryReactor* reactor);
+  void HandleCreatePartition(grpc::ServerContext* context,
+                             const kingfisher::v1::PartitionRequest* request,
+                             kingfisher::v1::PartitionResponse* response, UnaryReactor* reactor);
+  void HandleDropPartition(grpc::ServerContext* context,
+                           const kingfisher::v1::PartitionRequest* request,
+                           kingfisher::v1::PartitionResponse* response, UnaryReactor* reactor);
+  void HandleFlush(grpc::ServerContext* context, const kingfisher::v1::FlushRequest* request,
+                   kingfisher::v1::FlushResponse* response, UnaryReactor* reactor);
 
   // Shutdown, step 1: new calls are refused. Idempotent.
   void BeginShutdown();
@@ -71,7 +77,7 @@ class CollectionService final : public kingfisher::v1::Collections::CallbackServ
  private:
   // The catalog call of one RPC, run on a worker with the call's deadline.
   using Work = std::function<absl::Status(streaming::ddl::Catalog& catalog, absl::Time deadline)>;
-  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, Work work);
+  void Run(grpc::ServerContext* context, UnaryReactor* reactor, Work work);
 
   const CollectionServiceOptions options_;
   CallWorkers workers_;

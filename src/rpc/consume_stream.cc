@@ -29,11 +29,12 @@ grpc::ByteBuffer Serialized(const ConsumeResponse& response) {
 
 }  // namespace
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ConsumeStream::Start(
-    const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
-    RpcMetrics* metrics, TaskThreads* pumps, std::string_view peer) {
+ByteBidiReactor* ConsumeStream::Start(ByteStreamOps* call, const WalRegistry* registry,
+                                      const StreamingNodeOptions* options, StreamTracker* tracker,
+                                      RpcMetrics* metrics, TaskThreads* pumps,
+                                      std::string_view peer) {
   auto* stream =
-      new ConsumeStream(registry, options, tracker, metrics, pumps, pumps->ShardFor(peer));
+      new ConsumeStream(call, registry, options, tracker, metrics, pumps, pumps->ShardFor(peer));
   if (!tracker->Register(stream, stream->hook_)) {
     stream->End(StreamingError(StreamingCode::kOnShutdown, "server is shutting down"),
                 /*send_error=*/false);
@@ -43,10 +44,11 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ConsumeStream::Star
   return stream;
 }
 
-ConsumeStream::ConsumeStream(const WalRegistry* registry, const StreamingNodeOptions* options,
-                             StreamTracker* tracker, RpcMetrics* metrics, TaskThreads* pumps,
-                             size_t shard)
-    : registry_(registry),
+ConsumeStream::ConsumeStream(ByteStreamOps* call, const WalRegistry* registry,
+                             const StreamingNodeOptions* options, StreamTracker* tracker,
+                             RpcMetrics* metrics, TaskThreads* pumps, size_t shard)
+    : ByteBidiReactor(call),
+      registry_(registry),
       options_(options),
       tracker_(tracker),
       metrics_(metrics),

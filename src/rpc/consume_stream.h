@@ -1,4 +1,5 @@
-// ConsumeStream: the server side of one StreamingNode.Consume bidi stream (gRPC callback API).
+// ConsumeStream: the server side of one StreamingNode.Consume bidi stream (a BidiReactor on the
+// CompletionLoop).
 //
 // The first request must be `create` (else INVALID_ARGUMENT); it opens a Wal Scanner (policy,
 // vchannel and deliver filters) and answers `created`. The stream then queues what the scanner
@@ -37,6 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "kingfisher/v1/streaming.pb.h"
+#include "rpc/async_stream.h"
 #include "rpc/node_options.h"
 #include "rpc/rpc_metrics.h"
 #include "rpc/stream_tracker.h"
@@ -47,13 +49,13 @@ namespace kf::rpc {
 
 using streaming::node::WalRegistry;
 
-class ConsumeStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+class ConsumeStream final : public ByteBidiReactor {
  public:
-  // Creates the stream and starts reading. Pointers are borrowed from the service; `peer`
-  // (the call's CallbackServerContext::peer(), its connection) picks the pumps' shard.
-  static grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Start(
-      const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
-      RpcMetrics* metrics, TaskThreads* pumps, std::string_view peer);
+  // Creates the reactor of `call` and starts reading. Pointers are borrowed from the service;
+  // `peer` (the call's ServerContext::peer(), its connection) picks the pumps' shard.
+  static ByteBidiReactor* Start(ByteStreamOps* call, const WalRegistry* registry,
+                                const StreamingNodeOptions* options, StreamTracker* tracker,
+                                RpcMetrics* metrics, TaskThreads* pumps, std::string_view peer);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -85,8 +87,9 @@ class ConsumeStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     std::atomic<int> wakes_{0};  // since the last pump started; > 0: a pump is posted or running
   };
 
-  ConsumeStream(const WalRegistry* registry, const StreamingNodeOptions* options,
-                StreamTracker* tracker, RpcMetrics* metrics, TaskThreads* pumps, size_t shard);
+  ConsumeStream(ByteStreamOps* call, const WalRegistry* registry,
+                const StreamingNodeOptions* options, StreamTracker* tracker, RpcMetrics* metrics,
+                TaskThreads* pumps, size_t shard);
 
   absl::Status Create(const kingfisher::v1::ConsumeRequest::Create& create);
   // The scan thread: reads the scanner while it is not tailing.

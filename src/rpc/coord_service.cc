@@ -18,9 +18,14 @@ using kingfisher::v1::AssignmentSnapshot;
 namespace {
 
 // A stream that is refused at once (no view to watch).
-class RefusedWatch final : public grpc::ServerWriteReactor<AssignmentSnapshot> {
+class RefusedWatch final
+    : public WriteReactor<kingfisher::v1::WatchAssignmentsRequest, AssignmentSnapshot> {
  public:
-  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+  RefusedWatch(StreamOps<kingfisher::v1::WatchAssignmentsRequest, AssignmentSnapshot>* call,
+               const grpc::Status& status)
+      : WriteReactor(call) {
+    Finish(status);
+  }
   void OnDone() override { delete this; }
 };
 
@@ -51,11 +56,7 @@ void FillData(const wal::Wal& wal, const query::QueryRegistry::PChannelStats* st
   }
 }
 
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& s) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(wire::ToGrpcStatus(s));
-  return reactor;
-}
+void Reply(UnaryReactor* reactor, const absl::Status& s) { reactor->Finish(wire::ToGrpcStatus(s)); }
 
 }  // namespace
 
@@ -67,11 +68,24 @@ CoordService::CoordService(CoordServiceOptions options) : options_(options) {
 
 CoordService::~CoordService() { BeginShutdown(); }
 
-grpc::ServerUnaryReactor* CoordService::GetStatus(
-    grpc::CallbackServerContext* context, const kingfisher::v1::GetStatusRequest* /*request*/,
-    kingfisher::v1::GetStatusResponse* response) {
+void CoordService::Serve(CompletionLoop* loop) {
+  ServeUnary(loop, this, &CoordService::RequestGetStatus, &CoordService::HandleGetStatus);
+  ServeServerStream(
+      loop, this, &CoordService::RequestWatchAssignments,
+      [this](grpc::ServerContext*, const kingfisher::v1::WatchAssignmentsRequest*,
+             StreamOps<kingfisher::v1::WatchAssignmentsRequest, AssignmentSnapshot>* call) {
+        return HandleWatchAssignments(call);
+      });
+  ServeUnary(loop, this, &CoordService::RequestAllocateTimestamps,
+             &CoordService::HandleAllocateTimestamps);
+}
+
+void CoordService::HandleGetStatus(grpc::ServerContext* /*context*/,
+                                   const kingfisher::v1::GetStatusRequest* /*request*/,
+                                   kingfisher::v1::GetStatusResponse* response,
+                                   UnaryReactor* reactor) {
   if (options_.view == nullptr) {
-    return Reply(context,
+    return Reply(reactor,
                  absl::UnimplementedError("this server does not follow the cluster's assignments"));
   }
   // The pchannels this process serves.
@@ -112,7 +126,7 @@ grpc::ServerUnaryReactor* CoordService::GetStatus(
       }
     }
   }
-  return Reply(context, absl::OkStatus());
+  return Reply(reactor, absl::OkStatus());
 }
 
 WatchAssignmentsStream::Snapshot CoordService::ToProto(
@@ -127,17 +141,17 @@ WatchAssignmentsStream::Snapshot CoordService::ToProto(
   return converted;
 }
 
-grpc::ServerWriteReactor<AssignmentSnapshot>* CoordService::WatchAssignments(
-    grpc::CallbackServerContext* /*context*/,
-    const kingfisher::v1::WatchAssignmentsRequest* /*request*/) {
+StreamReactor* CoordService::HandleWatchAssignments(
+    StreamOps<kingfisher::v1::WatchAssignmentsRequest, AssignmentSnapshot>* call) {
   if (options_.view == nullptr) {
     // UNIMPLEMENTED, not UNAVAILABLE: clients then route everything here (client/router.h)
     // instead of waiting for discovery that will never come.
-    return new RefusedWatch(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+    return new RefusedWatch(call,
+                            grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                                          "this server does not follow the cluster's assignments"));
   }
   std::shared_ptr<WatchAssignmentsStream> stream =
-      WatchAssignmentsStream::Create([this](WatchAssignmentsStream* s) {
+      WatchAssignmentsStream::Create(call, [this](WatchAssignmentsStream* s) {
         absl::MutexLock l(&mu_);
         streams_.erase(s);
       });
@@ -176,14 +190,14 @@ void CoordService::FanOut(std::stop_token stop) {
   }
 }
 
-grpc::ServerUnaryReactor* CoordService::AllocateTimestamps(
-    grpc::CallbackServerContext* context, const kingfisher::v1::AllocateTimestampsRequest* request,
-    kingfisher::v1::AllocateTimestampsResponse* response) {
+void CoordService::HandleAllocateTimestamps(
+    grpc::ServerContext* /*context*/, const kingfisher::v1::AllocateTimestampsRequest* request,
+    kingfisher::v1::AllocateTimestampsResponse* response, UnaryReactor* reactor) {
   if (options_.oracle == nullptr) {
-    return Reply(context, absl::UnavailableError("not the coordinator"));
+    return Reply(reactor, absl::UnavailableError("not the coordinator"));
   }
   if (request->count() == 0) {
-    return Reply(context, absl::InvalidArgumentError("AllocateTimestamps: count must be >= 1"));
+    return Reply(reactor, absl::InvalidArgumentError("AllocateTimestamps: count must be >= 1"));
   }
   absl::StatusOr<TimeTick> first =
       options_.oracle->AllocateBatch(request->count(), TimeTick(request->at_least()));
@@ -193,11 +207,11 @@ grpc::ServerUnaryReactor* CoordService::AllocateTimestamps(
     if (absl::IsFailedPrecondition(s) || absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
       s = absl::UnavailableError("not the coordinator: " + std::string(s.message()));
     }
-    return Reply(context, s);
+    return Reply(reactor, s);
   }
   response->set_first(first->value());
   response->set_count(request->count());
-  return Reply(context, absl::OkStatus());
+  return Reply(reactor, absl::OkStatus());
 }
 
 void CoordService::BeginShutdown() {

@@ -1,5 +1,5 @@
-// CoordService: the StreamingCoord gRPC service (callback API), served by the coordinator and,
-// with its own AssignmentView and no oracle, by every streaming node (docs/cluster.md,
+// CoordService: the StreamingCoord gRPC service (on the CompletionLoop), served by the coordinator
+// and, with its own AssignmentView and no oracle, by every streaming node (docs/cluster.md,
 // coordinator 6 and node 6).
 //
 //   GetStatus           nodes and pchannels of the current AssignmentSnapshot, with reader
@@ -32,27 +32,32 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
+#include "rpc/async_stream.h"
+#include "rpc/async_unary.h"
+#include "rpc/completion_loop.h"
 #include "rpc/coord_service_options.h"
 #include "rpc/watch_assignments_stream.h"
 #include "streaming/assignment_view.h"
 
 namespace kf::rpc {
 
-class CoordService final : public kingfisher::v1::StreamingCoord::CallbackService {
+class CoordService final : public kingfisher::v1::StreamingCoord::AsyncService {
  public:
   explicit CoordService(CoordServiceOptions options);
   ~CoordService() override;
 
-  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
-                                      const kingfisher::v1::GetStatusRequest* request,
-                                      kingfisher::v1::GetStatusResponse* response) override;
-  grpc::ServerWriteReactor<kingfisher::v1::AssignmentSnapshot>* WatchAssignments(
-      grpc::CallbackServerContext* context,
-      const kingfisher::v1::WatchAssignmentsRequest* request) override;
-  grpc::ServerUnaryReactor* AllocateTimestamps(
-      grpc::CallbackServerContext* context,
-      const kingfisher::v1::AllocateTimestampsRequest* request,
-      kingfisher::v1::AllocateTimestampsResponse* response) override;
+  // Arms the service's methods on `loop` (after the server started).
+  void Serve(CompletionLoop* loop);
+
+  void HandleGetStatus(grpc::ServerContext* context,
+                       const kingfisher::v1::GetStatusRequest* request,
+                       kingfisher::v1::GetStatusResponse* response, UnaryReactor* reactor);
+  StreamReactor* HandleWatchAssignments(
+      StreamOps<kingfisher::v1::WatchAssignmentsRequest, kingfisher::v1::AssignmentSnapshot>* call);
+  void HandleAllocateTimestamps(grpc::ServerContext* context,
+                                const kingfisher::v1::AllocateTimestampsRequest* request,
+                                kingfisher::v1::AllocateTimestampsResponse* response,
+                                UnaryReactor* reactor);
 
   // Shutdown, step 1: new watch streams are refused and live ones end with ON_SHUTDOWN after
   // their write in flight; the fan-out thread stops. Idempotent.

@@ -78,10 +78,10 @@ absl::Status OnShutdownError() {
 
 }  // namespace
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ProduceStream::Start(
-    const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
-    RpcMetrics* metrics) {
-  auto stream = std::make_shared<ProduceStream>(registry, options, tracker, metrics);
+ByteBidiReactor* ProduceStream::Start(ByteStreamOps* call, const WalRegistry* registry,
+                                      const StreamingNodeOptions* options, StreamTracker* tracker,
+                                      RpcMetrics* metrics) {
+  auto stream = std::make_shared<ProduceStream>(call, registry, options, tracker, metrics);
   ProduceStream* raw = stream.get();
   {
     absl::MutexLock lock(&raw->mu_);
@@ -102,9 +102,14 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ProduceStream::Star
   return raw;
 }
 
-ProduceStream::ProduceStream(const WalRegistry* registry, const StreamingNodeOptions* options,
-                             StreamTracker* tracker, RpcMetrics* metrics)
-    : registry_(registry), options_(options), tracker_(tracker), metrics_(metrics) {}
+ProduceStream::ProduceStream(ByteStreamOps* call, const WalRegistry* registry,
+                             const StreamingNodeOptions* options, StreamTracker* tracker,
+                             RpcMetrics* metrics)
+    : ByteBidiReactor(call),
+      registry_(registry),
+      options_(options),
+      tracker_(tracker),
+      metrics_(metrics) {}
 
 void ProduceStream::OnReadDone(bool ok) {
   if (!ok) {

@@ -1,4 +1,5 @@
-// ProduceStream: the server side of one StreamingNode.Produce bidi stream (gRPC callback API).
+// ProduceStream: the server side of one StreamingNode.Produce bidi stream (a BidiReactor on the
+// CompletionLoop).
 //
 // Each request is a batch of entries for one pchannel. Every entry is decoded, validated
 // (ValidateProducedMessage) and routed on its own; those that pass go to their Wal in one
@@ -28,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "kingfisher/v1/streaming.pb.h"
+#include "rpc/async_stream.h"
 #include "rpc/node_options.h"
 #include "rpc/rpc_metrics.h"
 #include "rpc/stream_tracker.h"
@@ -37,18 +39,18 @@ namespace kf::rpc {
 
 using streaming::node::WalRegistry;
 
-class ProduceStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+class ProduceStream final : public ByteBidiReactor,
                             public ShutdownAware,
                             public std::enable_shared_from_this<ProduceStream> {
  public:
-  // Creates the stream, starts reading and returns the reactor gRPC drives. All pointers are
-  // borrowed and must outlive the stream (they belong to the service).
-  static grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Start(
-      const WalRegistry* registry, const StreamingNodeOptions* options, StreamTracker* tracker,
-      RpcMetrics* metrics);
+  // Creates the reactor of `call`, starts reading and returns it. All pointers are borrowed
+  // and must outlive the stream (they belong to the service).
+  static ByteBidiReactor* Start(ByteStreamOps* call, const WalRegistry* registry,
+                                const StreamingNodeOptions* options, StreamTracker* tracker,
+                                RpcMetrics* metrics);
 
-  ProduceStream(const WalRegistry* registry, const StreamingNodeOptions* options,
-                StreamTracker* tracker, RpcMetrics* metrics);
+  ProduceStream(ByteStreamOps* call, const WalRegistry* registry,
+                const StreamingNodeOptions* options, StreamTracker* tracker, RpcMetrics* metrics);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;

@@ -21,16 +21,23 @@ ReplicateService::~ReplicateService() {
   WaitForCalls(absl::InfiniteFuture());
 }
 
-template <typename Work>
-grpc::ServerUnaryReactor* ReplicateService::Run(grpc::CallbackServerContext* context, Work work) {
-  return RunUnaryOnWorker(workers_, options_.max_call_timeout, context, "replicate calls",
-                          std::move(work));
+void ReplicateService::Serve(CompletionLoop* loop) {
+  ServeUnary(loop, this, &ReplicateService::RequestAppend, &ReplicateService::HandleAppend);
+  ServeUnary(loop, this, &ReplicateService::RequestGetCheckpoint,
+             &ReplicateService::HandleGetCheckpoint);
+  ServeUnary(loop, this, &ReplicateService::RequestStatus, &ReplicateService::HandleStatus);
 }
 
-grpc::ServerUnaryReactor* ReplicateService::Append(grpc::CallbackServerContext* context,
-                                                   const v1::ReplicateAppendRequest* request,
-                                                   v1::ReplicateAppendResponse* response) {
-  return Run(context, [this, request, response](absl::Time) -> absl::Status {
+template <typename Work>
+void ReplicateService::Run(grpc::ServerContext* context, UnaryReactor* reactor, Work work) {
+  RunUnaryOnWorker(workers_, options_.max_call_timeout, context, reactor, "replicate calls",
+                   std::move(work));
+}
+
+void ReplicateService::HandleAppend(grpc::ServerContext* context,
+                                    const v1::ReplicateAppendRequest* request,
+                                    v1::ReplicateAppendResponse* response, UnaryReactor* reactor) {
+  Run(context, reactor, [this, request, response](absl::Time) -> absl::Status {
     absl::StatusOr<std::shared_ptr<wal::Wal>> wal =
         streaming::node::GetAtTerm(*registry_, request->pchannel(), request->term());
     if (!wal.ok()) return wal.status();
@@ -39,10 +46,11 @@ grpc::ServerUnaryReactor* ReplicateService::Append(grpc::CallbackServerContext* 
   });
 }
 
-grpc::ServerUnaryReactor* ReplicateService::GetCheckpoint(
-    grpc::CallbackServerContext* context, const v1::GetReplicateCheckpointRequest* request,
-    v1::GetReplicateCheckpointResponse* response) {
-  return Run(context, [this, request, response](absl::Time) -> absl::Status {
+void ReplicateService::HandleGetCheckpoint(grpc::ServerContext* context,
+                                           const v1::GetReplicateCheckpointRequest* request,
+                                           v1::GetReplicateCheckpointResponse* response,
+                                           UnaryReactor* reactor) {
+  Run(context, reactor, [this, request, response](absl::Time) -> absl::Status {
     absl::StatusOr<std::shared_ptr<wal::Wal>> wal =
         streaming::node::GetAtTerm(*registry_, request->pchannel(), request->term());
     if (!wal.ok()) return wal.status();
@@ -56,10 +64,9 @@ grpc::ServerUnaryReactor* ReplicateService::GetCheckpoint(
   });
 }
 
-grpc::ServerUnaryReactor* ReplicateService::Status(grpc::CallbackServerContext* context,
-                                                   const v1::ReplicateStatusRequest*,
-                                                   v1::ReplicateStatusResponse* response) {
-  return Run(context, [this, response](absl::Time) -> absl::Status {
+void ReplicateService::HandleStatus(grpc::ServerContext* context, const v1::ReplicateStatusRequest*,
+                                    v1::ReplicateStatusResponse* response, UnaryReactor* reactor) {
+  Run(context, reactor, [this, response](absl::Time) -> absl::Status {
     response->set_cluster_id(options_.cluster_id);
     if (options_.manager != nullptr) {
       for (const replicate::ReplicateManager::Entry& e : options_.manager->Status()) {
@@ -112,35 +119,41 @@ void ReplicateAdminService::WaitForCalls(absl::Time deadline) {
   }
 }
 
+void ReplicateAdminService::Serve(CompletionLoop* loop) {
+  ServeUnary(loop, this, &ReplicateAdminService::RequestAlterReplicateConfig,
+             &ReplicateAdminService::HandleAlterReplicateConfig);
+  ServeUnary(loop, this, &ReplicateAdminService::RequestGetReplicateConfig,
+             &ReplicateAdminService::HandleGetReplicateConfig);
+}
+
 template <typename Work>
-grpc::ServerUnaryReactor* ReplicateAdminService::Run(grpc::CallbackServerContext* context,
-                                                     Work work) {
+void ReplicateAdminService::Run(grpc::ServerContext* context, UnaryReactor* reactor, Work work) {
   absl::StatusOr<std::shared_ptr<streaming::ddl::ReplicateConfigurator>> configurator =
       options_.ddl->replicate();
   if (!configurator.ok()) {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(wire::ToGrpcStatus(configurator.status()));
-    return reactor;
+    return;
   }
-  return RunUnaryOnWorker(
-      workers_, options_.max_call_timeout, context, "replicate configuration calls",
+  RunUnaryOnWorker(
+      workers_, options_.max_call_timeout, context, reactor, "replicate configuration calls",
       [work = std::move(work), c = *std::move(configurator)](absl::Time deadline) mutable {
         return work(*c, deadline);
       });
 }
 
-grpc::ServerUnaryReactor* ReplicateAdminService::AlterReplicateConfig(
-    grpc::CallbackServerContext* context, const v1::AlterReplicateConfigRequest* request,
-    v1::AlterReplicateConfigResponse*) {
-  return Run(context, [request](streaming::ddl::ReplicateConfigurator& c, absl::Time deadline) {
+void ReplicateAdminService::HandleAlterReplicateConfig(
+    grpc::ServerContext* context, const v1::AlterReplicateConfigRequest* request,
+    v1::AlterReplicateConfigResponse*, UnaryReactor* reactor) {
+  Run(context, reactor, [request](streaming::ddl::ReplicateConfigurator& c, absl::Time deadline) {
     return c.Alter(request->config(), trace::Context(), /*blocking=*/true, deadline);
   });
 }
 
-grpc::ServerUnaryReactor* ReplicateAdminService::GetReplicateConfig(
-    grpc::CallbackServerContext* context, const v1::GetReplicateConfigRequest*,
-    v1::GetReplicateConfigResponse* response) {
-  return Run(context, [response](streaming::ddl::ReplicateConfigurator& c, absl::Time deadline) {
+void ReplicateAdminService::HandleGetReplicateConfig(grpc::ServerContext* context,
+                                                     const v1::GetReplicateConfigRequest*,
+                                                     v1::GetReplicateConfigResponse* response,
+                                                     UnaryReactor* reactor) {
+  Run(context, reactor, [response](streaming::ddl::ReplicateConfigurator& c, absl::Time deadline) {
     absl::StatusOr<v1::ReplicateConfiguration> config = c.Get(deadline);
     if (!config.ok()) return config.status();
     response->set_cluster_id(c.cluster_id());

@@ -6,7 +6,7 @@
 // - ReplicateAdminService (kingfisher.v1.ReplicateAdmin), where the Collections service is
 //   (the acting coordinator, the standalone server): the cluster's replicate configuration,
 //   changed by an AlterReplicateConfig broadcast (streaming/ddl/replicate_configurator.h).
-// Every call runs on a worker thread (CallWorkers), never on gRPC's callback threads.
+// Every call runs on a worker thread (CallWorkers), never on the CompletionLoop.
 //
 // Thread-safety: thread-safe. Ownership: borrows the registry, the manager and the DDL host.
 // Errors: CHANNEL_NOT_EXIST / UNMATCHED_CHANNEL_TERM (ABORTED: re-resolve), INVALID_ARGUMENT,
@@ -16,6 +16,7 @@
 
 #include "absl/time/time.h"
 #include "kingfisher/v1/replicate.grpc.pb.h"
+#include "rpc/async_unary.h"
 #include "rpc/call_workers.h"
 #include "rpc/collection_service_options.h"
 #include "rpc/replicate_service_options.h"
@@ -23,49 +24,55 @@
 
 namespace kf::rpc {
 
-class ReplicateService final : public kingfisher::v1::Replicate::CallbackService {
+class ReplicateService final : public kingfisher::v1::Replicate::AsyncService {
  public:
   ReplicateService(const streaming::node::WalRegistry* registry, ReplicateServiceOptions options)
       : registry_(registry), options_(std::move(options)), workers_(options_.max_calls) {}
   ~ReplicateService() override;
 
-  grpc::ServerUnaryReactor* Append(grpc::CallbackServerContext* context,
-                                   const kingfisher::v1::ReplicateAppendRequest* request,
-                                   kingfisher::v1::ReplicateAppendResponse* response) override;
-  grpc::ServerUnaryReactor* GetCheckpoint(
-      grpc::CallbackServerContext* context,
-      const kingfisher::v1::GetReplicateCheckpointRequest* request,
-      kingfisher::v1::GetReplicateCheckpointResponse* response) override;
-  grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* context,
-                                   const kingfisher::v1::ReplicateStatusRequest* request,
-                                   kingfisher::v1::ReplicateStatusResponse* response) override;
+  // Arms the service\'s methods on `loop` (after the server started).
+  void Serve(CompletionLoop* loop);
+
+  void HandleAppend(grpc::ServerContext* context,
+                    const kingfisher::v1::ReplicateAppendRequest* request,
+                    kingfisher::v1::ReplicateAppendResponse* response, UnaryReactor* reactor);
+  void HandleGetCheckpoint(grpc::ServerContext* context,
+                           const kingfisher::v1::GetReplicateCheckpointRequest* request,
+                           kingfisher::v1::GetReplicateCheckpointResponse* response,
+                           UnaryReactor* reactor);
+  void HandleStatus(grpc::ServerContext* context,
+                    const kingfisher::v1::ReplicateStatusRequest* request,
+                    kingfisher::v1::ReplicateStatusResponse* response, UnaryReactor* reactor);
 
   void BeginShutdown() { workers_.Close(); }
   void WaitForCalls(absl::Time deadline) { workers_.WaitIdle(deadline); }
 
  private:
   template <typename Work>
-  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, Work work);
+  void Run(grpc::ServerContext* context, UnaryReactor* reactor, Work work);
 
   const streaming::node::WalRegistry* const registry_;
   const ReplicateServiceOptions options_;
   CallWorkers workers_;
 };
 
-class ReplicateAdminService final : public kingfisher::v1::ReplicateAdmin::CallbackService {
+class ReplicateAdminService final : public kingfisher::v1::ReplicateAdmin::AsyncService {
  public:
   explicit ReplicateAdminService(CollectionServiceOptions options)
       : options_(options), workers_(options.max_calls) {}
   ~ReplicateAdminService() override;
 
-  grpc::ServerUnaryReactor* AlterReplicateConfig(
-      grpc::CallbackServerContext* context,
-      const kingfisher::v1::AlterReplicateConfigRequest* request,
-      kingfisher::v1::AlterReplicateConfigResponse* response) override;
-  grpc::ServerUnaryReactor* GetReplicateConfig(
-      grpc::CallbackServerContext* context,
-      const kingfisher::v1::GetReplicateConfigRequest* request,
-      kingfisher::v1::GetReplicateConfigResponse* response) override;
+  // Arms the service\'s methods on `loop` (after the server started).
+  void Serve(CompletionLoop* loop);
+
+  void HandleAlterReplicateConfig(grpc::ServerContext* context,
+                                  const kingfisher::v1::AlterReplicateConfigRequest* request,
+                                  kingfisher::v1::AlterReplicateConfigResponse* response,
+                                  UnaryReactor* reactor);
+  void HandleGetReplicateConfig(grpc::ServerContext* context,
+                                const kingfisher::v1::GetReplicateConfigRequest* request,
+                                kingfisher::v1::GetReplicateConfigResponse* response,
+                                UnaryReactor* reactor);
 
   void BeginShutdown() { workers_.Close(); }
   // As CollectionService's: calls still running at `deadline` are ended by stopping the DDL
@@ -74,7 +81,7 @@ class ReplicateAdminService final : public kingfisher::v1::ReplicateAdmin::Callb
 
  private:
   template <typename Work>
-  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, Work work);
+  void Run(grpc::ServerContext* context, UnaryReactor* reactor, Work work);
 
   const CollectionServiceOptions options_;
   CallWorkers workers_;

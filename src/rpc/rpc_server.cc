@@ -9,6 +9,7 @@
 #include "common/listen_error.h"
 #include "grpcpp/grpcpp.h"
 #include "rpc/collection_service.h"
+#include "rpc/completion_loop.h"
 #include "rpc/coord_service.h"
 #include "rpc/replicate_service.h"
 #include "rpc/search_service.h"
@@ -66,9 +67,22 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions opt
   }
 
   builder.RegisterService(server->coord_service_.get());
+  std::unique_ptr<grpc::ServerCompletionQueue> cq = builder.AddCompletionQueue();
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || selected_port == 0) return ListenError("grpc", host, port);
   server->address_ = host + ":" + std::to_string(selected_port);
+  server->loop_ = std::make_unique<CompletionLoop>(std::move(cq));
+  CompletionLoop* loop = server->loop_.get();
+  if (server->node_service_ != nullptr) {
+    server->node_service_->Serve(loop);
+    server->replicate_service_->Serve(loop);
+  }
+  if (server->collection_service_ != nullptr) {
+    server->collection_service_->Serve(loop);
+    server->replicate_admin_service_->Serve(loop);
+  }
+  if (server->search_service_ != nullptr) server->search_service_->Serve(loop);
+  server->coord_service_->Serve(loop);
   return server;
 }
 
@@ -104,6 +118,7 @@ void RpcServer::Shutdown(absl::Duration grace) {
   coord_service_->WaitForStreams(deadline);
   server_->Shutdown(absl::ToChronoTime(absl::Now()));  // cancels whatever is left
   server_->Wait();
+  loop_->ShutdownAndJoin();  // every call is over (gRPC's order: the server, then its queue)
 }
 
 }  // namespace kf::rpc

@@ -42,6 +42,7 @@ class CollectionService;
 class SearchService;
 class ReplicateService;
 class ReplicateAdminService;
+class CompletionLoop;
 
 struct RpcServerOptions {
   std::string listen = "127.0.0.1:19530";  // HOST:PORT; port 0 picks a free port
@@ -86,6 +87,7 @@ class RpcServer {
   std::unique_ptr<ReplicateService> replicate_service_;             // with node_service_
   std::unique_ptr<ReplicateAdminService> replicate_admin_service_;  // with collection_service_
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<CompletionLoop> loop_;  // serves every call; set once the server started
   bool shut_down_ = false;
 };
 

@@ -15,16 +15,20 @@ SearchService::~SearchService() {
   WaitForCalls(absl::InfiniteFuture());
 }
 
-template <typename Work>
-grpc::ServerUnaryReactor* SearchService::Run(grpc::CallbackServerContext* context, Work work) {
-  return RunUnaryOnWorker(workers_, options_.max_call_timeout, context, "searches",
-                          std::move(work));
+void SearchService::Serve(CompletionLoop* loop) {
+  ServeUnary(loop, this, &SearchService::RequestSearch, &SearchService::HandleSearch);
+  ServeUnary(loop, this, &SearchService::RequestGet, &SearchService::HandleGet);
 }
 
-grpc::ServerUnaryReactor* SearchService::Search(grpc::CallbackServerContext* context,
-                                                const v1::SearchRequest* request,
-                                                v1::SearchResponse* response) {
-  return Run(context, [this, request, response](absl::Time deadline) {
+template <typename Work>
+void SearchService::Run(grpc::ServerContext* context, UnaryReactor* reactor, Work work) {
+  RunUnaryOnWorker(workers_, options_.max_call_timeout, context, reactor, "searches",
+                   std::move(work));
+}
+
+void SearchService::HandleSearch(grpc::ServerContext* context, const v1::SearchRequest* request,
+                                 v1::SearchResponse* response, UnaryReactor* reactor) {
+  Run(context, reactor, [this, request, response](absl::Time deadline) {
     absl::StatusOr<v1::SearchResponse> r = options_.queries->Search(*request, deadline);
     if (!r.ok()) return r.status();
     *response = *std::move(r);
@@ -32,10 +36,9 @@ grpc::ServerUnaryReactor* SearchService::Search(grpc::CallbackServerContext* con
   });
 }
 
-grpc::ServerUnaryReactor* SearchService::Get(grpc::CallbackServerContext* context,
-                                             const v1::GetRequest* request,
-                                             v1::GetResponse* response) {
-  return Run(context, [this, request, response](absl::Time deadline) {
+void SearchService::HandleGet(grpc::ServerContext* context, const v1::GetRequest* request,
+                              v1::GetResponse* response, UnaryReactor* reactor) {
+  Run(context, reactor, [this, request, response](absl::Time deadline) {
     absl::StatusOr<v1::GetResponse> r = options_.queries->Get(*request, deadline);
     if (!r.ok()) return r.status();
     *response = *std::move(r);

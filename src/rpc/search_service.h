@@ -4,7 +4,7 @@
 //
 // A call may wait for its shard to apply its timestamp, so every call runs on a worker thread
 // (CallWorkers: one per call, at most `max_calls`, beyond which RESOURCE_EXHAUSTED), never on
-// gRPC's callback threads. Its deadline is the call's, capped at `max_call_timeout`.
+// the CompletionLoop. Its deadline is the call's, capped at `max_call_timeout`.
 //
 // Thread-safety: thread-safe. Ownership: borrows the registry (must outlive the service).
 // Errors: search.proto's, plus UNAVAILABLE ON_SHUTDOWN and RESOURCE_EXHAUSTED.
@@ -13,23 +13,25 @@
 #include "absl/time/time.h"
 #include "kingfisher/v1/search.grpc.pb.h"
 #include "query/query_registry.h"
+#include "rpc/async_unary.h"
 #include "rpc/call_workers.h"
 #include "rpc/search_service_options.h"
 
 namespace kf::rpc {
 
-class SearchService final : public kingfisher::v1::Search::CallbackService {
+class SearchService final : public kingfisher::v1::Search::AsyncService {
  public:
   explicit SearchService(SearchServiceOptions options)
       : options_(options), workers_(options.max_calls) {}
   ~SearchService() override;
 
-  grpc::ServerUnaryReactor* Search(grpc::CallbackServerContext* context,
-                                   const kingfisher::v1::SearchRequest* request,
-                                   kingfisher::v1::SearchResponse* response) override;
-  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* context,
-                                const kingfisher::v1::GetRequest* request,
-                                kingfisher::v1::GetResponse* response) override;
+  // Arms the service\'s methods on `loop` (after the server started).
+  void Serve(CompletionLoop* loop);
+
+  void HandleSearch(grpc::ServerContext* context, const kingfisher::v1::SearchRequest* request,
+                    kingfisher::v1::SearchResponse* response, UnaryReactor* reactor);
+  void HandleGet(grpc::ServerContext* context, const kingfisher::v1::GetRequest* request,
+                 kingfisher::v1::GetResponse* response, UnaryReactor* reactor);
 
   // New calls get ON_SHUTDOWN; WaitForCalls lets the running ones finish until `deadline`.
   void BeginShutdown() { workers_.Close(); }
@@ -38,7 +40,7 @@ class SearchService final : public kingfisher::v1::Search::CallbackService {
  private:
   // Runs `work` on a worker with the call's deadline and finishes the call with its status.
   template <typename Work>
-  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, Work work);
+  void Run(grpc::ServerContext* context, UnaryReactor* reactor, Work work);
 
   const SearchServiceOptions options_;
   CallWorkers workers_;

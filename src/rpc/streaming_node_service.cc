@@ -4,6 +4,7 @@
 #include <thread>
 #include <utility>
 
+#include "rpc/async_stream.h"
 #include "rpc/consume_stream.h"
 #include "rpc/produce_stream.h"
 
@@ -19,14 +20,16 @@ StreamingNodeService::StreamingNodeService(const WalRegistry* registry,
                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
              "kf-tail") {}
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamingNodeService::Produce(
-    grpc::CallbackServerContext* /*context*/) {
-  return ProduceStream::Start(registry_, &options_, &tracker_, &metrics_);
-}
-
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamingNodeService::Consume(
-    grpc::CallbackServerContext* context) {
-  return ConsumeStream::Start(registry_, &options_, &tracker_, &metrics_, &pumps_, context->peer());
+void StreamingNodeService::Serve(CompletionLoop* loop) {
+  ServeBidi(loop, this, &StreamingNodeService::RequestProduce,
+            [this](grpc::ServerContext* /*context*/, ByteStreamOps* call) {
+              return ProduceStream::Start(call, registry_, &options_, &tracker_, &metrics_);
+            });
+  ServeBidi(loop, this, &StreamingNodeService::RequestConsume,
+            [this](grpc::ServerContext* context, ByteStreamOps* call) {
+              return ConsumeStream::Start(call, registry_, &options_, &tracker_, &metrics_, &pumps_,
+                                          context->peer());
+            });
 }
 
 void StreamingNodeService::BeginShutdown() { tracker_.BeginShutdown(); }

@@ -1,11 +1,11 @@
 // StreamingNodeService: the StreamingNode gRPC service (Produce / Consume bidi streams) over a
 // WalRegistry, shared by the standalone server and the distributed streaming node.
 //
-// Callback API throughout: a waiting ack holds no thread (ProduceStream); a consumer reads the
-// backend on a thread of its own and tails the write-ahead buffer on a shared pump thread
-// (ConsumeStream). Both are registered as raw (ByteBuffer) methods: an undecodable produce
-// request gets an INVALID_ARGUMENT response instead of killing the stream, and a consumed batch
-// shares each message's encoding across consumers; the wire protocol is unchanged.
+// Served on the CompletionLoop (async API): a waiting ack holds no thread (ProduceStream); a
+// consumer reads the backend on a thread of its own and tails the write-ahead buffer on a
+// shared pump thread (ConsumeStream). Both are registered as raw (ByteBuffer) methods: an
+// undecodable produce request gets an INVALID_ARGUMENT response instead of killing the stream, and
+// a consumed batch shares each message's encoding across consumers; the wire protocol is unchanged.
 //
 // Thread-safety: thread-safe. Ownership: borrows the registry (must outlive the service and
 // every stream; i.e. the grpc::Server). Errors: per docs/semantics.md §3, on the wire (see
@@ -14,6 +14,7 @@
 
 #include "absl/time/time.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
+#include "rpc/completion_loop.h"
 #include "rpc/node_options.h"
 #include "rpc/rpc_metrics.h"
 #include "rpc/stream_tracker.h"
@@ -24,17 +25,14 @@ namespace kf::rpc {
 
 using streaming::node::WalRegistry;
 
-class StreamingNodeService final
-    : public kingfisher::v1::StreamingNode::WithRawCallbackMethod_Produce<
-          kingfisher::v1::StreamingNode::WithRawCallbackMethod_Consume<
-              kingfisher::v1::StreamingNode::Service>> {
+class StreamingNodeService final : public kingfisher::v1::StreamingNode::WithRawMethod_Produce<
+                                       kingfisher::v1::StreamingNode::WithRawMethod_Consume<
+                                           kingfisher::v1::StreamingNode::Service>> {
  public:
   StreamingNodeService(const WalRegistry* registry, StreamingNodeOptions options);
 
-  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Produce(
-      grpc::CallbackServerContext* context) override;
-  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Consume(
-      grpc::CallbackServerContext* context) override;
+  // Arms the service's methods on `loop` (after the server started).
+  void Serve(CompletionLoop* loop);
 
   // Graceful shutdown, step 1: new streams and new appends fail with ON_SHUTDOWN; in-flight
   // appends complete and their acks are written, then each Produce stream finishes with

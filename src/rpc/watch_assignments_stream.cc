@@ -5,14 +5,16 @@
 namespace kf::rpc {
 
 std::shared_ptr<WatchAssignmentsStream> WatchAssignmentsStream::Create(
-    std::function<void(WatchAssignmentsStream*)> on_done) {
-  std::shared_ptr<WatchAssignmentsStream> stream(new WatchAssignmentsStream(std::move(on_done)));
+    Call* call, std::function<void(WatchAssignmentsStream*)> on_done) {
+  std::shared_ptr<WatchAssignmentsStream> stream(
+      new WatchAssignmentsStream(call, std::move(on_done)));
   stream->self_ = stream;
   return stream;
 }
 
-WatchAssignmentsStream::WatchAssignmentsStream(std::function<void(WatchAssignmentsStream*)> on_done)
-    : on_done_(std::move(on_done)) {}
+WatchAssignmentsStream::WatchAssignmentsStream(Call* call,
+                                               std::function<void(WatchAssignmentsStream*)> on_done)
+    : WriteReactor(call), on_done_(std::move(on_done)) {}
 
 void WatchAssignmentsStream::Offer(Snapshot snapshot) {
   const kingfisher::v1::AssignmentSnapshot* write = nullptr;

@@ -1,5 +1,5 @@
 // WatchAssignmentsStream: the server side of one StreamingCoord.WatchAssignments stream
-// (gRPC callback API, server streaming).
+// (a WriteReactor on the CompletionLoop, server streaming).
 //
 // The service offers it AssignmentSnapshot protos (shared, immutable) as the view changes;
 // the stream writes one at a time and, when several arrive during a write, only the newest
@@ -21,18 +21,21 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "kingfisher/v1/streaming.pb.h"
+#include "rpc/async_stream.h"
 
 namespace kf::rpc {
 
-class WatchAssignmentsStream final
-    : public grpc::ServerWriteReactor<kingfisher::v1::AssignmentSnapshot> {
+class WatchAssignmentsStream final : public WriteReactor<kingfisher::v1::WatchAssignmentsRequest,
+                                                         kingfisher::v1::AssignmentSnapshot> {
  public:
   using Snapshot = std::shared_ptr<const kingfisher::v1::AssignmentSnapshot>;
 
   // `on_done` runs in OnDone (e.g. to unregister from the service), before the stream drops
   // its own reference.
+  using Call =
+      StreamOps<kingfisher::v1::WatchAssignmentsRequest, kingfisher::v1::AssignmentSnapshot>;
   static std::shared_ptr<WatchAssignmentsStream> Create(
-      std::function<void(WatchAssignmentsStream*)> on_done);
+      Call* call, std::function<void(WatchAssignmentsStream*)> on_done);
 
   // Writes `snapshot` unless one at least as new was offered already.
   void Offer(Snapshot snapshot);
@@ -44,7 +47,7 @@ class WatchAssignmentsStream final
   void OnDone() override;
 
  private:
-  explicit WatchAssignmentsStream(std::function<void(WatchAssignmentsStream*)> on_done);
+  WatchAssignmentsStream(Call* call, std::function<void(WatchAssignmentsStream*)> on_done);
 
   // REQUIRES: mu_ held. True when the caller must call Finish(end_status_) after unlocking.
   bool TakeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
