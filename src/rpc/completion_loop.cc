@@ -3,20 +3,43 @@
 #include <pthread.h>
 
 #include <utility>
+#include <vector>
 
 namespace kf::rpc {
+namespace {
+
+// The loop thread's tasks queued by RunAfterCurrent; null on other threads.
+thread_local std::vector<absl::AnyInvocable<void()&&>>* after_current = nullptr;
+
+}  // namespace
 
 CompletionLoop::CompletionLoop(std::unique_ptr<grpc::ServerCompletionQueue> cq)
     : cq_(std::move(cq)) {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "kf-rpc");
+    std::vector<absl::AnyInvocable<void() &&>> queued, running;
+    after_current = &queued;
     void* tag = nullptr;
     bool ok = false;
-    while (cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
+    while (cq_->Next(&tag, &ok)) {
+      static_cast<Tag*>(tag)->Proceed(ok);
+      while (!queued.empty()) {  // a task may queue more
+        running.swap(queued);
+        for (auto& task : running) std::move(task)();
+        running.clear();
+      }
+    }
+    after_current = nullptr;
   });
 }
 
 CompletionLoop::~CompletionLoop() { ShutdownAndJoin(); }
+
+bool CompletionLoop::RunAfterCurrent(absl::AnyInvocable<void() &&>&& task) {
+  if (after_current == nullptr) return false;
+  after_current->push_back(std::move(task));
+  return true;
+}
 
 void CompletionLoop::ShutdownAndJoin() {
   if (shut_down_) return;

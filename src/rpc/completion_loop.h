@@ -18,6 +18,7 @@
 #include <memory>
 #include <thread>
 
+#include "absl/functional/any_invocable.h"
 #include "grpcpp/completion_queue.h"
 
 namespace kf::rpc {
@@ -38,6 +39,12 @@ class CompletionLoop {
   ~CompletionLoop();  // ShutdownAndJoin
 
   grpc::ServerCompletionQueue* cq() const { return cq_.get(); }
+
+  // On a loop thread: queues `task` to run there once the current completion's work returned
+  // (before the loop waits again) and returns true; e.g. a consumer's delivery then follows the
+  // produce ack written by that work instead of waking another thread. Elsewhere: false, and
+  // `task` is left as it was.
+  static bool RunAfterCurrent(absl::AnyInvocable<void() &&>&& task);
 
   // Shuts the queue down, runs what is left in it and joins the thread. Idempotent.
   void ShutdownAndJoin();

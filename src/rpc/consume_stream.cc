@@ -9,6 +9,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "common/errors.h"
 #include "grpcpp/support/proto_buffer_reader.h"
+#include "rpc/completion_loop.h"
 #include "rpc/consumed_batch_encoder.h"
 #include "rpc/message_convert.h"
 #include "trace/context.h"
@@ -68,7 +69,13 @@ void ConsumeStream::Hook::Wake() {
   // never reaches TaskThreads, which may be gone by then.
   absl::MutexLock lock(&mu_);
   if (stream_ == nullptr) return;
-  pumps_->Post(shard_, [self = shared_from_this()] { self->RunPumps(); });
+  absl::AnyInvocable<void()&&> pump = [self = shared_from_this()] { self->RunPumps(); };
+  // Woken by an append completing on the CompletionLoop (an appender that flushed itself) while
+  // the shard's thread sleeps: pump there, once that completion's work (the produce ack) is
+  // done, rather than wake a thread. The delivery then leaves from the thread that wrote the
+  // ack, and its write completes on the loop without waking it. A busy shard costs no wake-up.
+  if (pumps_->Idle(shard_) && CompletionLoop::RunAfterCurrent(std::move(pump))) return;
+  pumps_->Post(shard_, std::move(pump));
 }
 
 void ConsumeStream::Hook::RunPumps() {

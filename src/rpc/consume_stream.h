@@ -71,7 +71,9 @@ class ConsumeStream final : public ByteBidiReactor {
     Hook(ConsumeStream* s, TaskThreads* pumps, size_t shard)
         : stream_(s), pumps_(pumps), shard_(shard) {}
     void OnServerShutdown() override;
-    // Runs the stream's Pump on its shard: at least once after every call, never two at once.
+    // Runs the stream's Pump on its shard (or on the CompletionLoop after the current
+    // completion, when the shard's thread sleeps): at least once after every call, never two
+    // at once.
     void Wake();
     // Afterwards nothing reaches the stream; waits for a running pump.
     void Detach();

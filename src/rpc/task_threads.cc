@@ -32,13 +32,21 @@ void TaskThreads::Post(size_t shard, Task task) {
   s.tasks.push_back(std::move(task));
 }
 
+bool TaskThreads::Idle(size_t shard) const {
+  const Shard& s = *shards_[shard % shards_.size()];
+  absl::MutexLock lock(&s.mu);
+  return !s.running && s.tasks.empty();
+}
+
 void TaskThreads::Run(Shard* s) {
   std::deque<Task> batch;
   for (;;) {
     {
       absl::MutexLock lock(&s->mu);
+      s->running = false;
       s->mu.Await(absl::Condition(s, &Shard::HasWork));
       if (s->tasks.empty()) return;  // stopping, and everything posted before ran
+      s->running = true;
       batch.swap(s->tasks);
     }
     for (Task& task : batch) std::move(task)();

@@ -45,12 +45,15 @@ class TaskThreads {
   }
   // Runs `task` on thread `shard` after the tasks posted there before it.
   void Post(size_t shard, Task task);
+  // True while thread `shard` waits with nothing to run (a Post would wake it).
+  bool Idle(size_t shard) const;
 
  private:
   struct Shard {
-    absl::Mutex mu;
+    mutable absl::Mutex mu;
     std::deque<Task> tasks ABSL_GUARDED_BY(mu);
     bool stopping ABSL_GUARDED_BY(mu) = false;
+    bool running ABSL_GUARDED_BY(mu) = false;  // the thread is running tasks
     std::thread thread;
     bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return stopping || !tasks.empty(); }
   };

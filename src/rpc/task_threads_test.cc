@@ -59,5 +59,24 @@ TEST(TaskThreadsTest, DestructorRunsWhatWasPostedBeforeIt) {
   EXPECT_EQ(ran.load(), 10);
 }
 
+TEST(TaskThreadsTest, IdleWhileTheThreadWaitsWithNothingToRun) {
+  TaskThreads threads(1, "kf-test");
+  absl::Notification started, release, finished;
+  threads.Post(0, [&] {
+    started.Notify();
+    release.WaitForNotification();
+  });
+  started.WaitForNotification();
+  EXPECT_FALSE(threads.Idle(0));  // running a task
+  threads.Post(0, [&] { finished.Notify(); });
+  release.Notify();
+  finished.WaitForNotification();
+  // The thread marks itself idle just before it waits again.
+  while (!threads.Idle(0)) std::this_thread::yield();
+  threads.Post(0, [] {});
+  // A posted task makes it busy at once, before the thread wakes.
+  EXPECT_FALSE(threads.Idle(0));
+}
+
 }  // namespace
 }  // namespace kf::rpc
