@@ -73,9 +73,11 @@ TEST(TaskThreadsTest, IdleWhileTheThreadWaitsWithNothingToRun) {
   finished.WaitForNotification();
   // The thread marks itself idle just before it waits again.
   while (!threads.Idle(0)) std::this_thread::yield();
-  threads.Post(0, [] {});
-  // A posted task makes it busy at once, before the thread wakes.
+  // A posted task makes it busy at once: queued, then running until it returns.
+  absl::Notification release_again;
+  threads.Post(0, [&] { release_again.WaitForNotification(); });
   EXPECT_FALSE(threads.Idle(0));
+  release_again.Notify();
 }
 
 }  // namespace

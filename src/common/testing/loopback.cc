@@ -6,10 +6,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <random>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "common/absl_compat.h"
 
 namespace kf::testing {
@@ -23,20 +28,45 @@ sockaddr_in Loopback(int port) {
   return addr;
 }
 
+// The kernel's range of ephemeral ports (ip_local_port_range), or Linux's default.
+std::pair<int, int> EphemeralRange() {
+  int low = 32768, high = 60999;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d %d", &low, &high) != 2) low = 32768, high = 60999;
+    std::fclose(f);
+  }
+  return {low, high};
+}
+
+bool Bindable(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const sockaddr_in addr = Loopback(port);
+  const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
 }  // namespace
 
 int FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr = Loopback(0);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+  // Outside the ephemeral range: a port there may become some connection's local port, even a
+  // reconnecting client's own (TCP connects a socket to itself when source and destination
+  // match), while its server is down for a restart on the same port.
+  const auto [low, high] = EphemeralRange();
+  const bool below = low - 1 - 10000 >= 65535 - (high + 1);
+  const int first = below ? 10000 : high + 1;
+  const int last = below ? low - 1 : 65535;
+  if (last < first) return 0;
+  static std::atomic<uint64_t> draws{0};
+  std::mt19937_64 rng(static_cast<uint64_t>(::getpid()) * 1000003u + draws.fetch_add(1) +
+                      static_cast<uint64_t>(absl::GetCurrentTimeNanos()));
+  std::uniform_int_distribution<int> pick(first, last);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = pick(rng);
+    if (Bindable(port)) return port;
   }
-  ::close(fd);
-  return port;
+  return 0;
 }
 
 std::string HttpGet(int port, std::string_view path, absl::Duration timeout) {

@@ -12,9 +12,10 @@
 
 namespace kf::testing {
 
-// A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice for port 0). Another
-// process may take it before the caller binds it; the servers started with it then fail to
-// start, which the callers report.
+// A TCP port on 127.0.0.1 that was free a moment ago, drawn at random outside the kernel's
+// ephemeral range, so that no connection takes it as its local port while a server restarts on
+// it. Another test may still draw and bind it first; servers started with it then fail to
+// start, which the callers report (or retry with another port).
 int FreeLoopbackPort();
 
 // One HTTP/1.0 GET of `path` on 127.0.0.1:`port`: the whole response (status line, headers,
