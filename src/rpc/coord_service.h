@@ -14,8 +14,9 @@
 //                       UNAVAILABLE.
 //   AllocateTimestamps  from the oracle; without one, or while it refuses (not the acting
 //                       coordinator, deposed), UNAVAILABLE "not the coordinator" so the caller
-//                       retries (elsewhere). May block its handler for one store call when the
-//                       oracle raises its mark (once per window).
+//                       retries (elsewhere). Runs on the CompletionLoop: once per window, when
+//                       the oracle raises its mark, the process's calls wait for that one
+//                       store call (a local file in standalone, etcd for the coordinator).
 //
 // Thread-safety: thread-safe. Ownership: borrows everything in the options (must outlive the
 // grpc::Server); owns the fan-out thread (stopped by BeginShutdown or the destructor).
