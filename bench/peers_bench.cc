@@ -5,7 +5,8 @@
 // made them durable. One line per run:
 //   <system> producers=N messages=M seconds=S per_s=X p50_ms=A p99_ms=B
 // Systems:
-//   kingfisher  --endpoint HOST:PORT: Inserts to one vchannel (one WAL) through ONE shared
+//   kingfisher  --endpoint HOST:PORT: Inserts to one vchannel (--vchannel, one WAL) through ONE
+//   shared
 //               Producer of the public client library (it batches across the producers).
 //               --driver loop (default): one thread keeps --producers appends in flight with
 //               AppendAsync, each callback starting that producer's next one, as
@@ -52,6 +53,7 @@ struct Flags {
   size_t payload_bytes = 1024;
   int max_inflight_requests = kingfisher::BatchingOptions{}.max_inflight_requests;
   std::string driver = "loop";
+  std::string vchannel = "kf-dml_0_peers";  // kingfisher: its pchannel is the WAL under load
 };
 
 // One thread's appends: `append(i)` must return once message i is acknowledged.
@@ -102,9 +104,8 @@ void RunKingfisher(const Flags& f) {
   if (!producer.ok()) Die(producer.status().ToString());
   const std::string payload(f.payload_bytes, 'p');
   auto append = [&](uint64_t) {
-    auto r = (*producer)->AppendSync({.type = kingfisher::MessageType::kInsert,
-                                      .vchannel = "kf-dml_0_peers",
-                                      .payload = payload});
+    auto r = (*producer)->AppendSync(
+        {.type = kingfisher::MessageType::kInsert, .vchannel = f.vchannel, .payload = payload});
     if (!r.ok()) Die("kingfisher append: " + r.status().ToString());
   };
   append(0);  // the stream and the route, warm
@@ -120,16 +121,15 @@ void RunKingfisher(const Flags& f) {
   int running = f.producers;
   std::function<void(size_t)> next = [&](size_t p) {
     const auto t0 = Clock::now();
-    (*producer)->AppendAsync({.type = kingfisher::MessageType::kInsert,
-                              .vchannel = "kf-dml_0_peers",
-                              .payload = payload},
-                             [&, p, t0](absl::StatusOr<kingfisher::AppendResult> r) {
-                               if (!r.ok()) Die("kingfisher append: " + r.status().ToString());
-                               lat[p].push_back(Seconds(Clock::now() - t0));
-                               if (lat[p].size() < each) return next(p);
-                               absl::MutexLock l(&mu);
-                               --running;
-                             });
+    (*producer)->AppendAsync(
+        {.type = kingfisher::MessageType::kInsert, .vchannel = f.vchannel, .payload = payload},
+        [&, p, t0](absl::StatusOr<kingfisher::AppendResult> r) {
+          if (!r.ok()) Die("kingfisher append: " + r.status().ToString());
+          lat[p].push_back(Seconds(Clock::now() - t0));
+          if (lat[p].size() < each) return next(p);
+          absl::MutexLock l(&mu);
+          --running;
+        });
   };
   const auto t0 = Clock::now();
   for (size_t p = 0; p < lat.size(); ++p) next(p);
@@ -280,6 +280,7 @@ int main(int argc, char** argv) {
             "kingfisher: produce requests of the pchannel awaiting answers before coalescing");
   flags.Add("--driver", &f.driver, "threads|loop",
             "kingfisher: a thread per producer, or one thread keeping --producers in flight");
+  flags.Add("--vchannel", &f.vchannel, "NAME", "kingfisher: the vchannel appended to");
   flags.Parse(argc, argv);
   if (f.driver != "threads" && f.driver != "loop") Die("--driver must be threads or loop");
   if (f.producers < 1 || f.endpoint.empty()) Die("--producers >= 1 and --endpoint are required");

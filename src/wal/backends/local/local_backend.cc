@@ -129,6 +129,8 @@ absl::StatusOr<MessageId> LocalBackend::AppendEncoded(
 }
 
 std::atomic<bool> LocalBackend::someone_writing_here_{false};
+std::atomic<const LocalBackend*> LocalBackend::last_offer_by_{nullptr};
+std::atomic<int64_t> LocalBackend::last_offer_ns_{0};
 
 void LocalBackend::BeginAppends() {
   absl::MutexLock l(&mu_);
@@ -147,11 +149,18 @@ void LocalBackend::EndAppendsWritingHere() {
     absl::MutexLock l(&mu_);
     --appending_;
     if (appending_ > 0 || queue_.callbacks.empty()) return;
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    const LocalBackend* before = last_offer_by_.exchange(this, std::memory_order_relaxed);
+    const int64_t before_ns = last_offer_ns_.exchange(now, std::memory_order_relaxed);
+    const bool others_active =
+        before != nullptr && before != this && now - before_ns < kOthersActiveNs;
     // Only a lone round trip's group: the queue is all this WAL has in flight (no group still
     // written or awaiting its callbacks, which also means the writer is idle; writer_busy_ is
     // what guards writing_). Otherwise the writer thread is the one to take it.
-    const bool here = !writer_busy_ && !closing_ && queue_bytes_ == queue_.data_bytes &&
-                      queue_.data_bytes <= kWriteHereBytes &&
+    const bool here = !others_active && !writer_busy_ && !closing_ &&
+                      queue_bytes_ == queue_.data_bytes && queue_.data_bytes <= kWriteHereBytes &&
                       !someone_writing_here_.exchange(true, std::memory_order_acquire);
     if (!here) {
       work_cv_.Signal();
@@ -484,6 +493,9 @@ std::optional<uint64_t> LocalBackend::StoredBytes() const {
 }
 
 absl::Status LocalBackend::Close() {
+  // A closed log is not active: its last offer must not keep another from writing here.
+  const LocalBackend* self = this;
+  last_offer_by_.compare_exchange_strong(self, nullptr, std::memory_order_relaxed);
   absl::MutexLock cl(&close_mu_);
   {
     absl::MutexLock l(&mu_);

@@ -126,6 +126,14 @@ class LocalBackend final : public WalBackend {
   static constexpr uint64_t kWriteHereBytes = 256 << 10;
   // Held by the appender writing a group itself, process-wide (EndAppendsWritingHere).
   static std::atomic<bool> someone_writing_here_;
+  // The log whose appender last offered to write here, process-wide, and when (steady clock,
+  // ns; reset when that log closes). An appender writes here only while no other open log
+  // offered within kOthersActiveNs: one thread may serve every log's callers (the server's
+  // CompletionLoop), and two logs writing there would take turns with their fdatasyncs
+  // instead of syncing side by side on their writer threads.
+  static std::atomic<const LocalBackend*> last_offer_by_;
+  static std::atomic<int64_t> last_offer_ns_;
+  static constexpr int64_t kOthersActiveNs = 5'000'000;
 
   // Groups this small complete inline on the writer thread, and so does any group when no
   // other waits to be written (the writer would only sleep meanwhile): otherwise a lone

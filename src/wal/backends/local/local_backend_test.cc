@@ -1,4 +1,5 @@
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <memory>
 #include <set>
@@ -400,6 +401,40 @@ TEST_F(LocalBackendTest, AnIdleWriterLetsTheAppenderWriteTheGroup) {
   ASSERT_EQ(all->size(), 3u);
   EXPECT_EQ((*all)[0].data, "here");
   EXPECT_EQ((*all)[2].data, "later");
+}
+
+// One thread may serve the appenders of every log (the server's CompletionLoop): while another
+// log's appender offered to write moments ago, the group goes to the writer thread, so that the
+// two logs sync side by side instead of taking turns on that thread.
+TEST_F(LocalBackendTest, AnotherActiveLogSendsTheGroupToTheWriter) {
+  auto opener = Opener(64 << 20);
+  auto a = OpenOrDie(opener.get());
+  auto b = opener->Open(Writer("kf-dml_1", 1));
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto append = [](WalBackend* log, const std::string& data) {
+    std::promise<std::thread::id> ran_on;
+    log->BeginAppends();
+    EXPECT_TRUE(log->Append(data,
+                            [&](absl::Status s) {
+                              EXPECT_TRUE(s.ok()) << s;
+                              ran_on.set_value(std::this_thread::get_id());
+                            })
+                    .ok());
+    log->EndAppendsWritingHere();
+    return ran_on.get_future().get();
+  };
+  // Alone: written here (the logs of earlier tests are closed).
+  EXPECT_EQ(append(a.get(), "a0"), std::this_thread::get_id());
+  const auto offered = std::chrono::steady_clock::now();
+  const std::thread::id b_on = append(b->get(), "b0");
+  const auto elapsed = std::chrono::steady_clock::now() - offered;
+  // Only a stall of 5 ms between the two offers would let b write here.
+  if (elapsed < std::chrono::milliseconds(5)) {
+    EXPECT_NE(b_on, std::this_thread::get_id());
+  }
+  // Once the other log is closed, it no longer counts.
+  ASSERT_TRUE((*b)->Close().ok());
+  EXPECT_EQ(append(a.get(), "a1"), std::this_thread::get_id());
 }
 
 // Appenders writing groups themselves, appenders waking the writer and a Close race: every
