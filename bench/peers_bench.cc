@@ -5,9 +5,9 @@
 // made them durable. One line per run:
 //   <system> producers=N messages=M seconds=S per_s=X p50_ms=A p99_ms=B
 // Systems:
-//   kingfisher  --endpoint HOST:PORT: Inserts to one vchannel (--vchannel, one WAL) through ONE
-//   shared
-//               Producer of the public client library (it batches across the producers).
+//   kingfisher  --endpoint HOST:PORT: Inserts to one vchannel (--vchannel; one WAL) through
+//               ONE shared Producer of the public client library (it batches across the
+//               producers).
 //               --driver loop (default): one thread keeps --producers appends in flight with
 //               AppendAsync, each callback starting that producer's next one, as
 //               redis-benchmark's event loop keeps one request of each of its -c clients in
