@@ -135,7 +135,7 @@ class StreamCall final : public StreamOps<Request, Response> {
   struct Method {
     // Arms a call: the AsyncService's RequestX for this method, completing `tag`.
     std::function<void(grpc::ServerContext*, Request*, Stream*, void* tag)> request;
-    // The call's reactor; `request` is null for a bidirectional stream.
+    // The call's reactor; the request it is given is null for a bidirectional stream.
     std::function<StreamReactor*(grpc::ServerContext*, const Request*,
                                  StreamOps<Request, Response>*)>
         create;
