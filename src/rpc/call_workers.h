@@ -1,7 +1,7 @@
-// CallWorkers: runs blocking RPC work (store round trips, DDL broadcasts) off gRPC's callback
-// threads: one thread per call, at most `max` works at once, so a burst is refused instead of
-// queued without bound and a slow call never holds up another. (Threads past their work,
-// sending the reply, may briefly exceed `max`.)
+// CallWorkers: runs blocking RPC work (store round trips, DDL broadcasts) off the CompletionLoop,
+// which serves every call of the process: one thread per call, at most `max` works at once, so a
+// burst is refused instead of queued without bound and a slow call never holds up another. (Threads
+// past their work, sending the reply, may briefly exceed `max`.)
 //
 // Thread-safety: thread-safe. Ownership: owns its threads; the destructor closes and joins
 // them (so whatever the work borrows must outlive the CallWorkers or be waited for first).

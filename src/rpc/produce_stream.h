@@ -14,11 +14,11 @@
 // Raw (ByteBuffer) method: the handler parses requests itself, so that an undecodable request
 // is answered instead of tearing the stream down.
 //
-// Thread-safety: gRPC reactions and Wal completions run on arbitrary threads; state is guarded
-// by mu_. Ownership: self-owned (self_) until OnDone; each in-flight append holds a reference,
-// so a completion never touches a freed stream. Shutdown (OnServerShutdown): later requests
-// get ON_SHUTDOWN responses; the stream finishes with ON_SHUTDOWN once every in-flight append
-// has completed and its ack was written.
+// Thread-safety: reactions run on the CompletionLoop, Wal completions on the loop or the WAL's
+// threads; state is guarded by mu_. Ownership: self-owned (self_) until OnDone; each in-flight
+// append holds a reference, so a completion never touches a freed stream. Shutdown
+// (OnServerShutdown): later requests get ON_SHUTDOWN responses; the stream finishes with
+// ON_SHUTDOWN once every in-flight append has completed and its ack was written.
 #pragma once
 
 #include <memory>
