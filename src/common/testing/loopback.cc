@@ -38,16 +38,19 @@ std::pair<int, int> EphemeralRange() {
   return {low, high};
 }
 
-bool Bindable(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  const sockaddr_in addr = Loopback(port);
-  const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return ok;
-}
-
 }  // namespace
+
+int ListenOnLoopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const sockaddr_in addr = Loopback(port);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(fd, 1) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
 
 int FreeLoopbackPort() {
   // Outside the ephemeral range: a port there may become some connection's local port, even a
@@ -64,7 +67,10 @@ int FreeLoopbackPort() {
   std::uniform_int_distribution<int> pick(first, last);
   for (int attempt = 0; attempt < 200; ++attempt) {
     const int port = pick(rng);
-    if (Bindable(port)) return port;
+    if (const int fd = ListenOnLoopback(port); fd >= 0) {
+      ::close(fd);
+      return port;
+    }
   }
   return 0;
 }

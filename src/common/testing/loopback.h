@@ -18,6 +18,10 @@ namespace kf::testing {
 // start, which the callers report (or retry with another port).
 int FreeLoopbackPort();
 
+// A socket listening on 127.0.0.1:`port` (holding it, e.g. to take a port a server is about to
+// bind), or -1 when the port cannot be bound. The caller closes it.
+int ListenOnLoopback(int port);
+
 // One HTTP/1.0 GET of `path` on 127.0.0.1:`port`: the whole response (status line, headers,
 // body), read until the server closes or `timeout` passes without data.
 std::string HttpGet(int port, std::string_view path, absl::Duration timeout = absl::Seconds(5));

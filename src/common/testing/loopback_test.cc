@@ -1,8 +1,5 @@
 #include "common/testing/loopback.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,14 +19,9 @@ TEST(LoopbackTest, FreePortIsBindableAndOutsideTheEphemeralRange) {
     const int port = FreeLoopbackPort();
     ASSERT_GT(port, 0);
     EXPECT_TRUE(port < low || port > high) << port << " in " << low << "-" << high;
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ASSERT_GE(fd, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << port;
-    ::close(fd);
+    const int fd = ListenOnLoopback(port);
+    EXPECT_GE(fd, 0) << port;
+    if (fd >= 0) ::close(fd);
   }
 }
 

@@ -3,13 +3,11 @@
 // meta_store_contract_test.cc.
 #include "storage/meta/etcd_meta_store.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <string>
 
+#include "common/testing/loopback.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/meta/testing/etcd_process.h"
@@ -42,14 +40,8 @@ TEST(EtcdProcessTest, APortTakenBeforeTheFirstStartIsReplaced) {
   EtcdProcess etcd;
   const std::string picked = etcd.endpoint();
   const int port = std::stoi(picked.substr(picked.rfind(':') + 1));
-  const int taken = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int taken = kf::testing::ListenOnLoopback(port);
   ASSERT_GE(taken, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  ASSERT_EQ(::bind(taken, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(::listen(taken, 1), 0);
   const absl::Status started = etcd.Start();
   ::close(taken);
   ASSERT_TRUE(started.ok()) << started;
