@@ -113,8 +113,8 @@ ServerProcess::~ServerProcess() {
 }
 
 bool ServerProcess::Start(absl::Duration timeout) {
-  // A free port is only free when it was picked: another process (a parallel test's outgoing
-  // connection) may take it before the server binds it, and the server then refuses to start
+  // A free port is only free when it was picked: a parallel test may draw the same port and
+  // bind it before the server does, and the server then refuses to start
   // ("address in use", common/listen_error.h). Before the first start, on ports picked here,
   // pick others and try again; a restart keeps its addresses.
   const bool picked_here = address_.empty() && options_.listen.empty();

@@ -54,9 +54,9 @@ std::string EtcdProcess::endpoint() const {
 
 absl::Status EtcdProcess::Start(absl::Duration timeout) {
   if (pid_ > 0) return absl::FailedPreconditionError("etcd already running");
-  // A free port is only free when it was picked: another process (a parallel test's outgoing
-  // connection) may take it before etcd binds it. Before the first start nobody knows the
-  // ports yet, so pick others and try again; a restart must keep them.
+  // A free port is only free when it was picked: a parallel test may draw the same port and
+  // bind it before etcd does. Before the first start nobody knows the ports yet, so pick
+  // others and try again; a restart must keep them.
   for (int attempt = 1;; ++attempt) {
     std::error_code ec;
     const uintmax_t log_before = std::filesystem::file_size(log_path_, ec);  // 0 if absent
