@@ -12,12 +12,12 @@ using kingfisher::v1::ReplicatedDdlPiece;
 
 std::string DdlPieces::Key(const ReplicatedDdlPiece& piece) const {
   return keys_.replicated_ddl(piece.source_cluster_id(), piece.source_broadcast_id(),
-                              absl::StrCat(piece.index()));
+                              piece.index());
 }
 
 absl::Status DdlPieces::Offer(const ReplicatedDdlPiece& piece) const {
   const std::string done =
-      keys_.replicated_ddl(piece.source_cluster_id(), piece.source_broadcast_id(), "done");
+      keys_.replicated_ddl_done(piece.source_cluster_id(), piece.source_broadcast_id());
   uint64_t collection_id = 0;  // a CreateCollection's
   if (absl::StatusOr<MutableMessage> m = MutableMessage::Decode(piece.message());
       m.ok() && m->type() == MessageType::kCreateCollection) {
@@ -74,7 +74,7 @@ absl::Status DdlPieces::Resolve(const std::vector<std::shared_ptr<wal::Wal>>& wa
       store_->Range(keys_.replicated_ddl_prefix(), absl::Now() + call_timeout_);
   if (!range.ok()) return range.status();
   for (const meta::KeyValue& kv : range->kvs) {
-    if (kv.key.ends_with("/done")) continue;
+    if (kv.key.ends_with("/done")) continue;  // the older layout's marker (ReplicatedDdl moves it)
     ReplicatedDdlPiece piece;
     if (!piece.ParseFromString(kv.value)) {
       return absl::DataLossError(absl::StrCat("metadata key ", kv.key, ": not a DDL piece"));

@@ -236,7 +236,7 @@ TEST_F(SecondaryAppenderTest, DdlCopiesAreRecordedBeforeAndLandedAfterTheirAppen
   const std::shared_ptr<wal::Wal> served(wal_.get(), [](wal::Wal*) {});  // borrowed
   auto piece = [&](uint64_t broadcast) {
     auto got =
-        store->Get(keys.replicated_ddl("east", broadcast, "0"), absl::Now() + absl::Seconds(5));
+        store->Get(keys.replicated_ddl("east", broadcast, 0), absl::Now() + absl::Seconds(5));
     v1::ReplicatedDdlPiece p;
     if (got.ok()) {
       EXPECT_TRUE(p.ParseFromString(got->kv.value));
@@ -291,7 +291,7 @@ TEST_F(SecondaryAppenderTest, DdlCopiesAreRecordedBeforeAndLandedAfterTheirAppen
 
   // Once applied (the coordinator's marker), a copy is not recorded again.
   ASSERT_TRUE(
-      store->Put(keys.replicated_ddl("east", 9, "done"), "", absl::Now() + absl::Seconds(5)).ok());
+      store->Put(keys.replicated_ddl_done("east", 9), "", absl::Now() + absl::Seconds(5)).ok());
   unlanded.set_source_broadcast_id(9);
   ASSERT_TRUE(pieces.Offer(unlanded).ok());
   EXPECT_FALSE(piece(9).has_value());

@@ -37,9 +37,14 @@ std::string ClusterKeys::broadcast_task(uint64_t id) const {
 }
 
 std::string ClusterKeys::replicated_ddl(std::string_view source, uint64_t broadcast_id,
-                                        std::string_view last) const {
+                                        uint32_t index) const {
   return absl::StrCat(replicated_ddl_prefix(), ToAbsl(source), "/",
-                      absl::StrFormat("%020u", broadcast_id), "/", ToAbsl(last));
+                      absl::StrFormat("%020u", broadcast_id), "/", index);
+}
+
+std::string ClusterKeys::replicated_ddl_done(std::string_view source, uint64_t broadcast_id) const {
+  return absl::StrCat(root_, "replicate/ddl_done/", ToAbsl(source), "/",
+                      absl::StrFormat("%020u", broadcast_id));
 }
 
 std::string ClusterKeys::collection(int64_t id) const {

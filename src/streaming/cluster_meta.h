@@ -47,11 +47,12 @@ class ClusterKeys {
   // The replicate configuration in force (docs/replication.md), written by its broadcast.
   std::string replicate_config() const { return root_ + "replicate/config"; }
   // A secondary's copies of the primary's DDL broadcasts (ReplicatedDdlPiece), by source
-  // cluster and broadcast: `replicate/ddl/<cluster>/<id>/<index>`, and `.../<id>/done` once
-  // applied (docs/replication.md "DDL on the secondary").
+  // cluster and broadcast: `replicate/ddl/<cluster>/<id>/<index>` while pending, and
+  // `replicate/ddl_done/<cluster>/<id>` once applied, outside the prefix the polls read
+  // (docs/replication.md "DDL on the secondary").
   std::string replicated_ddl_prefix() const { return root_ + "replicate/ddl/"; }
-  std::string replicated_ddl(std::string_view source, uint64_t broadcast_id,
-                             std::string_view last) const;
+  std::string replicated_ddl(std::string_view source, uint64_t broadcast_id, uint32_t index) const;
+  std::string replicated_ddl_done(std::string_view source, uint64_t broadcast_id) const;
 
   // The node id of a key under nodes_prefix() (nullopt for any other key).
   std::optional<int64_t> NodeIdOf(std::string_view key) const;

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
@@ -20,7 +21,9 @@ using kingfisher::v1::ReplicatedDdlPiece;
 // One source broadcast's records.
 struct Group {
   std::map<uint32_t, std::pair<ReplicatedDdlPiece, meta::KeyValue>> pieces;  // by index
-  std::optional<meta::KeyValue> done;
+  // A `done` marker of the layout before ClusterKeys::replicated_ddl_done, still in the prefix.
+  std::optional<meta::KeyValue> legacy_done;
+  bool applied = false;  // its marker exists
 };
 
 bool AllLanded(const Group& g) {
@@ -40,15 +43,16 @@ absl::StatusOr<int> ReplicatedDdl::Poll(std::stop_token stop) {
   const std::string prefix = keys_.replicated_ddl_prefix();
   ASSIGN_OR_RETURN(meta::RangeResult range,
                    store_->store()->Range(prefix, absl::Now() + call_timeout_));
-  std::map<std::pair<std::string, std::string>, Group> groups;  // (source, broadcast id)
+  std::map<std::pair<std::string, uint64_t>, Group> groups;  // (source, broadcast id)
   for (meta::KeyValue& kv : range.kvs) {
     std::vector<std::string> parts = absl::StrSplit(kv.key.substr(prefix.size()), '/');
-    if (parts.size() != 3) {
+    uint64_t broadcast_id = 0;
+    if (parts.size() != 3 || !absl::SimpleAtoi(parts[1], &broadcast_id)) {
       return absl::DataLossError(absl::StrCat("metadata key ", kv.key, ": not a DDL copy"));
     }
-    Group& g = groups[{parts[0], parts[1]}];
+    Group& g = groups[{parts[0], broadcast_id}];
     if (parts[2] == "done") {
-      g.done = std::move(kv);
+      g.legacy_done = std::move(kv);
       continue;
     }
     ReplicatedDdlPiece piece;
@@ -58,10 +62,26 @@ absl::StatusOr<int> ReplicatedDdl::Poll(std::stop_token stop) {
     const uint32_t index = piece.index();
     g.pieces[index] = {std::move(piece), std::move(kv)};
   }
+  // Which of them were applied already: their markers, read in as few requests as etcd allows
+  // (its default --max-txn-ops is 128). The markers lie outside the prefix, so a poll reads
+  // what is pending, not every DDL the primary ever sent.
+  constexpr size_t kMarkersPerRead = 100;
+  for (auto next = groups.begin(); next != groups.end();) {
+    std::vector<Group*> chunk;
+    std::vector<meta::Op> reads;
+    for (; next != groups.end() && chunk.size() < kMarkersPerRead; ++next) {
+      chunk.push_back(&next->second);
+      reads.push_back(
+          meta::Op::Get(keys_.replicated_ddl_done(next->first.first, next->first.second)));
+    }
+    ASSIGN_OR_RETURN(meta::TxnResult read,
+                     store_->store()->Txn({}, reads, {}, absl::Now() + call_timeout_));
+    for (size_t i = 0; i < chunk.size(); ++i) chunk[i]->applied = !read.results.at(i).kvs.empty();
+  }
 
   int applied = 0;
-  std::string blocked;                  // a source whose older broadcast is not applied yet
-  for (const auto& [id, g] : groups) {  // per source, by broadcast id (zero-padded)
+  std::string blocked;            // a source whose older broadcast is not applied yet
+  for (auto& [id, g] : groups) {  // per source, by broadcast id
     if (stop.stop_requested()) break;
     std::vector<meta::Compare> compares;
     std::vector<meta::Op> ops;
@@ -69,7 +89,15 @@ absl::StatusOr<int> ReplicatedDdl::Poll(std::stop_token stop) {
       compares.push_back(meta::Compare::ModRevisionIs(piece.second.key, piece.second.mod_revision));
       ops.push_back(meta::Op::Delete(piece.second.key));
     }
-    if (g.done.has_value()) {  // copies recorded again after it was applied
+    const std::string done = keys_.replicated_ddl_done(id.first, id.second);
+    if (g.legacy_done.has_value()) {  // moved to its place, as applied
+      compares.push_back(
+          meta::Compare::ModRevisionIs(g.legacy_done->key, g.legacy_done->mod_revision));
+      ops.push_back(meta::Op::Delete(g.legacy_done->key));
+      if (!g.applied) ops.push_back(meta::Op::Put(done, g.legacy_done->value));
+      g.applied = true;
+    }
+    if (g.applied) {  // copies recorded again after it was applied
       if (!ops.empty()) {
         absl::StatusOr<meta::TxnResult> txn =
             store_->Txn(std::move(compares), std::move(ops), {}, absl::Now() + call_timeout_);
@@ -101,12 +129,9 @@ absl::StatusOr<int> ReplicatedDdl::Poll(std::stop_token stop) {
         ASSIGN_OR_RETURN(writes, callback_(AckCallbackContext{ctx, stop, message, task}));
       }
       compares.insert(compares.end(), writes.compares.begin(), writes.compares.end());
-      compares.push_back(meta::Compare::Absent(
-          keys_.replicated_ddl(first.source_cluster_id(), first.source_broadcast_id(), "done")));
+      compares.push_back(meta::Compare::Absent(done));
       ops.insert(ops.end(), writes.ops.begin(), writes.ops.end());
-      ops.push_back(meta::Op::Put(
-          keys_.replicated_ddl(first.source_cluster_id(), first.source_broadcast_id(), "done"),
-          std::string(MessageTypeName(message.type()))));
+      ops.push_back(meta::Op::Put(done, std::string(MessageTypeName(message.type()))));
       ASSIGN_OR_RETURN(meta::TxnResult txn, store_->Txn(std::move(compares), std::move(ops), {},
                                                         absl::Now() + call_timeout_));
       if (!txn.succeeded) return absl::AbortedError("its records or the catalog changed meanwhile");

@@ -9,8 +9,9 @@
 // (the primary's order: a drop never overtakes its create), for each broadcast whose every copy
 // landed it runs the callback under `wal.bc_callback` (child of the copy's `_tc`: the primary's
 // trace) and commits, in ONE fenced transaction, the callback's writes, the deletion of the
-// copies' records (each unchanged since read) and a `done` marker; it stops at the first that
-// is not complete or fails. So the callback takes effect once, in order, whatever crashes where.
+// copies' records (each unchanged since read) and a `done` marker (ClusterKeys::
+// replicated_ddl_done, outside the prefix it reads); it stops at the first that is not complete
+// or fails. So the callback takes effect once, in order, whatever crashes where.
 // A copy recorded after that (two replicators of a pchannel racing while it moves) is deleted
 // by the next Poll. The callback gets the message of the first copy and a task whose
 // broadcast id is the primary's and whose vchannels are this cluster's.

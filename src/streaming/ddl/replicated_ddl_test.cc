@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/errors.h"
 #include "kingfisher/v1/replicate.pb.h"
 #include "streaming/ddl/catalog.h"
@@ -52,10 +53,9 @@ class ReplicatedDdlTest : public testing::DdlTest {
     p.set_pchannel(absl::StrCat("kf-dml_", index));
     p.set_source_time_tick(100 + index);
     p.set_landed(landed);
-    ASSERT_TRUE(store_
-                    ->Put(keys_.replicated_ddl("east", id, absl::StrCat(index)),
-                          p.SerializeAsString(), Deadline())
-                    .ok());
+    ASSERT_TRUE(
+        store_->Put(keys_.replicated_ddl("east", id, index), p.SerializeAsString(), Deadline())
+            .ok());
   }
   int Poll() {
     absl::StatusOr<int> applied = replicated_->Poll(std::stop_token());
@@ -110,16 +110,56 @@ TEST_F(ReplicatedDdlTest, ACollectionIsCreatedOnceEveryCopyLandedAndOnlyOnce) {
   EXPECT_EQ(c->create_broadcast_id(), kSourceBroadcast);
   EXPECT_EQ(c->schema().vchannels_size(), 2);
   ASSERT_EQ(c->partitions_size(), 1);
-  // The records became one marker.
+  // The records became one marker, outside the prefix that every poll reads.
   auto dump = Dump();
-  EXPECT_EQ(dump.count(keys_.replicated_ddl("east", kSourceBroadcast, "0")), 0u);
-  EXPECT_EQ(dump.count(keys_.replicated_ddl("east", kSourceBroadcast, "done")), 1u);
+  EXPECT_EQ(dump.count(keys_.replicated_ddl("east", kSourceBroadcast, 0)), 0u);
+  EXPECT_EQ(dump.count(keys_.replicated_ddl_done("east", kSourceBroadcast)), 1u);
+  for (const auto& [key, value] : dump)
+    EXPECT_FALSE(key.starts_with(keys_.replicated_ddl_prefix()));
 
   // A copy recorded again (a replicator's retry) applies nothing and is removed.
   Record(kSourceBroadcast, Create(), 0, 2, /*landed=*/true);
   EXPECT_EQ(Poll(), 0);
-  EXPECT_EQ(Dump().count(keys_.replicated_ddl("east", kSourceBroadcast, "0")), 0u);
+  EXPECT_EQ(Dump().count(keys_.replicated_ddl("east", kSourceBroadcast, 0)), 0u);
   EXPECT_EQ(Describe()->create_time_ms(), c->create_time_ms());
+}
+
+// A marker of the layout before replicated_ddl_done (`<prefix><source>/<id>/done`) counts as
+// applied and moves to its place, taking along the copies recorded again.
+TEST_F(ReplicatedDdlTest, AMarkerOfTheOlderLayoutIsMovedAndNothingIsAppliedTwice) {
+  const std::string legacy =
+      absl::StrCat(keys_.replicated_ddl_prefix(), "east/", absl::StrFormat("%020u", 5), "/done");
+  ASSERT_TRUE(store_->Put(legacy, "CreateCollection", Deadline()).ok());
+  Record(5, Create(), 0, 2, true);
+  Record(5, Create(), 1, 2, true);
+  EXPECT_EQ(Poll(), 0);
+  EXPECT_EQ(GetStreamingCode(Describe().status()), StreamingCode::kCollectionNotFound);
+  auto dump = Dump();
+  EXPECT_EQ(dump.count(legacy), 0u);
+  EXPECT_EQ(dump.count(keys_.replicated_ddl("east", 5, 0)), 0u);
+  EXPECT_EQ(dump[keys_.replicated_ddl_done("east", 5)], "CreateCollection");
+
+  // Later broadcasts of the source are applied as usual.
+  Record(6, Create(), 0, 2, true);
+  Record(6, Create(), 1, 2, true);
+  EXPECT_EQ(Poll(), 1);
+  EXPECT_TRUE(Describe().ok());
+}
+
+// More broadcasts pending than one read of markers takes (ReplicatedDdl reads them 100 at a
+// time): each is applied once, and a copy recorded again past the first hundred is removed.
+TEST_F(ReplicatedDdlTest, ManyPendingBroadcastsAreEachAppliedOnce) {
+  constexpr uint64_t kBroadcasts = 130;
+  for (uint64_t id = 1; id <= kBroadcasts; ++id) {
+    Record(id, Partition(MessageType::kCreatePartition), 0, 2, true);
+    Record(id, Partition(MessageType::kCreatePartition), 1, 2, true);
+  }
+  EXPECT_EQ(Poll(), static_cast<int>(kBroadcasts));
+  Record(125, Partition(MessageType::kCreatePartition), 0, 2, true);
+  Record(kBroadcasts + 1, Partition(MessageType::kCreatePartition), 0, 2, true);
+  Record(kBroadcasts + 1, Partition(MessageType::kCreatePartition), 1, 2, true);
+  EXPECT_EQ(Poll(), 1);  // only the new one
+  EXPECT_EQ(Dump().count(keys_.replicated_ddl("east", 125, 0)), 0u);
 }
 
 TEST_F(ReplicatedDdlTest, PartitionsAndTheDropFollowThePrimary) {
@@ -165,7 +205,7 @@ TEST_F(ReplicatedDdlTest, DdlOfACollectionThisClusterNeverHadChangesNothing) {
   Record(3, Partition(MessageType::kCreatePartition), 0, 2, true);
   Record(3, Partition(MessageType::kCreatePartition), 1, 2, true);
   EXPECT_EQ(Poll(), 1);
-  EXPECT_EQ(Dump().count(keys_.replicated_ddl("east", 3, "0")), 0u);
+  EXPECT_EQ(Dump().count(keys_.replicated_ddl("east", 3, 0)), 0u);
   EXPECT_EQ(GetStreamingCode(Describe().status()), StreamingCode::kCollectionNotFound);
 }
 
