@@ -1,8 +1,29 @@
 #include "storage/fs/file_system.h"
 
+#include <utility>
+
 #include "common/status_macros.h"
 
 namespace kf::fs {
+namespace {
+
+class PathLister final : public DirectoryLister {
+ public:
+  PathLister(FileSystem* fs, std::string dir) : fs_(fs), dir_(std::move(dir)) {}
+  absl::StatusOr<std::vector<std::string>> List() override { return fs_->GetChildren(dir_); }
+
+ private:
+  FileSystem* const fs_;
+  const std::string dir_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DirectoryLister>> FileSystem::OpenDirectoryLister(
+    const std::string& dir) {
+  RETURN_IF_ERROR(GetChildren(dir).status());
+  return std::make_unique<PathLister>(this, dir);
+}
 
 absl::Status WriteFileAtomically(FileSystem* fs, const std::string& path, std::string_view data) {
   const std::string tmp = path + ".tmp";

@@ -81,6 +81,15 @@ enum class OpenMode {
   kAppendExisting,   // NOT_FOUND if missing, else append at its end
 };
 
+// One directory listed again and again (the local WAL's fence check after every group commit).
+// Used by one thread at a time.
+class DirectoryLister {
+ public:
+  virtual ~DirectoryLister() = default;
+  // The directory's entries now, as FileSystem::GetChildren.
+  virtual absl::StatusOr<std::vector<std::string>> List() = 0;
+};
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -103,6 +112,11 @@ class FileSystem {
   // fsync of a directory: makes creates, renames and removes inside it durable.
   virtual absl::Status SyncDir(const std::string& dir) = 0;
   virtual absl::StatusOr<bool> FileExists(const std::string& path) = 0;
+  // A lister of `dir` (NOT_FOUND when missing). This one lists by path (GetChildren) each time;
+  // PosixFileSystem's keeps the directory open and reads it again, without walking the path:
+  // half the CPU of a listing where a system call costs a microsecond (a VM).
+  virtual absl::StatusOr<std::unique_ptr<DirectoryLister>> OpenDirectoryLister(
+      const std::string& dir);
   // `bytes` copied into a new unnamed file in `dir` and mapped read-only, as
   // RandomAccessFile::Map maps a file: pages the kernel may write out, drop and read again under
   // memory pressure instead of the heap. The file has no name (O_TMPFILE; where that is not

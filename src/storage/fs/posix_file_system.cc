@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
@@ -220,17 +221,54 @@ absl::Status PosixFileSystem::RemoveFile(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> PosixFileSystem::GetChildren(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return ErrnoStatus(errno, "opendir", dir);
+namespace {
+
+// readdir returns null at the end and on an error, which only errno tells apart.
+absl::StatusOr<std::vector<std::string>> ReadEntries(DIR* d, const std::string& dir) {
   std::vector<std::string> out;
-  while (struct dirent* e = ::readdir(d)) {
+  for (;;) {
+    errno = 0;
+    struct dirent* e = ::readdir(d);
+    if (e == nullptr) break;
     std::string_view name(e->d_name);
     if (name == "." || name == "..") continue;
     out.emplace_back(name);
   }
+  if (errno != 0) return ErrnoStatus(errno, "readdir", dir);
+  return out;
+}
+
+// rewinddir makes the stream see the directory as it is now (POSIX), so each List is a fresh
+// listing: an lseek and the getdents64 calls, against opendir's path walk, fstat and close.
+class PosixDirectoryLister final : public DirectoryLister {
+ public:
+  PosixDirectoryLister(DIR* d, std::string path) : dir_(d), path_(std::move(path)) {}
+  ~PosixDirectoryLister() override { ::closedir(dir_); }
+  absl::StatusOr<std::vector<std::string>> List() override {
+    ::rewinddir(dir_);
+    return ReadEntries(dir_, path_);
+  }
+
+ private:
+  DIR* const dir_;
+  const std::string path_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> PosixFileSystem::GetChildren(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoStatus(errno, "opendir", dir);
+  absl::StatusOr<std::vector<std::string>> out = ReadEntries(d, dir);
   ::closedir(d);
   return out;
+}
+
+absl::StatusOr<std::unique_ptr<DirectoryLister>> PosixFileSystem::OpenDirectoryLister(
+    const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoStatus(errno, "opendir", dir);
+  return std::make_unique<PosixDirectoryLister>(d, dir);
 }
 
 absl::Status PosixFileSystem::CreateDirs(const std::string& dir) {

@@ -20,6 +20,8 @@ class PosixFileSystem final : public FileSystem {
   absl::Status CreateDirs(const std::string& dir) override;
   absl::Status SyncDir(const std::string& dir) override;
   absl::StatusOr<bool> FileExists(const std::string& path) override;
+  absl::StatusOr<std::unique_ptr<DirectoryLister>> OpenDirectoryLister(
+      const std::string& dir) override;
   absl::StatusOr<SharedBytes> MapCopy(const std::string& dir, std::string_view bytes) override;
 };
 

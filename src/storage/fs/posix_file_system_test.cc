@@ -49,6 +49,30 @@ TEST(PosixFileSystemTest, WriteReadRenameRemove) {
 
 // Appends go on at the data's end inside the reservation; the size on disk is the
 // reservation's, and a truncate cuts the reservation too.
+// A lister keeps its directory open; each List sees what was created or removed since the last
+// (the local WAL's fence check must see a fence written by another process at once).
+TEST(PosixFileSystemTest, ADirectoryListerSeesEachChange) {
+  PosixFileSystem fs;
+  TempDir tmp("fs_test");
+  EXPECT_TRUE(absl::IsNotFound(fs.OpenDirectoryLister(tmp.path() + "/missing").status()));
+  auto lister = fs.OpenDirectoryLister(tmp.path());
+  ASSERT_TRUE(lister.ok()) << lister.status();
+  auto names = [&] {
+    auto listed = (*lister)->List();
+    EXPECT_TRUE(listed.ok()) << listed.status();
+    std::vector<std::string> out = listed.value_or(std::vector<std::string>{});
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_TRUE(names().empty());
+  ASSERT_TRUE(WriteFileAtomically(&fs, JoinPath(tmp.path(), "00000000000000000002"), "").ok());
+  EXPECT_EQ(names(), std::vector<std::string>{"00000000000000000002"});
+  ASSERT_TRUE(WriteFileAtomically(&fs, JoinPath(tmp.path(), "00000000000000000003"), "").ok());
+  EXPECT_EQ(names(), (std::vector<std::string>{"00000000000000000002", "00000000000000000003"}));
+  ASSERT_TRUE(fs.RemoveFile(JoinPath(tmp.path(), "00000000000000000002")).ok());
+  EXPECT_EQ(names(), std::vector<std::string>{"00000000000000000003"});
+}
+
 TEST(PosixFileSystemTest, PreallocateKeepsAppendPosition) {
   PosixFileSystem fs;
   TempDir tmp("fs_test");

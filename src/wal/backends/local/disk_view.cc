@@ -12,8 +12,12 @@ absl::StatusOr<std::optional<Term>> ReadFenceTerm(fs::FileSystem* fs, const std:
     if (absl::IsNotFound(names.status())) return std::optional<Term>();
     return names.status();
   }
+  return HighestFenceTerm(*names);
+}
+
+std::optional<Term> HighestFenceTerm(const std::vector<std::string>& names) {
   std::optional<Term> out;
-  for (const auto& n : *names) {
+  for (const auto& n : names) {
     Term t;
     if (ParseTermFileName(n, &t) && (!out || t > *out)) out = t;
   }

@@ -36,6 +36,8 @@ absl::StatusOr<DiskView> LoadDiskView(fs::FileSystem* fs, const std::string& dir
 
 // Highest term among fence files in `fence_dir` (nullopt if none).
 absl::StatusOr<std::optional<Term>> ReadFenceTerm(fs::FileSystem* fs, const std::string& dir);
+// Highest term among these names of the fence directory's entries (nullopt if none).
+std::optional<Term> HighestFenceTerm(const std::vector<std::string>& names);
 
 struct EffectiveSegment {
   enum class Kind {

@@ -365,7 +365,19 @@ absl::Status LocalBackend::CheckFence() {
     return FencedError(absl::StrCat("local WAL ", pchannel_, ": term ", term_.value(),
                                     " was fenced by a newer owner"));
   }
-  ASSIGN_OR_RETURN(std::optional<Term> fence, ReadFenceTerm(fs_, state_->dir()));
+  std::optional<Term> fence;
+  {
+    absl::MutexLock l(&fence_mu_);
+    if (fence_dir_ == nullptr) {
+      auto dir = fs_->OpenDirectoryLister(fs::JoinPath(state_->dir(), kFenceDir));
+      if (!dir.ok() && !absl::IsNotFound(dir.status())) return dir.status();
+      if (dir.ok()) fence_dir_ = *std::move(dir);  // else no fence yet, as ReadFenceTerm says
+    }
+    if (fence_dir_ != nullptr) {
+      ASSIGN_OR_RETURN(std::vector<std::string> names, fence_dir_->List());
+      fence = HighestFenceTerm(names);
+    }
+  }
   if (fence && *fence > term_) {
     fence_->fenced.store(true, std::memory_order_release);
     return FencedError(absl::StrCat("local WAL ", pchannel_, ": term ", term_.value(),

@@ -175,6 +175,9 @@ class LocalBackend final : public WalBackend {
   std::shared_ptr<LogState> state_;
   std::shared_ptr<FenceSignal> fence_;
   metrics::Histogram* const flush_duration_ = nullptr;  // may be null
+  // The fence directory, kept open for CheckFence after every group (opened by the first).
+  absl::Mutex fence_mu_;
+  std::unique_ptr<fs::DirectoryLister> fence_dir_ ABSL_GUARDED_BY(fence_mu_);
 
   mutable absl::Mutex mu_;
   absl::CondVar work_cv_;
