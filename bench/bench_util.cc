@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
+#include "process_stats.h"
 
 namespace kf::bench {
 namespace {
@@ -67,7 +68,7 @@ void WriteAll(int fd, const std::string& bytes, const std::string& path) {
 }  // namespace
 
 std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
-                                 size_t max_ops, uint64_t preallocate) {
+                                 size_t max_ops, uint64_t preallocate, double* cpu_per_op) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) Die("open " + path);
   if (preallocate > 0 &&
@@ -76,12 +77,17 @@ std::vector<double> RawWriteSync(const std::string& path, size_t size, double se
   }
   std::string buf(size, 'r');
   std::vector<double> lat;
+  const double cpu0 = ThreadCpuSeconds();
   const auto start = Clock::now();
   while (Seconds(Clock::now() - start) < seconds && lat.size() < max_ops) {
     const auto t0 = Clock::now();
     WriteAll(fd, buf, path);
     if (::fdatasync(fd) != 0) Die("fdatasync " + path);
     lat.push_back(Seconds(Clock::now() - t0));
+  }
+  if (cpu_per_op != nullptr) {
+    *cpu_per_op =
+        (ThreadCpuSeconds() - cpu0) / static_cast<double>(std::max<size_t>(lat.size(), 1));
   }
   ::close(fd);
   ::unlink(path.c_str());
@@ -126,18 +132,22 @@ void FutexWake(std::atomic<int>* word) {
   syscall(SYS_futex, reinterpret_cast<int*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-std::vector<double> WakeRoundTrips(size_t rounds) {
+std::vector<double> WakeRoundTrips(size_t rounds, double* cpu_per_wake) {
   absl::Mutex mu;
   bool ball_here = false;  // true: the partner's turn
   std::vector<double> lat;
   lat.reserve(rounds);
+  double partner_cpu = 0;
   std::thread partner([&] {
+    const double cpu0 = ThreadCpuSeconds();
     for (size_t i = 0; i < rounds; ++i) {
       absl::MutexLock lock(&mu);
       mu.Await(absl::Condition(&ball_here));
       ball_here = false;
     }
+    partner_cpu = ThreadCpuSeconds() - cpu0;
   });
+  const double cpu0 = ThreadCpuSeconds();
   for (size_t i = 0; i < rounds; ++i) {
     const auto t0 = Clock::now();
     absl::MutexLock lock(&mu);
@@ -146,7 +156,11 @@ std::vector<double> WakeRoundTrips(size_t rounds) {
     mu.Await(absl::Condition(&back));
     lat.push_back(Seconds(Clock::now() - t0));
   }
+  const double own_cpu = ThreadCpuSeconds() - cpu0;
   partner.join();
+  if (cpu_per_wake != nullptr) {
+    *cpu_per_wake = (own_cpu + partner_cpu) / static_cast<double>(2 * std::max<size_t>(rounds, 1));
+  }
   return lat;
 }
 

@@ -47,9 +47,11 @@ std::string StartRun(const std::string& program, const BenchDirs& dirs);
 // Raw loop on `path` (created, truncated, removed afterwards): a `size`-byte write +
 // fdatasync, until `seconds` pass or `max_ops` ops ran. Returns per-op latencies in seconds.
 // With `preallocate` > 0 the file is first fallocate'd that far, as the local WAL does its
-// segments (the fdatasyncs then commit no file-size change).
+// segments (the fdatasyncs then commit no file-size change). `cpu_per_op`, when given, gets
+// the CPU seconds the loop's thread used per op (the floor of a server's CPU per sync).
 std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
-                                 size_t max_ops = SIZE_MAX, uint64_t preallocate = 0);
+                                 size_t max_ops = SIZE_MAX, uint64_t preallocate = 0,
+                                 double* cpu_per_op = nullptr);
 
 // The disk alone under an open loop: an ideal group-committing log receiving `rate` messages
 // of `size` bytes per second for `seconds`. Each round writes every message due by then with
@@ -68,7 +70,8 @@ void FutexWake(std::atomic<int>* word);
 // under an absl::Mutex (Await): each round trip is two wake-ups of a sleeping thread. Returns
 // per-round-trip latencies in seconds. The baseline for latencies made of thread hand-offs (a
 // message crosses several threads between its append and its delivery).
-std::vector<double> WakeRoundTrips(size_t rounds);
+// `cpu_per_wake`, when given, gets the CPU seconds both threads used per wake-up.
+std::vector<double> WakeRoundTrips(size_t rounds, double* cpu_per_wake = nullptr);
 
 // One ack an appender thread blocks on: a bare futex, so that setting it costs one futex call
 // (none when the waiter has not slept yet) and waiting at most one per wake-up. Not

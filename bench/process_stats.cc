@@ -58,6 +58,12 @@ double CpuSeconds(pid_t pid) {
   return (std::stod(fields[11]) + std::stod(fields[12])) / ticks;  // utime, stime
 }
 
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
 uint64_t ContextSwitches(pid_t pid) {
   uint64_t total = 0;
   std::error_code ec;

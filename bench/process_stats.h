@@ -16,6 +16,9 @@ namespace kf::bench {
 // CPU seconds (user + system) used so far by process `pid`, or by this process when pid <= 0.
 double CpuSeconds(pid_t pid);
 
+// CPU seconds used so far by the calling thread.
+double ThreadCpuSeconds();
+
 // Context switches (voluntary + involuntary) so far, summed over the threads of process `pid`
 // (this process when pid <= 0) that are alive now. On a VM each one can cost tens of
 // microseconds (a sleeping vCPU is woken through the hypervisor), so their count per message

@@ -15,11 +15,13 @@
 //      found first: an open loop far above what the consumers keep up with (the window is then
 //      always full) measures the peak, and the phase runs at half of it.
 // Baselines printed next to each phase, measured in the same run: the append-ack latency of
-// the same appends, one --size write + fdatasync on the data dir's filesystem, a thread wake
-// round trip and, for phase 2, the disk alone under the same open loop (an ideal group-committing
-// log: PacedGroupCommit), each measured before the server starts and after it stops, and pooled.
+// the same appends, one --size write + fdatasync on the data dir's filesystem (a preallocated
+// file, as the WAL's segments are), a thread wake round trip and, for phase 2, the disk alone
+// under the same open loop (an ideal group-committing log: PacedGroupCommit), each measured before
+// the server starts and after it stops, and pooled; with the CPU that one write + fdatasync and
+// one thread wake-up cost, the floor under the server's CPU per message.
 // Each phase also prints CPU and context switches per message of both processes: a message crosses
-// about a dozen threads between append and delivery, and where waking a sleeping thread costs
+// several threads between append and delivery, and where waking a sleeping thread costs
 // tens of microseconds (a VM) those hand-offs, not the disk, set the latency. And the server's
 // own WAL flushes in the phase (kf_wal_flush_duration_seconds): how many, appends per flush and
 // their mean, the disk's share of the ack latency.
@@ -502,11 +504,16 @@ int main(int argc, char** argv) {
 
   // The baseline runs before and after the server (never next to it): on a shared machine
   // the disk's latency moves, and one window alone can make the WAL look faster than the disk.
+  // Preallocated as the WAL's segments are, so that a sync flushes data only, as the WAL's do.
   const std::string raw = root + "/fdatasync.raw";
   const double raw_seconds = std::min(f.seconds, 1.5);
-  std::vector<double> sync_samples = kf::bench::RawWriteSync(raw, f.size, raw_seconds, 3000);
+  constexpr size_t kRawOps = 3000;
+  const uint64_t raw_bytes = kRawOps * f.size;
+  double sync_cpu[2] = {0, 0}, wake_cpu[2] = {0, 0};  // before and after the server
+  std::vector<double> sync_samples =
+      kf::bench::RawWriteSync(raw, f.size, raw_seconds, kRawOps, raw_bytes, &sync_cpu[0]);
   const auto before = kf::bench::Summarize(sync_samples);
-  std::vector<double> wake_samples = kf::bench::WakeRoundTrips(kWakeRounds);
+  std::vector<double> wake_samples = kf::bench::WakeRoundTrips(kWakeRounds, &wake_cpu[0]);
   // Phase 2's baseline: the disk's own stalls at that rate (this VM's fdatasync stalls for
   // 2-80 ms now and then, and an open loop queues behind a stall).
   const std::string paced_raw = root + "/paced.raw";
@@ -573,7 +580,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::vector<double> after_samples = kf::bench::RawWriteSync(raw, f.size, raw_seconds, 3000);
+  std::vector<double> after_samples =
+      kf::bench::RawWriteSync(raw, f.size, raw_seconds, kRawOps, raw_bytes, &sync_cpu[1]);
   const auto after = kf::bench::Summarize(after_samples);
   sync_samples.insert(sync_samples.end(), after_samples.begin(), after_samples.end());
   const auto sync = kf::bench::Summarize(std::move(sync_samples));
@@ -582,18 +590,20 @@ int main(int argc, char** argv) {
     paced_samples.insert(paced_samples.end(), after_samples.begin(), after_samples.end());
   }
   const auto paced = kf::bench::Summarize(std::move(paced_samples));
-  after_samples = kf::bench::WakeRoundTrips(kWakeRounds);
+  after_samples = kf::bench::WakeRoundTrips(kWakeRounds, &wake_cpu[1]);
   wake_samples.insert(wake_samples.end(), after_samples.begin(), after_samples.end());
   const auto wake = kf::bench::Summarize(std::move(wake_samples));
+  // The CPU a server cannot avoid per message: its sync's and its thread wake-ups'.
   std::printf(
-      "baseline: %zu B write+fdatasync on the data dir's filesystem: p50 %.0f us p99 %.0f us "
-      "(before the server: p50 %.0f p99 %.0f, after: p50 %.0f p99 %.0f)\n",
+      "baseline: %zu B write+fdatasync on the data dir's filesystem (preallocated file): p50 %.0f "
+      "us p99 %.0f us (before the server: p50 %.0f p99 %.0f, after: p50 %.0f p99 %.0f) | CPU "
+      "per op %.0f us\n",
       f.size, sync.p50 * 1e6, sync.p99 * 1e6, before.p50 * 1e6, before.p99 * 1e6, after.p50 * 1e6,
-      after.p99 * 1e6);
+      after.p99 * 1e6, (sync_cpu[0] + sync_cpu[1]) / 2 * 1e6);
   std::printf(
       "baseline: thread wake round trip (two threads taking turns, two wake-ups): p50 %.0f us "
-      "p99 %.0f us\n",
-      wake.p50 * 1e6, wake.p99 * 1e6);
+      "p99 %.0f us | CPU per wake-up %.0f us\n",
+      wake.p50 * 1e6, wake.p99 * 1e6, (wake_cpu[0] + wake_cpu[1]) / 2 * 1e6);
   for (const auto& [name, r] : results) {
     Report(name.c_str(), r, sync, wake, r.paced ? &paced : nullptr, f.consumers);
   }
