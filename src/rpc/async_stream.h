@@ -133,6 +133,7 @@ class StreamCall final : public StreamOps<Request, Response> {
   using Stream = std::conditional_t<kBidi, grpc::ServerAsyncReaderWriter<Response, Request>,
                                     grpc::ServerAsyncWriter<Response>>;
   struct Method {
+    CompletionLoop* loop;
     // Arms a call: the AsyncService's RequestX for this method, completing `tag`.
     std::function<void(grpc::ServerContext*, Request*, Stream*, void* tag)> request;
     // The call's reactor; the request it is given is null for a bidirectional stream.
@@ -198,6 +199,7 @@ class StreamCall final : public StreamOps<Request, Response> {
 
  private:
   const std::shared_ptr<const Method> method_;
+  const CompletionLoop::CallCount count_{method_->loop};  // before the call's members
   grpc::ServerContext context_;
   Request request_;
   Stream stream_{&context_};
@@ -224,6 +226,7 @@ void ServeBidi(
         create) {
   using Call = internal::StreamCall<Request, Response, true>;
   auto method = std::make_shared<const typename Call::Method>(typename Call::Method{
+      loop,
       [loop, service, request](grpc::ServerContext* context, Request*,
                                typename Call::Stream* stream, void* tag) {
         (static_cast<Base*>(service)->*request)(context, stream, loop->cq(), loop->cq(), tag);
@@ -246,6 +249,7 @@ void ServeServerStream(
         create) {
   using Call = internal::StreamCall<Request, Response, false>;
   auto method = std::make_shared<const typename Call::Method>(typename Call::Method{
+      loop,
       [loop, service, request](grpc::ServerContext* context, Request* req,
                                typename Call::Stream* stream, void* tag) {
         (static_cast<Base*>(service)->*request)(context, req, stream, loop->cq(), loop->cq(), tag);

@@ -38,6 +38,7 @@ template <typename Request, typename Response>
 class UnaryCall final : public UnaryReactor {
  public:
   struct Method {
+    CompletionLoop* loop;
     // Arms a call: the AsyncService's RequestX for this method, completing `tag`.
     std::function<void(grpc::ServerContext*, Request*, grpc::ServerAsyncResponseWriter<Response>*,
                        void* tag)>
@@ -71,6 +72,7 @@ class UnaryCall final : public UnaryReactor {
 
  private:
   const std::shared_ptr<const Method> method_;
+  const CompletionLoop::CallCount count_{method_->loop};  // before the call's members
   grpc::ServerContext context_;
   Request request_;
   Response response_;
@@ -91,6 +93,7 @@ void ServeUnary(CompletionLoop* loop, Service* service,
                 std::type_identity_t<UnaryHandler<Request, Response>> handler) {
   using Call = internal::UnaryCall<Request, Response>;
   auto method = std::make_shared<const typename Call::Method>(typename Call::Method{
+      loop,
       [loop, service, request](grpc::ServerContext* context, Request* req,
                                grpc::ServerAsyncResponseWriter<Response>* responder, void* tag) {
         (static_cast<Base*>(service)->*request)(context, req, responder, loop->cq(), loop->cq(),

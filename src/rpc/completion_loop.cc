@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "spdlog/spdlog.h"
+
 namespace kf::rpc {
 namespace {
 
@@ -41,9 +43,27 @@ bool CompletionLoop::RunAfterCurrent(absl::AnyInvocable<void() &&>&& task) {
   return true;
 }
 
+CompletionLoop::CallCount::CallCount(CompletionLoop* loop) : loop_(loop) {
+  absl::MutexLock l(&loop_->calls_mu_);
+  ++loop_->calls_;
+}
+
+CompletionLoop::CallCount::~CallCount() {
+  absl::MutexLock l(&loop_->calls_mu_);
+  --loop_->calls_;
+}
+
 void CompletionLoop::ShutdownAndJoin() {
   if (shut_down_) return;
   shut_down_ = true;
+  {
+    absl::MutexLock l(&calls_mu_);
+    auto none_left = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(calls_mu_) { return calls_ == 0; };
+    if (!calls_mu_.AwaitWithTimeout(absl::Condition(&none_left), kCallsGrace)) {
+      spdlog::error("rpc: {} calls still open {} after the server's shutdown; closing anyway",
+                    calls_, absl::FormatDuration(kCallsGrace));
+    }
+  }
   cq_->Shutdown();
   thread_.join();
 }

@@ -11,14 +11,18 @@
 // (CallWorkers), streams read storage on threads of their own.
 //
 // Thread-safety: Tags run on the loop thread, one at a time. Ownership: owns the queue and the
-// thread. Shutdown order (gRPC's): grpc::Server::Shutdown and Wait first (every call over),
-// then ShutdownAndJoin.
+// thread. Shutdown order (gRPC's): grpc::Server::Shutdown and Wait first (every call
+// cancelled), then ShutdownAndJoin, which waits for the calls' last completions.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "grpcpp/completion_queue.h"
 
 namespace kf::rpc {
@@ -46,13 +50,33 @@ class CompletionLoop {
   // `task` is left as it was.
   static bool RunAfterCurrent(absl::AnyInvocable<void() &&>&& task);
 
-  // Shuts the queue down, runs what is left in it and joins the thread. Idempotent.
+  // Held by each call object served here, armed or live. A call the server's shutdown
+  // cancelled still completes its operations here, and its reaction may start one more (a
+  // stream's status); an operation started on a queue already shut down aborts the process
+  // (gRPC asserts), so the queue is shut down only once no call is left.
+  class CallCount {
+   public:
+    explicit CallCount(CompletionLoop* loop);
+    ~CallCount();
+    CallCount(const CallCount&) = delete;
+    CallCount& operator=(const CallCount&) = delete;
+
+   private:
+    CompletionLoop* const loop_;
+  };
+
+  // Waits until every call is gone (at most kCallsGrace; an error is logged past it), shuts the
+  // queue down, runs what is left in it and joins the thread. Idempotent.
   void ShutdownAndJoin();
 
  private:
+  static constexpr absl::Duration kCallsGrace = absl::Seconds(10);
+
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::thread thread_;
   bool shut_down_ = false;
+  absl::Mutex calls_mu_;
+  int64_t calls_ ABSL_GUARDED_BY(calls_mu_) = 0;
 };
 
 // A Tag that calls `(owner->*F)(ok)`: the completions of one call are members of it.

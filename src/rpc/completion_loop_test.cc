@@ -89,5 +89,43 @@ TEST_F(CompletionLoopTest, RunAfterCurrentElsewhereLeavesTheTaskToTheCaller) {
   EXPECT_TRUE(ran);
 }
 
+// A call whose last operation completes after the shutdown began, and whose reaction starts one
+// more (as a cancelled stream sends its status): the queue must still take it.
+class LateCall {
+ public:
+  LateCall(CompletionLoop* loop, Journal* j) : count_(loop), loop_(loop), j_(j) {
+    first_.Set(loop->cq(),
+               gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(50, GPR_TIMESPAN)),
+               &first_tag_);
+  }
+
+ private:
+  void OnFirst(bool ok) {
+    j_->Add(ok ? "last operation" : "last operation failed");
+    second_.Set(loop_->cq(), gpr_now(GPR_CLOCK_MONOTONIC), &second_tag_);
+  }
+  void OnSecond(bool ok) {
+    j_->Add(ok ? "status" : "status failed");
+    delete this;
+  }
+
+  const CompletionLoop::CallCount count_;
+  CompletionLoop* const loop_;
+  Journal* const j_;
+  grpc::Alarm first_, second_;
+  MemberTag<LateCall, &LateCall::OnFirst> first_tag_{this};
+  MemberTag<LateCall, &LateCall::OnSecond> second_tag_{this};
+};
+
+TEST_F(CompletionLoopTest, ShutdownWaitsForTheCallsLastOperations) {
+  Journal journal;
+  new LateCall(loop_.get(), &journal);
+  server_->Shutdown();
+  server_->Wait();
+  loop_->ShutdownAndJoin();  // before the fix: the second Set aborted (the queue was shut down)
+  absl::MutexLock l(&journal.mu);
+  EXPECT_EQ(journal.events, (std::vector<std::string>{"last operation", "status"}));
+}
+
 }  // namespace
 }  // namespace kf::rpc
