@@ -173,10 +173,10 @@ awk '
     printf "%9s  %-10s%s   median %5.2fx\n", n, label, out, (m ? median(a, m) : 0) }
   function raw(label, v, n,   r, out) {  # the figures behind a ratio: which side moved
     out = ""; for (r = 1; r <= rounds; r++) out = out sprintf(" %7.0f", v[n SUBSEP r])
-    printf "%9s    %-12s%s\n", "", label, out }
+    printf "%9s  %-10s%s\n", "", label, out }
   END {
     for (j = 1; j <= np; j++) {
-      row("appends/s", kr, rr, order[j]); raw("kingfisher/s", kr, order[j]); raw("redis/s", rr, order[j])
+      row("appends/s", kr, rr, order[j]); raw("kingfisher", kr, order[j]); raw("redis", rr, order[j])
       row("p50", k50, r50, order[j]); row("p99", k99, r99, order[j])
     }
   }' "$PAIRS"

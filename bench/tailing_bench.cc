@@ -508,7 +508,7 @@ int main(int argc, char** argv) {
   const std::string raw = root + "/fdatasync.raw";
   const double raw_seconds = std::min(f.seconds, 1.5);
   constexpr size_t kRawOps = 3000;
-  const uint64_t raw_bytes = kRawOps * f.size;
+  const uint64_t raw_bytes = std::min<uint64_t>(kRawOps * f.size, 64 << 20);
   double sync_cpu[2] = {0, 0}, wake_cpu[2] = {0, 0};  // before and after the server
   std::vector<double> sync_samples =
       kf::bench::RawWriteSync(raw, f.size, raw_seconds, kRawOps, raw_bytes, &sync_cpu[0]);

@@ -65,12 +65,13 @@ class CompletionLoop {
     CompletionLoop* const loop_;
   };
 
-  // Waits until every call is gone (at most kCallsGrace; an error is logged past it), shuts the
-  // queue down, runs what is left in it and joins the thread. Idempotent.
+  // Waits until every call is gone (the server's shutdown cancelled them; a warning every
+  // kCallsReport names how many are left), shuts the queue down, runs what is left in it and
+  // joins the thread. Idempotent; not on the loop thread.
   void ShutdownAndJoin();
 
  private:
-  static constexpr absl::Duration kCallsGrace = absl::Seconds(10);
+  static constexpr absl::Duration kCallsReport = absl::Seconds(10);
 
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::thread thread_;

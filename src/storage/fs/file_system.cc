@@ -21,7 +21,8 @@ class PathLister final : public DirectoryLister {
 
 absl::StatusOr<std::unique_ptr<DirectoryLister>> FileSystem::OpenDirectoryLister(
     const std::string& dir) {
-  RETURN_IF_ERROR(GetChildren(dir).status());
+  ASSIGN_OR_RETURN(bool exists, FileExists(dir));
+  if (!exists) return absl::NotFoundError("no directory " + dir);
   return std::make_unique<PathLister>(this, dir);
 }
 

@@ -239,14 +239,21 @@ absl::StatusOr<std::vector<std::string>> ReadEntries(DIR* d, const std::string& 
 }
 
 // rewinddir makes the stream see the directory as it is now (POSIX), so each List is a fresh
-// listing: an lseek and the getdents64 calls, against opendir's path walk, fstat and close.
+// listing: an lseek, the getdents64 calls and an fstat, against opendir's path walk, its
+// fstat and close.
 class PosixDirectoryLister final : public DirectoryLister {
  public:
   PosixDirectoryLister(DIR* d, std::string path) : dir_(d), path_(std::move(path)) {}
   ~PosixDirectoryLister() override { ::closedir(dir_); }
   absl::StatusOr<std::vector<std::string>> List() override {
     ::rewinddir(dir_);
-    return ReadEntries(dir_, path_);
+    absl::StatusOr<std::vector<std::string>> names = ReadEntries(dir_, path_);
+    // A directory removed while held lists as empty, and one made again at its path is not
+    // this one: NOT_FOUND, for the caller to look by path.
+    struct stat st;
+    if (::fstat(::dirfd(dir_), &st) != 0) return ErrnoStatus(errno, "fstat", path_);
+    if (st.st_nlink == 0) return absl::NotFoundError("directory removed: " + path_);
+    return names;
   }
 
  private:

@@ -1,5 +1,7 @@
 #include "storage/fs/posix_file_system.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "common/testing/temp_dir.h"
@@ -47,8 +49,6 @@ TEST(PosixFileSystemTest, WriteReadRenameRemove) {
   EXPECT_TRUE(absl::IsNotFound(fs.OpenWritable(path, OpenMode::kAppendExisting).status()));
 }
 
-// Appends go on at the data's end inside the reservation; the size on disk is the
-// reservation's, and a truncate cuts the reservation too.
 // A lister keeps its directory open; each List sees what was created or removed since the last
 // (the local WAL's fence check must see a fence written by another process at once).
 TEST(PosixFileSystemTest, ADirectoryListerSeesEachChange) {
@@ -71,8 +71,18 @@ TEST(PosixFileSystemTest, ADirectoryListerSeesEachChange) {
   EXPECT_EQ(names(), (std::vector<std::string>{"00000000000000000002", "00000000000000000003"}));
   ASSERT_TRUE(fs.RemoveFile(JoinPath(tmp.path(), "00000000000000000002")).ok());
   EXPECT_EQ(names(), std::vector<std::string>{"00000000000000000003"});
+
+  // Removed, the directory it holds open lists as NOT_FOUND (LocalBackend then looks by path).
+  const std::string sub = JoinPath(tmp.path(), "sub");
+  ASSERT_TRUE(fs.CreateDirs(sub).ok());
+  auto gone = fs.OpenDirectoryLister(sub);
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  ASSERT_EQ(::rmdir(sub.c_str()), 0);
+  EXPECT_TRUE(absl::IsNotFound((*gone)->List().status())) << (*gone)->List().status();
 }
 
+// Appends go on at the data's end inside the reservation; the size on disk is the
+// reservation's, and a truncate cuts the reservation too.
 TEST(PosixFileSystemTest, PreallocateKeepsAppendPosition) {
   PosixFileSystem fs;
   TempDir tmp("fs_test");

@@ -374,8 +374,15 @@ absl::Status LocalBackend::CheckFence() {
       if (dir.ok()) fence_dir_ = *std::move(dir);  // else no fence yet, as ReadFenceTerm says
     }
     if (fence_dir_ != nullptr) {
-      ASSIGN_OR_RETURN(std::vector<std::string> names, fence_dir_->List());
-      fence = HighestFenceTerm(names);
+      absl::StatusOr<std::vector<std::string>> names = fence_dir_->List();
+      if (absl::IsNotFound(names.status())) {
+        // The directory kept open was removed: look again by path, as before the lister.
+        fence_dir_.reset();
+        ASSIGN_OR_RETURN(fence, ReadFenceTerm(fs_, state_->dir()));
+      } else {
+        if (!names.ok()) return names.status();
+        fence = HighestFenceTerm(*names);
+      }
     }
   }
   if (fence && *fence > term_) {
