@@ -133,9 +133,11 @@ class StreamCall final : public StreamOps<Request, Response> {
   using Stream = std::conditional_t<kBidi, grpc::ServerAsyncReaderWriter<Response, Request>,
                                     grpc::ServerAsyncWriter<Response>>;
   struct Method {
-    CompletionLoop* loop;
-    // Arms a call: the AsyncService's RequestX for this method, completing `tag`.
-    std::function<void(grpc::ServerContext*, Request*, Stream*, void* tag)> request;
+    CompletionLoop* loop;  // serves the method's calls
+    // Arms a call: the AsyncService's RequestX for this method, completing `tag` on `cq`.
+    std::function<void(grpc::ServerContext*, Request*, Stream*, grpc::ServerCompletionQueue* cq,
+                       void* tag)>
+        request;
     // The call's reactor; the request it is given is null for a bidirectional stream.
     std::function<StreamReactor*(grpc::ServerContext*, const Request*,
                                  StreamOps<Request, Response>*)>
@@ -174,7 +176,7 @@ class StreamCall final : public StreamOps<Request, Response> {
  public:
   explicit StreamCall(std::shared_ptr<const Method> method) : method_(std::move(method)) {
     context_.AsyncNotifyWhenDone(&ended_);
-    method_->request(&context_, &request_, &stream_, &started_);
+    method_->request(&context_, &request_, &stream_, method_->loop->cq(), &started_);
   }
 
   void Read(Request* request) override {
@@ -227,9 +229,9 @@ void ServeBidi(
   using Call = internal::StreamCall<Request, Response, true>;
   auto method = std::make_shared<const typename Call::Method>(typename Call::Method{
       loop,
-      [loop, service, request](grpc::ServerContext* context, Request*,
-                               typename Call::Stream* stream, void* tag) {
-        (static_cast<Base*>(service)->*request)(context, stream, loop->cq(), loop->cq(), tag);
+      [service, request](grpc::ServerContext* context, Request*, typename Call::Stream* stream,
+                         grpc::ServerCompletionQueue* cq, void* tag) {
+        (static_cast<Base*>(service)->*request)(context, stream, cq, cq, tag);
       },
       [create = std::move(create)](grpc::ServerContext* context, const Request*,
                                    StreamOps<Request, Response>* call) {
@@ -250,9 +252,9 @@ void ServeServerStream(
   using Call = internal::StreamCall<Request, Response, false>;
   auto method = std::make_shared<const typename Call::Method>(typename Call::Method{
       loop,
-      [loop, service, request](grpc::ServerContext* context, Request* req,
-                               typename Call::Stream* stream, void* tag) {
-        (static_cast<Base*>(service)->*request)(context, req, stream, loop->cq(), loop->cq(), tag);
+      [service, request](grpc::ServerContext* context, Request* req, typename Call::Stream* stream,
+                         grpc::ServerCompletionQueue* cq, void* tag) {
+        (static_cast<Base*>(service)->*request)(context, req, stream, cq, cq, tag);
       },
       std::move(create)});
   new Call(std::move(method));

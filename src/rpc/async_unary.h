@@ -38,10 +38,10 @@ template <typename Request, typename Response>
 class UnaryCall final : public UnaryReactor {
  public:
   struct Method {
-    CompletionLoop* loop;
-    // Arms a call: the AsyncService's RequestX for this method, completing `tag`.
+    CompletionLoop* loop;  // serves the method's calls
+    // Arms a call: the AsyncService's RequestX for this method, completing `tag` on `cq`.
     std::function<void(grpc::ServerContext*, Request*, grpc::ServerAsyncResponseWriter<Response>*,
-                       void* tag)>
+                       grpc::ServerCompletionQueue* cq, void* tag)>
         request;
     UnaryHandler<Request, Response> handler;
   };
@@ -59,7 +59,7 @@ class UnaryCall final : public UnaryReactor {
 
  public:
   explicit UnaryCall(std::shared_ptr<const Method> method) : method_(std::move(method)) {
-    method_->request(&context_, &request_, &responder_, &started_);
+    method_->request(&context_, &request_, &responder_, method_->loop->cq(), &started_);
   }
 
   void Finish(const grpc::Status& status) override {
@@ -94,10 +94,10 @@ void ServeUnary(CompletionLoop* loop, Service* service,
   using Call = internal::UnaryCall<Request, Response>;
   auto method = std::make_shared<const typename Call::Method>(typename Call::Method{
       loop,
-      [loop, service, request](grpc::ServerContext* context, Request* req,
-                               grpc::ServerAsyncResponseWriter<Response>* responder, void* tag) {
-        (static_cast<Base*>(service)->*request)(context, req, responder, loop->cq(), loop->cq(),
-                                                tag);
+      [service, request](grpc::ServerContext* context, Request* req,
+                         grpc::ServerAsyncResponseWriter<Response>* responder,
+                         grpc::ServerCompletionQueue* cq, void* tag) {
+        (static_cast<Base*>(service)->*request)(context, req, responder, cq, cq, tag);
       },
       std::move(handler)});
   new Call(std::move(method));

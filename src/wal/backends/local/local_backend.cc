@@ -360,31 +360,29 @@ absl::Status LocalBackend::Roll(uint64_t base) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::optional<Term>> LocalBackend::FenceTermOnDisk() {
+  absl::MutexLock l(&fence_mu_);
+  if (fence_dir_ == nullptr) {
+    auto dir = fs_->OpenDirectoryLister(fs::JoinPath(state_->dir(), kFenceDir));
+    if (absl::IsNotFound(dir.status())) return std::optional<Term>();  // no fence yet
+    if (!dir.ok()) return dir.status();
+    fence_dir_ = *std::move(dir);
+  }
+  absl::StatusOr<std::vector<std::string>> names = fence_dir_->List();
+  if (absl::IsNotFound(names.status())) {  // the directory held was removed: by path again
+    fence_dir_.reset();
+    return ReadFenceTerm(fs_, state_->dir());
+  }
+  if (!names.ok()) return names.status();
+  return HighestFenceTerm(*names);
+}
+
 absl::Status LocalBackend::CheckFence() {
   if (fence_->fenced.load(std::memory_order_acquire)) {
     return FencedError(absl::StrCat("local WAL ", pchannel_, ": term ", term_.value(),
                                     " was fenced by a newer owner"));
   }
-  std::optional<Term> fence;
-  {
-    absl::MutexLock l(&fence_mu_);
-    if (fence_dir_ == nullptr) {
-      auto dir = fs_->OpenDirectoryLister(fs::JoinPath(state_->dir(), kFenceDir));
-      if (!dir.ok() && !absl::IsNotFound(dir.status())) return dir.status();
-      if (dir.ok()) fence_dir_ = *std::move(dir);  // else no fence yet, as ReadFenceTerm says
-    }
-    if (fence_dir_ != nullptr) {
-      absl::StatusOr<std::vector<std::string>> names = fence_dir_->List();
-      if (absl::IsNotFound(names.status())) {
-        // The directory kept open was removed: look again by path, as before the lister.
-        fence_dir_.reset();
-        ASSIGN_OR_RETURN(fence, ReadFenceTerm(fs_, state_->dir()));
-      } else {
-        if (!names.ok()) return names.status();
-        fence = HighestFenceTerm(*names);
-      }
-    }
-  }
+  ASSIGN_OR_RETURN(std::optional<Term> fence, FenceTermOnDisk());
   if (fence && *fence > term_) {
     fence_->fenced.store(true, std::memory_order_release);
     return FencedError(absl::StrCat("local WAL ", pchannel_, ": term ", term_.value(),

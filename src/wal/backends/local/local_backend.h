@@ -164,6 +164,8 @@ class LocalBackend final : public WalBackend {
   void ReserveFor(uint64_t end);
   static constexpr uint64_t kReserveStep = 8 << 20;
   absl::Status CheckFence();
+  // The highest fence term in fence/, listed through fence_dir_ (opened by the first call).
+  absl::StatusOr<std::optional<Term>> FenceTermOnDisk();
   void Publish(const std::vector<Written>& written,
                std::vector<std::shared_ptr<Segment>>& new_segments);
 
@@ -175,7 +177,7 @@ class LocalBackend final : public WalBackend {
   std::shared_ptr<LogState> state_;
   std::shared_ptr<FenceSignal> fence_;
   metrics::Histogram* const flush_duration_ = nullptr;  // may be null
-  // The fence directory, kept open for CheckFence after every group (opened by the first).
+  // The fence directory, kept open for the fence check after every group.
   absl::Mutex fence_mu_;
   std::unique_ptr<fs::DirectoryLister> fence_dir_ ABSL_GUARDED_BY(fence_mu_);
 
