@@ -19,7 +19,9 @@
 // file, as the WAL's segments are), a thread wake round trip and, for phase 2, the disk alone
 // under the same open loop (an ideal group-committing log: PacedGroupCommit), each measured before
 // the server starts and after it stops, and pooled; with the CPU that one write + fdatasync and
-// one thread wake-up cost, the floor under the server's CPU per message.
+// one thread wake-up cost. For phase 1 also a minimal server (raw_server.h: one process, one
+// thread, loopback TCP, no gRPC) under the same traffic: the floor under the server's CPU and
+// context switches per message on this machine.
 // Each phase also prints CPU and context switches per message of both processes: a message crosses
 // several threads between append and delivery, and where waking a sleeping thread costs
 // tens of microseconds (a VM) those hand-offs, not the disk, set the latency. And the server's
@@ -51,6 +53,7 @@
 #include "kingfisher/consumer.h"
 #include "kingfisher/producer.h"
 #include "process_stats.h"
+#include "raw_server.h"
 #include "server_process.h"
 
 namespace {
@@ -81,6 +84,8 @@ int64_t NowNs() {
 // this (x86/arm64 little-endian) host; the rest is filler. Only this process reads it.
 constexpr size_t kHeaderBytes = 24;
 
+// Messages of the minimal-server baseline, before the server starts and after it stops.
+constexpr size_t kMinimalServerMessages = 1500;
 // Round trips of the thread-wake baseline, before the server starts and after it stops.
 constexpr size_t kWakeRounds = 2000;
 // Message phase numbers (0 is the warm-up, 1 one at a time).
@@ -514,6 +519,12 @@ int main(int argc, char** argv) {
       kf::bench::RawWriteSync(raw, f.size, raw_seconds, kRawOps, raw_bytes, &sync_cpu[0]);
   const auto before = kf::bench::Summarize(sync_samples);
   std::vector<double> wake_samples = kf::bench::WakeRoundTrips(kWakeRounds, &wake_cpu[0]);
+  // Phase 1's floor: the same one-at-a-time traffic through a server with nothing but the
+  // system calls it cannot avoid.
+  kf::bench::RawServerResult minimal[2];
+  if (f.phase1) {
+    minimal[0] = kf::bench::RawServerRoundTrips(raw, f.size, kMinimalServerMessages, raw_bytes);
+  }
   // Phase 2's baseline: the disk's own stalls at that rate (this VM's fdatasync stalls for
   // 2-80 ms now and then, and an open loop queues behind a stall).
   const std::string paced_raw = root + "/paced.raw";
@@ -591,6 +602,9 @@ int main(int argc, char** argv) {
   }
   const auto paced = kf::bench::Summarize(std::move(paced_samples));
   after_samples = kf::bench::WakeRoundTrips(kWakeRounds, &wake_cpu[1]);
+  if (f.phase1) {
+    minimal[1] = kf::bench::RawServerRoundTrips(raw, f.size, kMinimalServerMessages, raw_bytes);
+  }
   wake_samples.insert(wake_samples.end(), after_samples.begin(), after_samples.end());
   const auto wake = kf::bench::Summarize(std::move(wake_samples));
   // The CPU a server cannot avoid per message: its sync's and its thread wake-ups'.
@@ -604,6 +618,18 @@ int main(int argc, char** argv) {
       "baseline: thread wake round trip (two threads taking turns, two wake-ups): p50 %.0f us "
       "p99 %.0f us | CPU per wake-up %.0f us\n",
       wake.p50 * 1e6, wake.p99 * 1e6, (wake_cpu[0] + wake_cpu[1]) / 2 * 1e6);
+  if (f.phase1) {
+    std::vector<double> both = std::move(minimal[0].latencies);
+    both.insert(both.end(), minimal[1].latencies.begin(), minimal[1].latencies.end());
+    const auto m = kf::bench::Summarize(std::move(both));
+    std::printf(
+        "baseline: a minimal server, one at a time (one thread, loopback TCP, no gRPC: recv, "
+        "write+fdatasync, ack, forward to one consumer): append->consumer p50 %.0f us p99 %.0f "
+        "us | server CPU per message %.0f us, %.1f context switches\n",
+        m.p50 * 1e6, m.p99 * 1e6,
+        (minimal[0].server_cpu_per_message + minimal[1].server_cpu_per_message) / 2 * 1e6,
+        (minimal[0].server_switches_per_message + minimal[1].server_switches_per_message) / 2);
+  }
   for (const auto& [name, r] : results) {
     Report(name.c_str(), r, sync, wake, r.paced ? &paced : nullptr, f.consumers);
   }
