@@ -1,11 +1,13 @@
 #include "rpc/coord_service.h"
 
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "common/errors.h"
 #include "query/query_registry.h"
+#include "rpc/unary_call.h"
 #include "streaming/cluster_meta.h"
 #include "streaming/coord/tso_oracle.h"
 #include "streaming/node/wal_registry.h"
@@ -191,7 +193,7 @@ void CoordService::FanOut(std::stop_token stop) {
 }
 
 void CoordService::HandleAllocateTimestamps(
-    grpc::ServerContext* /*context*/, const kingfisher::v1::AllocateTimestampsRequest* request,
+    grpc::ServerContext* context, const kingfisher::v1::AllocateTimestampsRequest* request,
     kingfisher::v1::AllocateTimestampsResponse* response, UnaryReactor* reactor) {
   if (options_.oracle == nullptr) {
     return Reply(reactor, absl::UnavailableError("not the coordinator"));
@@ -199,22 +201,39 @@ void CoordService::HandleAllocateTimestamps(
   if (request->count() == 0) {
     return Reply(reactor, absl::InvalidArgumentError("AllocateTimestamps: count must be >= 1"));
   }
-  absl::StatusOr<TimeTick> first =
-      options_.oracle->AllocateBatch(request->count(), TimeTick(request->at_least()));
+  const TimeTick at_least(request->at_least());
+  absl::StatusOr<std::optional<TimeTick>> first =
+      options_.oracle->TryAllocateBatch(request->count(), at_least);
+  if (!first.ok()) return Reply(reactor, Answer(first.status(), *request, response));
+  if (first->has_value()) return Reply(reactor, Answer(**first, *request, response));
+  // The oracle's mark must be raised first: a store call, made on a worker rather than on the
+  // loop that serves every call of this process.
+  RunUnaryOnWorker(raises_, kMaxRaiseTime, context, reactor, "timestamp allocations",
+                   [this, request, response, at_least](absl::Time /*deadline*/) {
+                     // The raise is bounded by the oracle's own store-call timeout.
+                     return Answer(options_.oracle->AllocateBatch(request->count(), at_least),
+                                   *request, response);
+                   });
+}
+
+absl::Status CoordService::Answer(const absl::StatusOr<TimeTick>& first,
+                                  const kingfisher::v1::AllocateTimestampsRequest& request,
+                                  kingfisher::v1::AllocateTimestampsResponse* response) {
   if (!first.ok()) {
     absl::Status s = first.status();
     // Deposed or not acting: retryable for the caller, which re-resolves the coordinator.
     if (absl::IsFailedPrecondition(s) || absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
       s = absl::UnavailableError("not the coordinator: " + std::string(s.message()));
     }
-    return Reply(reactor, s);
+    return s;
   }
   response->set_first(first->value());
-  response->set_count(request->count());
-  return Reply(reactor, absl::OkStatus());
+  response->set_count(request.count());
+  return absl::OkStatus();
 }
 
 void CoordService::BeginShutdown() {
+  raises_.Close();
   std::vector<std::shared_ptr<WatchAssignmentsStream>> live;
   {
     absl::MutexLock l(&mu_);
@@ -233,6 +252,8 @@ void CoordService::BeginShutdown() {
 }
 
 bool CoordService::WaitForStreams(absl::Time deadline) {
+  // A raise in flight ends within the oracle's store-call timeout, whatever the deadline.
+  raises_.WaitIdle(absl::InfiniteFuture());
   absl::MutexLock l(&mu_);
   auto empty = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return streams_.empty(); };
   return mu_.AwaitWithDeadline(absl::Condition(&empty), deadline);

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <thread>
 
 #include "client/router.h"
 #include "grpcpp/grpcpp.h"
@@ -13,6 +14,7 @@
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "rpc/rpc_server.h"
 #include "storage/meta/embedded_meta_store.h"
+#include "storage/meta/testing/fault_meta_store.h"
 #include "streaming/coord/coordinator.h"
 
 namespace kf::rpc {
@@ -33,11 +35,12 @@ class CoordServiceTest : public ::testing::Test {
     auto store = meta::EmbeddedMetaStore::Open(dir_.string(), {});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
+    faulty_ = std::make_unique<meta::testing::FaultMetaStore>(store_.get());
     streaming::Coordinator::Options o;
     o.pchannels = {"kf-dml_0", "kf-dml_1"};
     o.lease_ttl = absl::Seconds(1);
     o.retry_backoff = absl::Milliseconds(20);
-    auto c = streaming::Coordinator::Create(store_.get(), o, absl::Now() + kWait);
+    auto c = streaming::Coordinator::Create(faulty_.get(), o, absl::Now() + kWait);
     ASSERT_TRUE(c.ok()) << c.status();
     coordinator_ = *std::move(c);
   }
@@ -45,6 +48,7 @@ class CoordServiceTest : public ::testing::Test {
     if (server_) server_->Shutdown(absl::ZeroDuration());
     server_.reset();
     coordinator_.reset();
+    faulty_.reset();
     store_.reset();
     std::filesystem::remove_all(dir_);
   }
@@ -150,6 +154,7 @@ class CoordServiceTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   std::unique_ptr<meta::EmbeddedMetaStore> store_;
+  std::unique_ptr<meta::testing::FaultMetaStore> faulty_;  // the coordinator's view of store_
   std::unique_ptr<streaming::Coordinator> coordinator_;
   std::unique_ptr<RpcServer> server_;
   std::unique_ptr<StreamingCoord::Stub> stub_;
@@ -240,6 +245,45 @@ TEST_F(CoordServiceTest, AllocateTimestamps) {
   kingfisher::v1::AllocateTimestampsResponse resp;
   EXPECT_EQ(stub_->AllocateTimestamps(&ctx, {}, &resp).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// An allocation that needs the oracle's mark raised waits for that store call on a worker:
+// the process's other calls, served by the one CompletionLoop, are answered meanwhile.
+TEST_F(CoordServiceTest, AnAllocationWaitingForItsRaiseHoldsUpNoOtherCall) {
+  AddNode(1);
+  StartServer(/*with_oracle=*/true);
+  ASSERT_TRUE(coordinator_->WaitActing(true, absl::Now() + kWait));
+  auto allocate = [this](uint64_t at_least, absl::Duration timeout) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    kingfisher::v1::AllocateTimestampsRequest req;
+    req.set_count(1);
+    req.set_at_least(at_least);
+    kingfisher::v1::AllocateTimestampsResponse resp;
+    grpc::Status s = stub_->AllocateTimestamps(&ctx, req, &resp);
+    return std::make_pair(s, resp.first());
+  };
+  ASSERT_TRUE(allocate(0, kWait).first.ok());  // the oracle now serves below a raised mark
+
+  faulty_->HoldTxnsOn(coordinator_->keys().tso());
+  const uint64_t past_the_mark = coordinator_->oracle()->mark() + 1000;
+  std::pair<grpc::Status, uint64_t> held;
+  std::thread raising([&] { held = allocate(past_the_mark, kWait); });
+  ASSERT_TRUE(faulty_->WaitHeld(absl::Now() + kWait));
+
+  // Meanwhile (EXPECT, not ASSERT: the held call must be released either way).
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  kingfisher::v1::GetStatusResponse status;
+  EXPECT_TRUE(stub_->GetStatus(&ctx, {}, &status).ok());
+  const auto below = allocate(0, absl::Seconds(5));
+  EXPECT_TRUE(below.first.ok()) << below.first.error_message();
+  EXPECT_LT(below.second, past_the_mark);
+
+  faulty_->ReleaseHeld();
+  raising.join();
+  ASSERT_TRUE(held.first.ok()) << held.first.error_message();
+  EXPECT_EQ(held.second, past_the_mark + 1);
 }
 
 TEST_F(CoordServiceTest, WithoutAnOracleTimestampsAreUnavailableButDiscoveryWorks) {

@@ -107,6 +107,27 @@ absl::StatusOr<TimeTick> TimestampOracle::Allocate(uint32_t count) {
 }
 
 absl::StatusOr<TimeTick> TimestampOracle::AllocateBatch(uint32_t count, TimeTick at_least) {
+  if (absl::Status s = CheckBatch(count, at_least); !s.ok()) return s;
+  const uint64_t now = NowTick();
+  for (;;) {
+    uint64_t last = 0;  // the highest timestamp of the range
+    absl::StatusOr<std::optional<TimeTick>> claimed = ClaimBelowMark(count, at_least, now, &last);
+    if (!claimed.ok()) return claimed.status();
+    if (claimed->has_value()) return **claimed;
+    // Not covered by the mark: raise it, then claim again (another caller may have raised it
+    // or claimed part of the new window meanwhile).
+    if (absl::Status s = RaiseMarkAbove(last); !s.ok()) return s;
+  }
+}
+
+absl::StatusOr<std::optional<TimeTick>> TimestampOracle::TryAllocateBatch(uint32_t count,
+                                                                          TimeTick at_least) {
+  if (absl::Status s = CheckBatch(count, at_least); !s.ok()) return s;
+  uint64_t last = 0;
+  return ClaimBelowMark(count, at_least, NowTick(), &last);
+}
+
+absl::Status TimestampOracle::CheckBatch(uint32_t count, TimeTick at_least) {
   if (count == 0 || count > kMaxBatch) {
     return absl::InvalidArgumentError(
         absl::StrCat("timestamp count must be in [1, ", kMaxBatch, "], got ", count));
@@ -115,23 +136,20 @@ absl::StatusOr<TimeTick> TimestampOracle::AllocateBatch(uint32_t count, TimeTick
     return absl::InvalidArgumentError(
         absl::StrCat("at_least ", at_least.value(), " is beyond the timestamp range"));
   }
-  const uint64_t now = NowTick();
-  for (;;) {
-    uint64_t last = 0;  // the highest timestamp of the range
-    {
-      absl::MutexLock l(&mu_);
-      if (!refusal_.ok()) return refusal_;
-      const uint64_t first = std::max({now, last_ + 1, at_least.value() + 1});
-      last = first + count - 1;
-      if (last < mark_) {
-        last_ = last;
-        return TimeTick(first);
-      }
-    }
-    // Not covered by the mark: raise it, then claim again (another caller may have raised it
-    // or claimed part of the new window meanwhile).
-    if (absl::Status s = RaiseMarkAbove(last); !s.ok()) return s;
-  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<TimeTick>> TimestampOracle::ClaimBelowMark(uint32_t count,
+                                                                        TimeTick at_least,
+                                                                        uint64_t now,
+                                                                        uint64_t* last) {
+  absl::MutexLock l(&mu_);
+  if (!refusal_.ok()) return refusal_;
+  const uint64_t first = std::max({now, last_ + 1, at_least.value() + 1});
+  *last = first + count - 1;
+  if (*last >= mark_) return std::nullopt;
+  last_ = *last;
+  return TimeTick(first);
 }
 
 absl::Status TimestampOracle::Observe(TimeTick t) {

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -88,6 +89,11 @@ class TimestampOracle final : public TimestampSource {
   // earlier holder of the mark) handed out, and not below the wall clock; returns the first.
   absl::StatusOr<TimeTick> AllocateBatch(uint32_t count, TimeTick at_least);
 
+  // As AllocateBatch, without a store call: std::nullopt (nothing handed out) when the range
+  // is not below the mark, so that only AllocateBatch, which raises it, can serve it. For a
+  // caller that must not wait (a CompletionLoop).
+  absl::StatusOr<std::optional<TimeTick>> TryAllocateBatch(uint32_t count, TimeTick at_least);
+
   // TimestampSource.
   absl::StatusOr<TimeTick> Allocate(uint32_t count = 1) override;
   // Every later allocation exceeds `t`; raises the mark first if `t` is at or above it (so the
@@ -102,6 +108,12 @@ class TimestampOracle final : public TimestampSource {
   // a CAS when needed. OK also when the oracle was re-activated or deactivated meanwhile (the
   // caller re-checks).
   absl::Status RaiseMarkAbove(uint64_t last);
+  // INVALID_ARGUMENT for a count or an at_least AllocateBatch does not take.
+  static absl::Status CheckBatch(uint32_t count, TimeTick at_least);
+  // Hands out `count` timestamps above `at_least` and `now` if they all lie below the mark;
+  // std::nullopt otherwise. Either way `*last` is the range's highest timestamp.
+  absl::StatusOr<std::optional<TimeTick>> ClaimBelowMark(uint32_t count, TimeTick at_least,
+                                                         uint64_t now, uint64_t* last);
   // Marks this oracle deposed if `generation` is still current; returns the refusal.
   absl::Status Depose(uint64_t generation, const std::string& why);
   uint64_t NowTick() const;

@@ -75,6 +75,43 @@ TEST_F(TimestampOracleTest, StrictlyIncreasingAndServedFromMemoryBelowTheMark) {
   EXPECT_EQ(PhysicalMs(prev), now_ms_.load());
 }
 
+// TryAllocateBatch serves what lies below the mark and, for anything else, hands out nothing
+// and makes no store call: the range is AllocateBatch's to serve, after its raise.
+TEST_F(TimestampOracleTest, TryAllocateServesBelowTheMarkAndLeavesRaisesToAllocate) {
+  auto oracle = OpenOracle();
+  // A fresh oracle serves above the mark it read: its first allocation raises.
+  auto fresh = oracle->TryAllocateBatch(3, TimeTick(0));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_FALSE(fresh->has_value());
+  ASSERT_TRUE(oracle->Allocate().ok());
+  auto below = oracle->TryAllocateBatch(3, TimeTick(0));
+  ASSERT_TRUE(below.ok()) << below.status();
+  ASSERT_TRUE(below->has_value());
+  EXPECT_LT((*below)->value() + 2, oracle->mark());
+
+  const int txns_before = faulty_->txn_calls();
+  const uint64_t mark_before = oracle->mark();
+  const TimeTick ahead(mark_before + 10);  // past the mark: needs a raise
+  auto above = oracle->TryAllocateBatch(1, ahead);
+  ASSERT_TRUE(above.ok()) << above.status();
+  EXPECT_FALSE(above->has_value());
+  EXPECT_EQ(faulty_->txn_calls(), txns_before);
+  EXPECT_EQ(oracle->mark(), mark_before);
+  // Nothing was handed out: the next timestamp below the mark follows the first batch.
+  auto next = oracle->TryAllocateBatch(1, TimeTick(0));
+  ASSERT_TRUE(next.ok() && next->has_value());
+  EXPECT_EQ((*next)->value(), (*below)->value() + 3);
+
+  auto raised = oracle->AllocateBatch(1, ahead);
+  ASSERT_TRUE(raised.ok()) << raised.status();
+  EXPECT_EQ(raised->value(), ahead.value() + 1);
+  EXPECT_EQ(faulty_->txn_calls(), txns_before + 1);
+
+  EXPECT_TRUE(absl::IsInvalidArgument(oracle->TryAllocateBatch(0, TimeTick(0)).status()));
+  oracle->Deactivate(absl::UnavailableError("stepped down"));
+  EXPECT_TRUE(absl::IsUnavailable(oracle->TryAllocateBatch(1, TimeTick(0)).status()));
+}
+
 TEST_F(TimestampOracleTest, FollowsTheClockAndRaisesAsItAdvances) {
   auto oracle = OpenOracle(/*window_ms=*/100);
   TimeTick prev;

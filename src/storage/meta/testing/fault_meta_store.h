@@ -8,10 +8,14 @@
 //   - CrashAtTxn(n, applied): the n-th Txn from now fails with UNAVAILABLE (run on the base
 //     first with `applied`) and the store is down from then on, as if the caller's process
 //     died at that write; WaitCrashed tells when it happened.
+//   - HoldTxnsOn(key): Txn calls with an op on `key` wait, before anything else, until
+//     ReleaseHeld (a store call in flight for as long as a test needs); WaitHeld tells when one
+//     waits.
 //
 // Thread-safety: thread-safe. Ownership: borrows the base store, which must outlive it.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,6 +52,20 @@ class FaultMetaStore final : public MetaStore {
     absl::MutexLock l(&mu_);
     return mu_.AwaitWithDeadline(absl::Condition(&crashed_), deadline);
   }
+  void HoldTxnsOn(std::string key) {
+    absl::MutexLock l(&mu_);
+    hold_key_ = std::move(key);
+    released_ = false;
+  }
+  bool WaitHeld(absl::Time deadline) const {
+    absl::MutexLock l(&mu_);
+    auto waiting = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return held_ > 0; };
+    return mu_.AwaitWithDeadline(absl::Condition(&waiting), deadline);
+  }
+  void ReleaseHeld() {
+    absl::MutexLock l(&mu_);
+    released_ = true;
+  }
   int txn_calls() const {
     absl::MutexLock l(&mu_);
     return txn_calls_;
@@ -78,6 +96,7 @@ class FaultMetaStore final : public MetaStore {
   absl::StatusOr<TxnResult> Txn(const std::vector<Compare>& compares,
                                 const std::vector<Op>& then_ops, const std::vector<Op>& else_ops,
                                 absl::Time deadline) override {
+    Hold(then_ops, else_ops);
     if (absl::Status s = Down(); !s.ok()) return s;
     absl::Status fail;
     bool applied = false;
@@ -128,8 +147,25 @@ class FaultMetaStore final : public MetaStore {
     return down_ ? absl::UnavailableError("fault injection: store down") : absl::OkStatus();
   }
 
+  void Hold(const std::vector<Op>& then_ops, const std::vector<Op>& else_ops) {
+    absl::MutexLock l(&mu_);
+    if (hold_key_.empty()) return;
+    const std::string_view key = hold_key_;
+    auto on_key = [key](const Op& op) { return op.key == key; };
+    if (std::none_of(then_ops.begin(), then_ops.end(), on_key) &&
+        std::none_of(else_ops.begin(), else_ops.end(), on_key)) {
+      return;
+    }
+    ++held_;
+    mu_.Await(absl::Condition(&released_));
+    --held_;
+  }
+
   MetaStore* const base_;
   mutable absl::Mutex mu_;
+  std::string hold_key_ ABSL_GUARDED_BY(mu_);
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
+  int held_ ABSL_GUARDED_BY(mu_) = 0;
   bool down_ ABSL_GUARDED_BY(mu_) = false;
   int txn_failures_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status txn_status_ ABSL_GUARDED_BY(mu_);
