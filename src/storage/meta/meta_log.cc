@@ -133,6 +133,24 @@ absl::StatusOr<Mutation> DecodeMutation(std::string_view payload) {
   return m;
 }
 
+std::string EncodeLogHeader(uint64_t seq) {
+  std::string header;
+  PutFixed32(&header, kLogMagic);
+  PutFixed16(&header, kFormatVersion);
+  PutFixed16(&header, 0);
+  PutFixed64(&header, seq);
+  return header;
+}
+
+std::string EncodeLogRecord(std::string_view payload) {
+  std::string record;
+  record.reserve(kRecordHeaderSize + payload.size());
+  PutFixed32(&record, static_cast<uint32_t>(payload.size()));
+  PutFixed32(&record, crc32c::Mask(crc32c::Value(payload)));
+  record.append(payload);
+  return record;
+}
+
 absl::StatusOr<ParsedLog> ParseMetaLog(std::string_view contents) {
   ParsedLog log;
   if (contents.size() < kLogHeaderSize) return log;  // creation never completed: empty
@@ -230,12 +248,7 @@ absl::StatusOr<std::unique_ptr<MetaLogWriter>> MetaLogWriter::Create(fs::FileSys
                                                                      uint64_t seq) {
   ASSIGN_OR_RETURN(auto file, fs->OpenWritable(fs::JoinPath(dir, LogFileName(seq)),
                                                fs::OpenMode::kCreateExclusive));
-  std::string header;
-  PutFixed32(&header, kLogMagic);
-  PutFixed16(&header, kFormatVersion);
-  PutFixed16(&header, 0);
-  PutFixed64(&header, seq);
-  RETURN_IF_ERROR(file->Append(header));
+  RETURN_IF_ERROR(file->Append(EncodeLogHeader(seq)));
   RETURN_IF_ERROR(file->Sync());
   RETURN_IF_ERROR(fs->SyncDir(dir));
   return std::unique_ptr<MetaLogWriter>(new MetaLogWriter(std::move(file), seq));
@@ -255,13 +268,7 @@ absl::StatusOr<std::unique_ptr<MetaLogWriter>> MetaLogWriter::Reopen(fs::FileSys
 
 absl::Status MetaLogWriter::AppendSync(const Mutation& m) {
   RETURN_IF_ERROR(error_);
-  const std::string payload = EncodeMutation(m);
-  std::string record;
-  record.reserve(kRecordHeaderSize + payload.size());
-  PutFixed32(&record, static_cast<uint32_t>(payload.size()));
-  PutFixed32(&record, crc32c::Mask(crc32c::Value(payload)));
-  record.append(payload);
-  absl::Status s = file_->Append(record);
+  absl::Status s = file_->Append(EncodeLogRecord(EncodeMutation(m)));
   if (s.ok()) s = file_->Sync();
   if (!s.ok()) error_ = s;
   return s;

@@ -37,6 +37,11 @@ inline constexpr char kSnapshotFileName[] = "meta.snapshot";
 std::string EncodeMutation(const Mutation& m);
 absl::StatusOr<Mutation> DecodeMutation(std::string_view payload);
 
+// The bytes of log `seq`'s header, and of one record framing `payload` (an EncodeMutation):
+// what MetaLogWriter writes.
+std::string EncodeLogHeader(uint64_t seq);
+std::string EncodeLogRecord(std::string_view payload);
+
 struct ParsedLog {
   uint64_t seq = 0;
   std::vector<Mutation> mutations;
