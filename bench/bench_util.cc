@@ -67,14 +67,19 @@ void WriteAll(int fd, const std::string& bytes, const std::string& path) {
 }
 }  // namespace
 
-std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
-                                 size_t max_ops, uint64_t preallocate, double* cpu_per_op) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+int OpenPreallocated(const std::string& path, uint64_t preallocate) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) Die("open " + path);
   if (preallocate > 0 &&
       (::fallocate(fd, 0, 0, static_cast<off_t>(preallocate)) != 0 || ::fdatasync(fd) != 0)) {
     Die("fallocate " + path);
   }
+  return fd;
+}
+
+std::vector<double> RawWriteSync(const std::string& path, size_t size, double seconds,
+                                 size_t max_ops, uint64_t preallocate, double* cpu_per_op) {
+  const int fd = OpenPreallocated(path, preallocate);
   std::string buf(size, 'r');
   std::vector<double> lat;
   const double cpu0 = ThreadCpuSeconds();

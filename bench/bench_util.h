@@ -21,6 +21,11 @@ namespace kf::bench {
 using Clock = std::chrono::steady_clock;
 
 inline double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+// Clock's now in nanoseconds: a send time that travels in a payload.
+inline int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
 
 // Prints "<prog>: <what>" to stderr and exits with status 1.
 [[noreturn]] void Die(const std::string& what);
@@ -43,6 +48,10 @@ BenchDirs DefaultDirs(const char* argv0);
 // buffered (results interleave with the progress on stderr), points ServerProcess at
 // `dirs.bin_dir` (KF_BIN_DIR) and returns a fresh run dir under `dirs.dir`.
 std::string StartRun(const std::string& program, const BenchDirs& dirs);
+
+// Creates (or truncates) `path` for writing and, with `preallocate` > 0, fallocates it that far
+// and syncs, as the local WAL does its segments (an fdatasync then commits no size change).
+int OpenPreallocated(const std::string& path, uint64_t preallocate);
 
 // Raw loop on `path` (created, truncated, removed afterwards): a `size`-byte write +
 // fdatasync, until `seconds` pass or `max_ops` ops ran. Returns per-op latencies in seconds.

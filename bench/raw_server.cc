@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -71,12 +70,6 @@ uint64_t ThreadSwitches() {
   return static_cast<uint64_t>(u.ru_nvcsw + u.ru_nivcsw);
 }
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // The serving process's loop (system calls only, no allocation: it runs in a fork of a
 // threaded process). Writes its CPU seconds and context switches per message to `report`.
 bool Serve(int from_producer, int to_consumer, int file, std::string* request, int report) {
@@ -106,12 +99,7 @@ bool Serve(int from_producer, int to_consumer, int file, std::string* request, i
 RawServerResult RawServerRoundTrips(const std::string& path, size_t size, size_t messages,
                                     uint64_t preallocate) {
   if (size < sizeof(int64_t)) Die("raw server: messages of at least 8 bytes");
-  const int file = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (file < 0) Die("open " + path);
-  if (preallocate > 0 &&
-      (::fallocate(file, 0, 0, static_cast<off_t>(preallocate)) != 0 || ::fdatasync(file) != 0)) {
-    Die("fallocate " + path);
-  }
+  const int file = OpenPreallocated(path, preallocate);
 
   const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
@@ -164,7 +152,9 @@ RawServerResult RawServerRoundTrips(const std::string& path, size_t size, size_t
     Die("raw server: the serving process failed");
   }
   int status = 0;
-  ::waitpid(child, &status, 0);
+  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    Die("raw server: the serving process did not exit cleanly");
+  }
   receiver.join();
   result.server_cpu_per_message = cost[0];
   result.server_switches_per_message = cost[1];

@@ -60,6 +60,7 @@ namespace {
 
 using kf::bench::Clock;
 using kf::bench::Die;
+using kf::bench::NowNs;
 using kf::bench::Seconds;
 namespace stdfs = std::filesystem;
 
@@ -74,11 +75,6 @@ struct Flags {
   bool phase1 = true, phase2 = true;
   int consumers = 1;
 };
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
 
 // Payload header: phase (8 bytes), sequence (8 bytes), send time (8 bytes) little-endian on
 // this (x86/arm64 little-endian) host; the rest is filler. Only this process reads it.

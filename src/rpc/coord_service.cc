@@ -7,7 +7,6 @@
 
 #include "common/errors.h"
 #include "query/query_registry.h"
-#include "rpc/unary_call.h"
 #include "streaming/cluster_meta.h"
 #include "streaming/coord/tso_oracle.h"
 #include "streaming/node/wal_registry.h"
@@ -63,6 +62,7 @@ void Reply(UnaryReactor* reactor, const absl::Status& s) { reactor->Finish(wire:
 }  // namespace
 
 CoordService::CoordService(CoordServiceOptions options) : options_(options) {
+  if (options_.oracle != nullptr) raises_ = std::make_unique<OracleRaiseQueue>(options_.oracle);
   if (options_.view != nullptr) {
     fan_out_ = std::jthread([this](std::stop_token stop) { FanOut(std::move(stop)); });
   }
@@ -204,20 +204,17 @@ void CoordService::HandleAllocateTimestamps(
   const TimeTick at_least(request->at_least());
   absl::StatusOr<std::optional<TimeTick>> first =
       options_.oracle->TryAllocateBatch(request->count(), at_least);
-  if (!first.ok()) return Reply(reactor, Answer(first.status(), *request, response));
-  if (first->has_value()) return Reply(reactor, Answer(**first, *request, response));
-  // The oracle's mark must be raised first: a store call, made on a worker rather than on the
-  // loop that serves every call of this process.
-  RunUnaryOnWorker(raises_, kMaxRaiseTime, context, reactor, "timestamp allocations",
-                   [this, request, response, at_least](absl::Time /*deadline*/) {
-                     // The raise is bounded by the oracle's own store-call timeout.
-                     return Answer(options_.oracle->AllocateBatch(request->count(), at_least),
-                                   *request, response);
-                   });
+  if (!first.ok()) return Reply(reactor, Answer(first.status(), request->count(), response));
+  if (first->has_value()) return Reply(reactor, Answer(**first, request->count(), response));
+  // The oracle's mark must be raised first: a store call, made on the raise queue's thread
+  // rather than on the loop that serves every call of this process.
+  raises_->Add(request->count(), at_least, absl::FromChrono(context->deadline()),
+               [reactor, response, count = request->count()](absl::StatusOr<TimeTick> first) {
+                 Reply(reactor, Answer(first, count, response));
+               });
 }
 
-absl::Status CoordService::Answer(const absl::StatusOr<TimeTick>& first,
-                                  const kingfisher::v1::AllocateTimestampsRequest& request,
+absl::Status CoordService::Answer(const absl::StatusOr<TimeTick>& first, uint32_t count,
                                   kingfisher::v1::AllocateTimestampsResponse* response) {
   if (!first.ok()) {
     absl::Status s = first.status();
@@ -228,12 +225,12 @@ absl::Status CoordService::Answer(const absl::StatusOr<TimeTick>& first,
     return s;
   }
   response->set_first(first->value());
-  response->set_count(request.count());
+  response->set_count(count);
   return absl::OkStatus();
 }
 
 void CoordService::BeginShutdown() {
-  raises_.Close();
+  if (raises_ != nullptr) raises_->Close();
   std::vector<std::shared_ptr<WatchAssignmentsStream>> live;
   {
     absl::MutexLock l(&mu_);
@@ -252,8 +249,6 @@ void CoordService::BeginShutdown() {
 }
 
 bool CoordService::WaitForStreams(absl::Time deadline) {
-  // A raise in flight ends within the oracle's store-call timeout, whatever the deadline.
-  raises_.WaitIdle(absl::InfiniteFuture());
   absl::MutexLock l(&mu_);
   auto empty = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return streams_.empty(); };
   return mu_.AwaitWithDeadline(absl::Condition(&empty), deadline);

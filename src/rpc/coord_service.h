@@ -16,12 +16,13 @@
 //                       coordinator, deposed), UNAVAILABLE "not the coordinator" so the caller
 //                       retries (elsewhere). Served on the CompletionLoop from memory; a call
 //                       that needs the oracle's mark raised first (once per window, one store
-//                       call: a local file in standalone, etcd for the coordinator) runs on a
-//                       worker, so the process's other calls do not wait for the store.
+//                       call: a local file in standalone, etcd for the coordinator) waits in an
+//                       OracleRaiseQueue, so the process's other calls do not wait for the
+//                       store.
 //
 // Thread-safety: thread-safe. Ownership: borrows everything in the options (must outlive the
-// grpc::Server); owns the fan-out thread (stopped by BeginShutdown or the destructor) and the
-// workers of allocations that wait for a raise.
+// grpc::Server); owns the fan-out thread and the raise queue (both stopped by BeginShutdown or
+// the destructor).
 // Errors: docs/semantics.md §3 statuses on the wire (status_convert.h).
 #pragma once
 
@@ -39,9 +40,9 @@
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "rpc/async_stream.h"
 #include "rpc/async_unary.h"
-#include "rpc/call_workers.h"
 #include "rpc/completion_loop.h"
 #include "rpc/coord_service_options.h"
+#include "rpc/oracle_raise_queue.h"
 #include "rpc/watch_assignments_stream.h"
 #include "streaming/assignment_view.h"
 
@@ -66,19 +67,18 @@ class CoordService final : public kingfisher::v1::StreamingCoord::AsyncService {
                                 UnaryReactor* reactor);
 
   // Shutdown, step 1: new watch streams are refused and live ones end with ON_SHUTDOWN after
-  // their write in flight; the fan-out thread stops; an allocation that needs a raise is
-  // refused (UNAVAILABLE). Idempotent.
+  // their write in flight; the fan-out thread stops; allocations waiting for a raise are
+  // answered ON_SHUTDOWN, and the one in flight is waited for (its store calls end by its
+  // deadline or the oracle's call timeout). Idempotent.
   void BeginShutdown();
-  // Step 2: waits for the allocations waiting on a raise (each ends within the oracle's
-  // store-call timeout), then until every watch stream is done or the deadline passes; true
-  // when no stream is left.
+  // Step 2: waits until every watch stream is done or the deadline passes; true when none is
+  // left.
   bool WaitForStreams(absl::Time deadline);
 
  private:
-  // The reply to `request` for the oracle's answer `first`: refusals become UNAVAILABLE "not
-  // the coordinator" (retryable elsewhere), anything else is returned as it is.
-  static absl::Status Answer(const absl::StatusOr<TimeTick>& first,
-                             const kingfisher::v1::AllocateTimestampsRequest& request,
+  // The reply to a request for `count` timestamps, for the oracle's answer `first`: refusals become
+  // UNAVAILABLE "not the coordinator" (retryable elsewhere), anything else is returned as it is.
+  static absl::Status Answer(const absl::StatusOr<TimeTick>& first, uint32_t count,
                              kingfisher::v1::AllocateTimestampsResponse* response);
   // The wire form of `s`, converted once per version (streams share it).
   WatchAssignmentsStream::Snapshot ToProto(
@@ -96,13 +96,9 @@ class CoordService final : public kingfisher::v1::StreamingCoord::AsyncService {
 
   std::jthread fan_out_;
 
-  // AllocateTimestamps calls that wait for the oracle to raise its mark: about one per node
-  // and window, queued on the oracle's raise lock; past the limit a call is refused
-  // (RATE_LIMITED, retryable). Last: joined before the members they use die.
-  static constexpr int kMaxRaises = 64;
-  // A raise's own bound is the oracle's store-call timeout; this only caps the call's deadline.
-  static constexpr absl::Duration kMaxRaiseTime = absl::Seconds(30);
-  CallWorkers raises_{kMaxRaises};
+  // The AllocateTimestamps calls that wait for the oracle to raise its mark (null without an
+  // oracle). Last: its thread is joined before the members it uses die.
+  std::unique_ptr<OracleRaiseQueue> raises_;
 };
 
 }  // namespace kf::rpc

@@ -7,11 +7,15 @@
 #include <filesystem>
 #include <functional>
 #include <thread>
+#include <vector>
 
+#include "absl/cleanup/cleanup.h"
+#include "absl/synchronization/notification.h"
 #include "client/router.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
+#include "rpc/oracle_raise_queue.h"
 #include "rpc/rpc_server.h"
 #include "storage/meta/embedded_meta_store.h"
 #include "storage/meta/testing/fault_meta_store.h"
@@ -269,9 +273,13 @@ TEST_F(CoordServiceTest, AnAllocationWaitingForItsRaiseHoldsUpNoOtherCall) {
   const uint64_t past_the_mark = coordinator_->oracle()->mark() + 1000;
   std::pair<grpc::Status, uint64_t> held;
   std::thread raising([&] { held = allocate(past_the_mark, kWait); });
+  auto release = absl::MakeCleanup([&] {
+    faulty_->ReleaseHeld();
+    raising.join();
+  });
   ASSERT_TRUE(faulty_->WaitHeld(absl::Now() + kWait));
 
-  // Meanwhile (EXPECT, not ASSERT: the held call must be released either way).
+  // Meanwhile the loop answers.
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
   kingfisher::v1::GetStatusResponse status;
@@ -280,10 +288,70 @@ TEST_F(CoordServiceTest, AnAllocationWaitingForItsRaiseHoldsUpNoOtherCall) {
   EXPECT_TRUE(below.first.ok()) << below.first.error_message();
   EXPECT_LT(below.second, past_the_mark);
 
-  faulty_->ReleaseHeld();
-  raising.join();
+  std::move(release).Invoke();
   ASSERT_TRUE(held.first.ok()) << held.first.error_message();
   EXPECT_EQ(held.second, past_the_mark + 1);
+}
+
+// The raise queue: calls behind a raise wait for it; at Close the queued ones are answered
+// ON_SHUTDOWN at once and the one in flight finishes; a call whose deadline passed while queued
+// is not served.
+TEST_F(CoordServiceTest, RaiseQueueAnswersEveryCallOnce) {
+  StartServer(/*with_oracle=*/true);  // the coordinator acts once started
+  ASSERT_TRUE(coordinator_->WaitActing(true, absl::Now() + kWait));
+  streaming::TimestampOracle* oracle = coordinator_->oracle();
+  ASSERT_TRUE(oracle->Allocate().ok());
+  const TimeTick past_the_mark(oracle->mark() + 1000);
+  faulty_->HoldTxnsOn(coordinator_->keys().tso());
+
+  absl::Mutex mu;
+  std::vector<absl::StatusOr<TimeTick>> answers(3, absl::UnknownError("no answer"));
+  auto record = [&](int i) {
+    return [&, i](absl::StatusOr<TimeTick> first) {
+      absl::MutexLock l(&mu);
+      answers[i] = std::move(first);
+    };
+  };
+  OracleRaiseQueue queue(oracle);
+  queue.Add(1, past_the_mark, absl::Now() + kWait, record(0));  // its raise is held
+  ASSERT_TRUE(faulty_->WaitHeld(absl::Now() + kWait));
+  queue.Add(1, past_the_mark, absl::Now() + kWait, record(1));  // queued behind it
+  queue.Add(1, past_the_mark, absl::Now() + kWait, record(2));
+  std::thread closing([&] { queue.Close(); });
+  {
+    // The queued calls are answered before the one in flight is released.
+    absl::MutexLock l(&mu);
+    auto refused = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+      return !answers[1].ok() && answers[1].status().code() != absl::StatusCode::kUnknown &&
+             !answers[2].ok() && answers[2].status().code() != absl::StatusCode::kUnknown;
+    };
+    EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(&refused), kWait));
+    EXPECT_TRUE(absl::IsUnknown(answers[0].status()));
+  }
+  faulty_->ReleaseHeld();
+  closing.join();
+  ASSERT_TRUE(answers[0].ok()) << answers[0].status();
+  EXPECT_EQ(answers[0]->value(), past_the_mark.value() + 1);
+  for (int i : {1, 2}) {
+    EXPECT_TRUE(absl::IsUnavailable(answers[i].status())) << answers[i].status();
+    EXPECT_NE(answers[i].status().message().find("shutting down"), std::string::npos);
+  }
+  // After Close a call is answered at once, on the caller's thread.
+  absl::StatusOr<TimeTick> late = absl::UnknownError("no answer");
+  queue.Add(1, TimeTick(0), absl::Now() + kWait, [&](absl::StatusOr<TimeTick> t) { late = t; });
+  EXPECT_TRUE(absl::IsUnavailable(late.status()));
+
+  // A deadline that passed while queued: not served.
+  OracleRaiseQueue fresh(oracle);
+  absl::Notification answered;
+  absl::StatusOr<TimeTick> expired = absl::UnknownError("no answer");
+  fresh.Add(1, TimeTick(oracle->mark() + 1000), absl::Now() - absl::Seconds(1),
+            [&](absl::StatusOr<TimeTick> t) {
+              expired = t;
+              answered.Notify();
+            });
+  ASSERT_TRUE(answered.WaitForNotificationWithTimeout(kWait));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(expired.status())) << expired.status();
 }
 
 TEST_F(CoordServiceTest, WithoutAnOracleTimestampsAreUnavailableButDiscoveryWorks) {

@@ -125,7 +125,7 @@ Mutation KvState::PlanGrant(int64_t ttl_ms) const {
 
 absl::Status KvState::Apply(const Mutation& m) {
   if (m.kind == Mutation::Kind::kLeaseGrant) {
-    if (m.lease < next_lease_id_ || m.ttl_ms <= 0) {
+    if (m.lease < next_lease_id_ || m.lease == kMaxCounter || m.ttl_ms <= 0) {
       return absl::DataLossError(absl::StrCat("lease grant ", m.lease, " out of order"));
     }
     leases_[m.lease] = Lease{.ttl_ms = m.ttl_ms};
@@ -136,7 +136,7 @@ absl::Status KvState::Apply(const Mutation& m) {
     return absl::DataLossError(absl::StrCat("revoke of unknown lease ", m.lease));
   }
   if (m.writes.empty()) return absl::OkStatus();
-  if (m.revision != revision_ + 1) {
+  if (revision_ == kMaxCounter || m.revision != revision_ + 1) {
     return absl::DataLossError(
         absl::StrCat("mutation at revision ", m.revision, " after revision ", revision_));
   }
@@ -166,6 +166,9 @@ absl::Status KvState::Apply(const Mutation& m) {
       it = kvs_.emplace(w.key, KeyValue{.key = w.key, .create_revision = revision_}).first;
     }
     KeyValue& kv = it->second;
+    if (kv.version == kMaxCounter) {
+      return absl::DataLossError(absl::StrCat("key ", w.key, " at the last version"));
+    }
     kv.value = w.value;
     kv.mod_revision = revision_;
     kv.version += 1;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -47,6 +48,10 @@ struct HistoryEvent {
   int64_t revision = 0;
   WatchEvent event;
 };
+
+// Revisions, lease ids and versions only grow; one at this value cannot (a replayed log or a
+// snapshot that holds it is corrupt).
+inline constexpr int64_t kMaxCounter = std::numeric_limits<int64_t>::max();
 
 class KvState {
  public:

@@ -240,6 +240,12 @@ absl::StatusOr<Snapshot> DecodeSnapshot(std::string_view contents) {
          r.Signed(&kv.mod_revision) && r.Signed(&kv.version) && r.Signed(&kv.lease);
   }
   if (!ok || !r.empty()) return Corrupt("malformed snapshot");
+  // Counters a replay would step past their range (what a KvState cannot have reached).
+  bool in_range = s.revision >= 1 && s.revision < kMaxCounter && s.next_lease_id >= 1 &&
+                  s.next_lease_id < kMaxCounter;
+  for (const KeyValue& kv : s.kvs)
+    in_range = in_range && kv.version >= 0 && kv.version < kMaxCounter;
+  if (!in_range) return Corrupt("snapshot counters out of range");
   return s;
 }
 

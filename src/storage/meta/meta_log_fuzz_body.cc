@@ -74,9 +74,29 @@ void CheckSnapshot(std::string_view bytes) {
   absl::StatusOr<Snapshot> again = DecodeSnapshot(encoded);
   Check(again.ok(), "a re-encoded snapshot decodes");
   Check(EncodeSnapshot(*again) == encoded, "a snapshot's encoding is stable");
+  // Restored, then written to as recovery's replay and the live store would.
   KvState state(/*history_limit=*/64);
+  const LeaseId lease = snapshot->next_lease_id;
+  Mutation write{.kind = Mutation::Kind::kWrite, .revision = snapshot->revision + 1};
+  for (const KeyValue& kv : snapshot->kvs) {
+    write.writes.push_back({.key = kv.key, .value = "v", .lease = lease});
+    if (write.writes.size() == 4) break;
+  }
+  if (write.writes.empty()) write.writes.push_back({.key = "k", .value = "v", .lease = lease});
   state.Restore(snapshot->revision, snapshot->next_lease_id, std::move(snapshot->leases),
                 std::move(snapshot->kvs));
+  const Mutation grant{.kind = Mutation::Kind::kLeaseGrant, .lease = lease, .ttl_ms = 1000};
+  Check(state.Apply(grant).ok(), "the next lease id of a snapshot can be granted");
+  absl::Status s = state.Apply(write);
+  Check(s.ok() || s.code() == absl::StatusCode::kDataLoss, "a write after a snapshot fits");
+  if (!s.ok() || write.revision == kMaxCounter) return;
+  Mutation revoke{
+      .kind = Mutation::Kind::kLeaseRevoke, .revision = write.revision + 1, .lease = lease};
+  for (const Mutation::Write& w : write.writes) {
+    revoke.writes.push_back({.is_delete = true, .key = w.key});
+  }
+  s = state.Apply(revoke);
+  Check(s.ok() || s.code() == absl::StatusCode::kDataLoss, "a revoke after a snapshot fits");
 }
 
 }  // namespace

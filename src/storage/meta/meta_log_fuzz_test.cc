@@ -38,15 +38,14 @@ std::vector<std::string> Seeds() {
                           .version = 2,
                           .lease = 2});
   snapshot.kvs.push_back({.key = "z", .value = "", .create_revision = 8, .mod_revision = 8});
-  return {log,
-          log.substr(0, log.size() - 3),  // a torn tail
-          log + std::string(40, '\0'),    // zero fill after the tail
-          EncodeLogHeader(1),             // an empty log
-          EncodeSnapshot(snapshot),
-          EncodeMutation(History()[1]),
-          EncodeMutation(History()[3]),
-          "",
-          std::string(16, '\0')};
+  const std::string sealed_snapshot = EncodeSnapshot(snapshot);
+  return {log, log.substr(0, log.size() - 3),  // a torn tail
+          log + std::string(40, '\0'),         // zero fill after the tail
+          EncodeLogHeader(1),                  // an empty log
+          sealed_snapshot,
+          // The body seals its input again: without its checksum the snapshot decodes there.
+          sealed_snapshot.substr(0, sealed_snapshot.size() - 4), EncodeMutation(History()[0]),
+          EncodeMutation(History()[1]), EncodeMutation(History()[3]), "", std::string(16, '\0')};
 }
 
 TEST(MetaLogFuzzTest, SeedsKeepTheInvariants) {

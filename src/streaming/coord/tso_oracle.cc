@@ -106,7 +106,8 @@ absl::StatusOr<TimeTick> TimestampOracle::Allocate(uint32_t count) {
   return AllocateBatch(count, TimeTick(0));
 }
 
-absl::StatusOr<TimeTick> TimestampOracle::AllocateBatch(uint32_t count, TimeTick at_least) {
+absl::StatusOr<TimeTick> TimestampOracle::AllocateBatch(uint32_t count, TimeTick at_least,
+                                                        absl::Time deadline) {
   if (absl::Status s = CheckBatch(count, at_least); !s.ok()) return s;
   const uint64_t now = NowTick();
   for (;;) {
@@ -116,7 +117,10 @@ absl::StatusOr<TimeTick> TimestampOracle::AllocateBatch(uint32_t count, TimeTick
     if (claimed->has_value()) return **claimed;
     // Not covered by the mark: raise it, then claim again (another caller may have raised it
     // or claimed part of the new window meanwhile).
-    if (absl::Status s = RaiseMarkAbove(last); !s.ok()) return s;
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError("timestamp oracle: deadline passed before the mark rose");
+    }
+    if (absl::Status s = RaiseMarkAbove(last, deadline); !s.ok()) return s;
   }
 }
 
@@ -163,10 +167,10 @@ absl::Status TimestampOracle::Observe(TimeTick t) {
     last_ = std::max(last_, t.value());
     if (t.value() < mark_) return absl::OkStatus();
   }
-  return RaiseMarkAbove(t.value());
+  return RaiseMarkAbove(t.value(), absl::InfiniteFuture());
 }
 
-absl::Status TimestampOracle::RaiseMarkAbove(uint64_t last) {
+absl::Status TimestampOracle::RaiseMarkAbove(uint64_t last, absl::Time limit) {
   absl::MutexLock raise(&raise_mu_);
   uint64_t generation = 0;
   int64_t revision = 0;
@@ -179,7 +183,7 @@ absl::Status TimestampOracle::RaiseMarkAbove(uint64_t last) {
     revision = mod_revision_;
     unsure = unsure_;
   }
-  const absl::Time deadline = absl::Now() + options_.call_timeout;
+  const absl::Time deadline = std::min(limit, absl::Now() + options_.call_timeout);
   if (unsure) {
     // The previous raise may or may not have landed: look before writing again.
     absl::StatusOr<StoredMark> stored = ReadMark(store_, key_, deadline);

@@ -31,6 +31,7 @@
 //   INVALID_ARGUMENT     count 0 or above kMaxBatch, at_least beyond the representable range
 //   UNAVAILABLE          not active, or the store failed or timed out while raising the mark
 //   FAILED_PRECONDITION  deposed: the mark moved under this oracle (another coordinator)
+//   DEADLINE_EXCEEDED    (AllocateBatch) its deadline passed before a raise could start
 //   DATA_LOSS            (Activate) the stored mark is not a decimal number
 #pragma once
 
@@ -87,7 +88,10 @@ class TimestampOracle final : public TimestampSource {
 
   // `count` consecutive timestamps, all above `at_least`, above every one this oracle (or any
   // earlier holder of the mark) handed out, and not below the wall clock; returns the first.
-  absl::StatusOr<TimeTick> AllocateBatch(uint32_t count, TimeTick at_least);
+  // A raise's store calls end by `deadline` (or the call timeout, whichever comes first);
+  // DEADLINE_EXCEEDED when it passed before a raise could start.
+  absl::StatusOr<TimeTick> AllocateBatch(uint32_t count, TimeTick at_least,
+                                         absl::Time deadline = absl::InfiniteFuture());
 
   // As AllocateBatch, without a store call: std::nullopt (nothing handed out) when the range
   // is not below the mark, so that only AllocateBatch, which raises it, can serve it. For a
@@ -105,15 +109,16 @@ class TimestampOracle final : public TimestampSource {
 
  private:
   // Makes the mark exceed `last` (the highest timestamp about to be handed out), raising it by
-  // a CAS when needed. OK also when the oracle was re-activated or deactivated meanwhile (the
-  // caller re-checks).
-  absl::Status RaiseMarkAbove(uint64_t last);
+  // a CAS when needed, with store calls that end by `limit` or the call timeout. OK also when
+  // the oracle was re-activated or deactivated meanwhile (the caller re-checks).
+  absl::Status RaiseMarkAbove(uint64_t last, absl::Time limit);
   // INVALID_ARGUMENT for a count or an at_least AllocateBatch does not take.
   static absl::Status CheckBatch(uint32_t count, TimeTick at_least);
   // Hands out `count` timestamps above `at_least` and `now` if they all lie below the mark;
   // std::nullopt otherwise. Either way `*last` is the range's highest timestamp.
   absl::StatusOr<std::optional<TimeTick>> ClaimBelowMark(uint32_t count, TimeTick at_least,
-                                                         uint64_t now, uint64_t* last);
+                                                         uint64_t now, uint64_t* last)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Marks this oracle deposed if `generation` is still current; returns the refusal.
   absl::Status Depose(uint64_t generation, const std::string& why);
   uint64_t NowTick() const;

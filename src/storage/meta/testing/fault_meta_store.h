@@ -9,7 +9,8 @@
 //     first with `applied`) and the store is down from then on, as if the caller's process
 //     died at that write; WaitCrashed tells when it happened.
 //   - HoldTxnsOn(key): Txn calls with an op on `key` wait, before anything else, until
-//     ReleaseHeld (a store call in flight for as long as a test needs); WaitHeld tells when one
+//     ReleaseHeld (a store call in flight for as long as a test needs) or their deadline
+//     (then DEADLINE_EXCEEDED, as a store that does not answer); WaitHeld tells when one
 //     waits.
 //
 // Thread-safety: thread-safe. Ownership: borrows the base store, which must outlive it.
@@ -96,7 +97,9 @@ class FaultMetaStore final : public MetaStore {
   absl::StatusOr<TxnResult> Txn(const std::vector<Compare>& compares,
                                 const std::vector<Op>& then_ops, const std::vector<Op>& else_ops,
                                 absl::Time deadline) override {
-    Hold(then_ops, else_ops);
+    if (!Hold(then_ops, else_ops, deadline)) {
+      return absl::DeadlineExceededError("fault injection: held past the deadline");
+    }
     if (absl::Status s = Down(); !s.ok()) return s;
     absl::Status fail;
     bool applied = false;
@@ -147,18 +150,21 @@ class FaultMetaStore final : public MetaStore {
     return down_ ? absl::UnavailableError("fault injection: store down") : absl::OkStatus();
   }
 
-  void Hold(const std::vector<Op>& then_ops, const std::vector<Op>& else_ops) {
+  // False: held until the deadline passed.
+  bool Hold(const std::vector<Op>& then_ops, const std::vector<Op>& else_ops, absl::Time deadline)
+      ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock l(&mu_);
-    if (hold_key_.empty()) return;
+    if (hold_key_.empty()) return true;
     const std::string_view key = hold_key_;
     auto on_key = [key](const Op& op) { return op.key == key; };
     if (std::none_of(then_ops.begin(), then_ops.end(), on_key) &&
         std::none_of(else_ops.begin(), else_ops.end(), on_key)) {
-      return;
+      return true;
     }
     ++held_;
-    mu_.Await(absl::Condition(&released_));
+    const bool released = mu_.AwaitWithDeadline(absl::Condition(&released_), deadline);
     --held_;
+    return released;
   }
 
   MetaStore* const base_;
