@@ -1,7 +1,6 @@
 #include "rpc/oracle_raise_queue.h"
 
 #include <utility>
-#include <vector>
 
 #include "common/errors.h"
 #include "streaming/coord/tso_oracle.h"

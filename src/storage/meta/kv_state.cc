@@ -140,6 +140,12 @@ absl::Status KvState::Apply(const Mutation& m) {
     return absl::DataLossError(
         absl::StrCat("mutation at revision ", m.revision, " after revision ", revision_));
   }
+  for (const Mutation::Write& w : m.writes) {
+    const KeyValue* kv = w.is_delete ? nullptr : Find(w.key);
+    if (kv != nullptr && kv->version == kMaxCounter) {
+      return absl::DataLossError(absl::StrCat("put of key ", w.key, " at its last version"));
+    }
+  }
   revision_ = m.revision;
   for (const Mutation::Write& w : m.writes) {
     auto it = kvs_.find(w.key);
@@ -166,9 +172,6 @@ absl::Status KvState::Apply(const Mutation& m) {
       it = kvs_.emplace(w.key, KeyValue{.key = w.key, .create_revision = revision_}).first;
     }
     KeyValue& kv = it->second;
-    if (kv.version == kMaxCounter) {
-      return absl::DataLossError(absl::StrCat("key ", w.key, " at the last version"));
-    }
     kv.value = w.value;
     kv.mod_revision = revision_;
     kv.version += 1;

@@ -243,8 +243,9 @@ absl::StatusOr<Snapshot> DecodeSnapshot(std::string_view contents) {
   // Counters a replay would step past their range (what a KvState cannot have reached).
   bool in_range = s.revision >= 1 && s.revision < kMaxCounter && s.next_lease_id >= 1 &&
                   s.next_lease_id < kMaxCounter;
-  for (const KeyValue& kv : s.kvs)
+  for (const KeyValue& kv : s.kvs) {
     in_range = in_range && kv.version >= 0 && kv.version < kMaxCounter;
+  }
   if (!in_range) return Corrupt("snapshot counters out of range");
   return s;
 }

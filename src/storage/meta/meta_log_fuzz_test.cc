@@ -59,6 +59,30 @@ TEST(MetaLogFuzzTest, SeedsKeepTheInvariants) {
   for (const std::string& s : Seeds()) RunMetaLogFuzzInput(s);
 }
 
+// What the fuzz target found: counters at INT64_MAX in a log or a snapshot are DATA_LOSS, not
+// an overflow, and a refused write changes nothing.
+TEST(MetaLogFuzzTest, CountersAtTheirLimitAreDataLoss) {
+  KvState state(64);
+  EXPECT_TRUE(absl::IsDataLoss(
+      state.Apply({.kind = Mutation::Kind::kLeaseGrant, .lease = kMaxCounter, .ttl_ms = 1000})));
+
+  Snapshot at_limit{.log_seq = 1, .revision = kMaxCounter};
+  EXPECT_TRUE(absl::IsDataLoss(DecodeSnapshot(EncodeSnapshot(at_limit)).status()));
+  at_limit.revision = 5;
+  at_limit.kvs.push_back(
+      {.key = "k", .create_revision = 1, .mod_revision = 5, .version = kMaxCounter});
+  EXPECT_TRUE(absl::IsDataLoss(DecodeSnapshot(EncodeSnapshot(at_limit)).status()));
+
+  state.Restore(kMaxCounter, 1, {}, {});
+  EXPECT_TRUE(absl::IsDataLoss(
+      state.Apply({.kind = Mutation::Kind::kWrite, .revision = 0, .writes = {{.key = "a"}}})));
+  state.Restore(5, 1, {}, at_limit.kvs);
+  EXPECT_TRUE(absl::IsDataLoss(state.Apply(
+      {.kind = Mutation::Kind::kWrite, .revision = 6, .writes = {{.key = "b"}, {.key = "k"}}})));
+  EXPECT_EQ(state.revision(), 5);
+  EXPECT_EQ(state.Find("b"), nullptr);
+}
+
 TEST(MetaLogFuzzTest, DeterministicMutations) {
   kf::testing::ForEachMutation(Seeds(), /*rng_seed=*/20261206, 20000, /*alphabet=*/"",
                                [](const std::string& s) { RunMetaLogFuzzInput(s); });
