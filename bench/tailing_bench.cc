@@ -619,7 +619,7 @@ int main(int argc, char** argv) {
     both.insert(both.end(), minimal[1].latencies.begin(), minimal[1].latencies.end());
     const auto m = kf::bench::Summarize(std::move(both));
     std::printf(
-        "baseline: a minimal server, one at a time (one thread, loopback TCP, no gRPC: recv, "
+        "baseline: a minimal server, one at a time (one thread, loopback TCP, no gRPC: read, "
         "write+fdatasync, ack, forward to one consumer): append->consumer p50 %.0f us p99 %.0f "
         "us | server CPU per message %.0f us, %.1f context switches\n",
         m.p50 * 1e6, m.p99 * 1e6,
