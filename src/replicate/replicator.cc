@@ -181,10 +181,13 @@ Replicator::Ended Replicator::Session(std::stop_token stop, Peer& peer) {
 
 absl::Status Replicator::SessionOnce(std::stop_token stop, Peer& peer, Ended& ended) {
   // The local WAL's errors end the replicator when the WAL is closed or broken (its manager
-  // starts one on the WAL that replaces it); the secondary's never do.
+  // starts one on the WAL that replaces it); the secondary's never do. A closed WAL answers
+  // ON_SHUTDOWN, or a routing error when its node lost the pchannel (Wal::Close).
   auto local = [&](absl::Status s) {
-    ended.final = !wal_->Health().ok() || GetStreamingCode(s) == StreamingCode::kOnShutdown ||
-                  absl::IsCancelled(s);
+    const StreamingCode code = GetStreamingCode(s);
+    ended.final = !wal_->Health().ok() || code == StreamingCode::kOnShutdown ||
+                  code == StreamingCode::kChannelNotExist ||
+                  code == StreamingCode::kUnmatchedChannelTerm || absl::IsCancelled(s);
     return s;
   };
   Update([](Progress& p) { p.state = "connecting"; });

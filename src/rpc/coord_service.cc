@@ -219,8 +219,12 @@ absl::Status CoordService::Answer(const absl::StatusOr<TimeTick>& first, uint32_
   if (!first.ok()) {
     absl::Status s = first.status();
     // Deposed or not acting: retryable for the caller, which re-resolves the coordinator.
-    if (absl::IsFailedPrecondition(s) || absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
+    if (absl::IsFailedPrecondition(s) || absl::IsUnavailable(s)) {
       s = absl::UnavailableError("not the coordinator: " + std::string(s.message()));
+    } else if (absl::IsDeadlineExceeded(s)) {
+      // The mark did not rise in time (its store is slow or away, or the caller's deadline
+      // passed while it waited in the queue): retryable too, but this is still the coordinator.
+      s = absl::UnavailableError("timestamps unavailable: " + std::string(s.message()));
     }
     return s;
   }

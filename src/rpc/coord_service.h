@@ -77,7 +77,8 @@ class CoordService final : public kingfisher::v1::StreamingCoord::AsyncService {
 
  private:
   // The reply to a request for `count` timestamps, for the oracle's answer `first`: refusals become
-  // UNAVAILABLE "not the coordinator" (retryable elsewhere), anything else is returned as it is.
+  // UNAVAILABLE "not the coordinator" (retryable elsewhere), a mark that did not rise in time
+  // UNAVAILABLE "timestamps unavailable", anything else is returned as it is.
   static absl::Status Answer(const absl::StatusOr<TimeTick>& first, uint32_t count,
                              kingfisher::v1::AllocateTimestampsResponse* response);
   // The wire form of `s`, converted once per version (streams share it).

@@ -1,5 +1,7 @@
 #include "wal/admission.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
 
@@ -30,9 +32,10 @@ void Admission::Break(const absl::Status& sticky) {
   rejecting_.store(true);
 }
 
-bool Admission::Close() {
+bool Admission::Close(absl::Status rejection) {
   absl::MutexLock lock(&mu_);
   const bool was_closed = closed_;
+  if (!was_closed) closed_rejection_ = std::move(rejection);
   closed_ = true;
   rejecting_.store(true);
   return !was_closed;
@@ -52,6 +55,7 @@ absl::Status Admission::Health() const {
 absl::Status Admission::Rejection() const {
   if (!broken_.ok()) return broken_;
   if (closed_) {
+    if (!closed_rejection_.ok()) return closed_rejection_;
     return StreamingError(StreamingCode::kOnShutdown,
                           absl::StrCat("pchannel ", pchannel_, " is closing"));
   }

@@ -1,6 +1,7 @@
 // Admission: whether the WAL adaptor takes appends, and how many it has in flight (Close waits
-// for them to finish). A WAL stops taking appends when it closes (ON_SHUTDOWN) or breaks: a
-// durable-path failure or FENCED is sticky (docs/semantics.md §3) until the owner reopens it.
+// for them to finish). A WAL stops taking appends when it closes (ON_SHUTDOWN, or what its owner
+// closed it for) or breaks: a durable-path failure or FENCED is sticky (docs/semantics.md §3)
+// until the owner reopens it.
 //
 // Lock-free on the append path: every append enters on the appending thread and leaves on the
 // backend's callback thread, and a mutex here made the two threads hand it back and forth per
@@ -36,8 +37,9 @@ class Admission {
   // A durable-path failure or FENCED: the first one sticks (Health), and appends are rejected
   // with it from now on.
   void Break(const absl::Status& sticky);
-  // Appends are rejected with ON_SHUTDOWN from now on. False if already closed.
-  bool Close();
+  // Appends are rejected from now on: with `rejection`, or ON_SHUTDOWN ("closing") when it is
+  // OK. A sticky failure still comes first. False if already closed (the first rejection stays).
+  bool Close(absl::Status rejection = absl::OkStatus());
   // Waits until no append is in flight.
   void AwaitIdle();
 
@@ -52,6 +54,7 @@ class Admission {
   std::atomic<int64_t> in_flight_{0};
   mutable absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status closed_rejection_ ABSL_GUARDED_BY(mu_);  // OK: ON_SHUTDOWN ("closing")
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -232,9 +232,13 @@ class Wal {
   virtual void HoldForReplication(const std::string& /*secondary*/,
                                   std::optional<MessageId> /*from*/) {}
 
-  // Stops accepting appends (later ones fail with ON_SHUTDOWN), waits for in-flight ones to
-  // finish, stops the timetick loop and closes the backend. Idempotent.
-  virtual void Close() = 0;
+  // Stops accepting appends, waits for in-flight ones to finish, stops the timetick loop and
+  // closes the backend. Later appends, and readers tailing the write-ahead buffer, fail with
+  // `rejection`: an owner that lost the pchannel passes a routing error (CHANNEL_NOT_EXIST, ...)
+  // so that clients look for the new owner at once; OK means ON_SHUTDOWN ("closing"), a server
+  // stopping. Idempotent: the first call's rejection stays.
+  virtual void Close(absl::Status rejection) = 0;
+  void Close() { Close(absl::OkStatus()); }
 };
 
 // Opens the adaptor over an opened backend: reads the log once from its start (every DDL:

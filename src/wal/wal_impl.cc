@@ -365,16 +365,16 @@ absl::StatusOr<std::unique_ptr<Scanner>> WalImpl::Read(const ScanOptions& option
       &readers_, options.internal ? &internal_readers_ : nullptr, raw_view, &metrics_);
 }
 
-void WalImpl::Close() {
+void WalImpl::Close(absl::Status rejection) {
   // A second Close returns at once (the first joined the ticker).
-  if (!admission_.Close() && !ticker_.joinable()) return;
+  if (!admission_.Close(rejection) && !ticker_.joinable()) return;
   if (ticker_.joinable()) {
     ticker_.request_stop();
     ticker_.join();
   }
   admission_.AwaitIdle();
   backend_->Close().IgnoreError();  // every queued callback has run; nothing left to report
-  if (buffer_) buffer_->Close();    // wakes tailing readers with ON_SHUTDOWN
+  if (buffer_) buffer_->Close(std::move(rejection));  // wakes tailing readers with it
 }
 
 void Wal::AppendBatch(std::vector<AppendRequest> requests) {

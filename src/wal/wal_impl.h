@@ -66,7 +66,8 @@ class WalImpl final : public Wal {
   std::optional<uint64_t> StoredBytes() const override { return backend_->StoredBytes(); }
   absl::StatusOr<MessageId> TruncateBefore(const MessageId& keep) override;
   void HoldForReplication(const std::string& secondary, std::optional<MessageId> from) override;
-  void Close() override;
+  using Wal::Close;
+  void Close(absl::Status rejection) override;
 
   // One round of the timetick loop: a persisted TimeTick if anything was appended since the
   // last round, else a non-persisted one into the write-ahead buffer (when nothing is in

@@ -172,7 +172,9 @@ absl::Status StreamingNode::Open(const std::string& pchannel, Term term) {
   if (!session_->registered()) return absl::UnavailableError("not registered (session lost)");
   if (auto it = open_.find(pchannel); it != open_.end()) {
     options_.registry->Remove(pchannel);
-    it->second->Close();
+    it->second->Close(StreamingError(
+        StreamingCode::kUnmatchedChannelTerm,
+        absl::StrCat("pchannel ", pchannel, " is reopening at term ", term.value())));
     if (options_.queries != nullptr) options_.queries->Unfollow(pchannel);
     open_.erase(it);
   }
@@ -209,7 +211,13 @@ void StreamingNode::Close(const std::string& pchannel, std::string_view why) {
   auto it = open_.find(pchannel);
   if (it == open_.end()) return;
   options_.registry->Remove(pchannel);  // new requests: CHANNEL_NOT_EXIST
-  it->second->Close();
+  // Appends already past the registry are refused alike, unless the node is stopping: the
+  // client then looks for the new owner at once instead of backing off.
+  it->second->Close(stopping_
+                        ? absl::OkStatus()
+                        : StreamingError(StreamingCode::kChannelNotExist,
+                                         absl::StrCat("pchannel ", pchannel, " left node ",
+                                                      options_.node_id, " (", ToAbsl(why), ")")));
   if (options_.queries != nullptr) options_.queries->Unfollow(pchannel);
   spdlog::info("node {}: closed {} at term {} ({})", options_.node_id, pchannel,
                it->second->term().value(), std::string(why));

@@ -251,6 +251,31 @@ TEST_F(StreamingNodeTest, MoveFencesTheOldOwnerAndKeepsItsData) {
   EXPECT_TRUE(found);
 }
 
+TEST_F(StreamingNodeTest, AnOwnerThatLostThePChannelRefusesWithARoutingError) {
+  StartNode(1);
+  StartNode(2);
+  Assign(kP0, 1, 1);
+  ASSERT_TRUE(Eventually([&] { return Serves(1, kP0, 1); }));
+  auto old_wal = *registries_[0]->Get(kP0);
+  auto tail =
+      old_wal->Read(wal::ScanOptions{.policy = {.kind = wal::DeliverPolicy::Kind::kLatest}});
+  ASSERT_TRUE(tail.ok()) << tail.status();
+
+  Assign(kP0, 2, 2);
+  // The reader tailing the old owner's WAL ends when the node closes it...
+  absl::Status ended;
+  const absl::Time deadline = Deadline();
+  while (ended.ok()) {
+    auto next = (*tail)->Next(trace::Context(), deadline);  // ticks until the close
+    if (!next.ok()) ended = next.status();
+  }
+  EXPECT_EQ(GetStreamingCode(ended), StreamingCode::kChannelNotExist) << ended;
+  // ... and an append through the old handle is refused alike: the client looks for the new
+  // owner at once, instead of backing off as from a server that stops (ON_SHUTDOWN).
+  auto late = old_wal->AppendSync(trace::Context(), Raw("late"));
+  EXPECT_EQ(GetStreamingCode(late.status()), StreamingCode::kChannelNotExist) << late.status();
+}
+
 TEST_F(StreamingNodeTest, LostSessionClosesEverythingAndRegistersAgain) {
   StartNode(1);
   Assign(kP0, 1, 1);

@@ -57,7 +57,7 @@ absl::Status WriteAheadBuffer::Append(ImmutableMessagePtr msg) {
 
 absl::Status WriteAheadBuffer::AppendLocked(ImmutableMessagePtr msg, bool np, size_t bytes,
                                             absl::Time now) {
-  if (closed_) return ShutdownError();
+  if (closed_) return ClosedErrorLocked();
   if (last_id_.has_value()) {
     const bool in_order =
         np ? msg->id() >= *last_id_ && msg->timetick() > last_timetick_ : msg->id() > *last_id_;
@@ -166,7 +166,7 @@ absl::StatusOr<std::unique_ptr<TailingReader>> WriteAheadBuffer::ReadAfter(const
 absl::StatusOr<std::unique_ptr<TailingReader>> WriteAheadBuffer::OpenReader(const MessageId& id,
                                                                             bool inclusive) {
   absl::MutexLock lock(&mu_);
-  if (closed_) return ShutdownError();
+  if (closed_) return ClosedErrorLocked();
   if (!CoversLocked(id, inclusive)) {
     return absl::NotFoundError(absl::StrCat("write-ahead buffer does not hold ",
                                             inclusive ? "from " : "after ", id.ToText()));
@@ -228,7 +228,7 @@ absl::StatusOr<ImmutableMessagePtr> WriteAheadBuffer::NextFor(TailingReader* rea
       }
       return e.msg;
     }
-    if (closed_) return ShutdownError();
+    if (closed_) return ClosedErrorLocked();
     // One more pass after a timeout so an Append racing the deadline is not lost. A deadline
     // already passed (a pump polling) must not reach the CondVar: it would still make a futex
     // call, which costs a VM more than everything else here.
@@ -239,15 +239,20 @@ absl::StatusOr<ImmutableMessagePtr> WriteAheadBuffer::NextFor(TailingReader* rea
   }
 }
 
-void WriteAheadBuffer::Close() {
+void WriteAheadBuffer::Close(absl::Status why) {
   std::vector<absl::AnyInvocable<void() &&>> wakes;
   {
     absl::MutexLock lock(&mu_);
+    if (!closed_) close_error_ = std::move(why);
     closed_ = true;
     appended_.SignalAll();
     wakes = TakeWakesLocked();
   }
   RunWakes(std::move(wakes));
+}
+
+absl::Status WriteAheadBuffer::ClosedErrorLocked() const {
+  return close_error_.ok() ? ShutdownError() : close_error_;
 }
 
 size_t WriteAheadBuffer::size_bytes() const {

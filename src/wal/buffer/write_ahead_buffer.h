@@ -147,8 +147,9 @@ class WriteAheadBuffer : public std::enable_shared_from_this<WriteAheadBuffer> {
   absl::StatusOr<std::unique_ptr<TailingReader>> ReadFrom(const MessageId& id);
   absl::StatusOr<std::unique_ptr<TailingReader>> ReadAfter(const MessageId& id);
 
-  // Rejects later Appends and Reads; waiting and later Next calls fail with ON_SHUTDOWN.
-  void Close();
+  // Rejects later Appends and Reads; waiting and later Next calls fail with `why`, or with
+  // ON_SHUTDOWN when it is OK. A second Close keeps the first one's error.
+  void Close(absl::Status why = absl::OkStatus());
 
   // Observability and tests.
   size_t size_bytes() const;
@@ -173,6 +174,8 @@ class WriteAheadBuffer : public std::enable_shared_from_this<WriteAheadBuffer> {
   // True if every persisted message with id >= `id` (inclusive) or > `id` is retained or
   // still to come.
   bool CoversLocked(const MessageId& id, bool inclusive) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // What a closed buffer answers (Close's `why`, or ON_SHUTDOWN).
+  absl::Status ClosedErrorLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::unique_ptr<TailingReader>> OpenReader(const MessageId& id, bool inclusive);
   absl::StatusOr<ImmutableMessagePtr> NextFor(TailingReader* reader, absl::Time deadline);
   // Whether `reader`'s Next would return without waiting.
@@ -193,6 +196,7 @@ class WriteAheadBuffer : public std::enable_shared_from_this<WriteAheadBuffer> {
   std::optional<MessageId> last_id_ ABSL_GUARDED_BY(mu_);
   TimeTick last_timetick_ ABSL_GUARDED_BY(mu_){0};
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status close_error_ ABSL_GUARDED_BY(mu_);             // OK: ON_SHUTDOWN
   std::vector<TailingReader*> waiting_ ABSL_GUARDED_BY(mu_);  // with a wake-up registered
   // Every open reader. A reader's seq_ changes under the shared lock (NextFor), so it is read
   // only under the exclusive one.

@@ -315,6 +315,19 @@ TEST(WriteAheadBufferTest, CloseWakesWaitingReadersAndRejectsAppends) {
   EXPECT_EQ(buffer->ReadFrom(Id(1)).status().code(), absl::StatusCode::kUnavailable);
 }
 
+TEST(WriteAheadBufferTest, CloseForAReasonAnswersWithItAndTheFirstReasonStays) {
+  auto buffer = WriteAheadBuffer::Create();
+  ASSERT_TRUE(buffer->Append(Msg(1, 10)).ok());
+  auto reader = buffer->ReadAfter(Id(1));
+  ASSERT_TRUE(reader.ok());
+  const absl::Status moved = absl::AbortedError("pchannel moved");
+  buffer->Close(moved);
+  buffer->Close();  // a later plain close does not replace the reason
+  EXPECT_EQ((*reader)->Next(absl::InfiniteFuture()).status(), moved);
+  EXPECT_EQ(buffer->Append(Msg(2, 20)), moved);
+  EXPECT_EQ(buffer->ReadFrom(Id(1)).status(), moved);
+}
+
 TEST(WriteAheadBufferTest, ReaderKeepsTheBufferAlive) {
   auto buffer = WriteAheadBuffer::Create();
   ASSERT_TRUE(buffer->Append(Msg(1, 10)).ok());
