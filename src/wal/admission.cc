@@ -52,14 +52,21 @@ absl::Status Admission::Health() const {
   return broken_;
 }
 
+absl::Status Admission::Closed() const {
+  absl::MutexLock lock(&mu_);
+  return ClosedLocked();
+}
+
+absl::Status Admission::ClosedLocked() const {
+  if (!closed_) return absl::OkStatus();
+  if (!closed_rejection_.ok()) return closed_rejection_;
+  return StreamingError(StreamingCode::kOnShutdown,
+                        absl::StrCat("pchannel ", pchannel_, " is closing"));
+}
+
 absl::Status Admission::Rejection() const {
   if (!broken_.ok()) return broken_;
-  if (closed_) {
-    if (!closed_rejection_.ok()) return closed_rejection_;
-    return StreamingError(StreamingCode::kOnShutdown,
-                          absl::StrCat("pchannel ", pchannel_, " is closing"));
-  }
-  return absl::OkStatus();
+  return ClosedLocked();
 }
 
 }  // namespace kf::wal

@@ -45,9 +45,12 @@ class Admission {
 
   // OK, or the sticky failure.
   absl::Status Health() const;
+  // OK while open; once closed, what Close was given (ON_SHUTDOWN when that was OK).
+  absl::Status Closed() const;
 
  private:
   absl::Status Rejection() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status ClosedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const std::string pchannel_;
   std::atomic<bool> rejecting_{false};  // closed_ or broken_ is set; never cleared

@@ -23,11 +23,11 @@
 //
 // Thread-safe. Append is asynchronous; its callback runs on a backend or adaptor thread and
 // must be cheap. Errors (docs/semantics.md §3): FENCED (ABORTED/CHANNEL_FENCED) after another owner
-// took over — the Wal is then unusable and must be reopened at the new term; ON_SHUTDOWN after
-// Close; RESOURCE_EXHAUSTED under back-pressure; an ambiguous failure (UNAVAILABLE) when a
-// message may or may not be durable; COLLECTION_NOT_FOUND (NOT_FOUND), COLLECTION_EXISTS
-// (ALREADY_EXISTS) and INVALID_ARGUMENT from the collection rules (docs/ddl-node.md), with
-// nothing written.
+// took over — the Wal is then unusable and must be reopened at the new term; after Close, what
+// it was closed with (ON_SHUTDOWN by default), also from its readers; RESOURCE_EXHAUSTED under
+// back-pressure; an ambiguous failure (UNAVAILABLE) when a message may or may not be durable;
+// COLLECTION_NOT_FOUND (NOT_FOUND), COLLECTION_EXISTS (ALREADY_EXISTS) and INVALID_ARGUMENT from
+// the collection rules (docs/ddl-node.md), with nothing written.
 #pragma once
 
 #include <functional>

@@ -280,12 +280,13 @@ class CountedScanner final : public Scanner {
  public:
   CountedScanner(std::unique_ptr<Scanner> inner, std::atomic<int>* readers,
                  std::atomic<int>* internal, const SwitchableScanner* raw,
-                 const WalMetrics* metrics)
+                 const WalMetrics* metrics, const Admission* admission)
       : inner_(std::move(inner)),
         readers_(readers),
         internal_(internal),
         raw_(raw),
-        metrics_(metrics) {
+        metrics_(metrics),
+        admission_(admission) {
     if (internal_ != nullptr) internal_->fetch_add(1, std::memory_order_acq_rel);
   }
   ~CountedScanner() override {
@@ -300,6 +301,12 @@ class CountedScanner final : public Scanner {
       (raw_->mode() == ScanMode::kTailing ? metrics_->read_tailing() : metrics_->read_catchup())
           ->Inc();
     }
+    // A closed backend ends its readers CANCELLED, which a consumer takes as final: a reader
+    // of a closed WAL gets what the WAL was closed with instead, like the tailing ones (the
+    // client then re-routes or retries).
+    if (absl::IsCancelled(m.status())) {
+      if (absl::Status closed = admission_->Closed(); !closed.ok()) return closed;
+    }
     return m;
   }
   bool tailing() const override { return inner_->tailing(); }
@@ -313,6 +320,7 @@ class CountedScanner final : public Scanner {
   std::atomic<int>* internal_;    // null for a consumer's
   const SwitchableScanner* raw_;  // owned by inner_'s chain
   const WalMetrics* metrics_;     // the Wal's, which outlives its scanners
+  const Admission* admission_;    // the Wal's
 };
 
 }  // namespace
@@ -362,7 +370,7 @@ absl::StatusOr<std::unique_ptr<Scanner>> WalImpl::Read(const ScanOptions& option
   const SwitchableScanner* raw_view = raw.get();
   return std::make_unique<CountedScanner>(
       std::make_unique<DeliveringScanner>(std::move(raw), options.filter, options_.txn_buffer),
-      &readers_, options.internal ? &internal_readers_ : nullptr, raw_view, &metrics_);
+      &readers_, options.internal ? &internal_readers_ : nullptr, raw_view, &metrics_, &admission_);
 }
 
 void WalImpl::Close(absl::Status rejection) {

@@ -172,9 +172,13 @@ absl::Status StreamingNode::Open(const std::string& pchannel, Term term) {
   if (!session_->registered()) return absl::UnavailableError("not registered (session lost)");
   if (auto it = open_.find(pchannel); it != open_.end()) {
     options_.registry->Remove(pchannel);
-    it->second->Close(StreamingError(
-        StreamingCode::kUnmatchedChannelTerm,
-        absl::StrCat("pchannel ", pchannel, " is reopening at term ", term.value())));
+    // At a newer term the old one's clients must re-route; at the same term (a broken WAL
+    // reopened) the assignment does not change, and they retry as against a restart.
+    it->second->Close(term > it->second->term()
+                          ? StreamingError(StreamingCode::kUnmatchedChannelTerm,
+                                           absl::StrCat("pchannel ", pchannel,
+                                                        " is reopening at term ", term.value()))
+                          : absl::OkStatus());
     if (options_.queries != nullptr) options_.queries->Unfollow(pchannel);
     open_.erase(it);
   }

@@ -169,6 +169,8 @@ TEST_F(StreamingNodeTest, ABrokenWalIsReopenedAtTheSameTermAndAppendsResume) {
   auto wal = registries_[0]->Get(kP0);
   ASSERT_TRUE(wal.ok());
   ASSERT_TRUE((*wal)->AppendSync(trace::Context(), Raw("before")).ok());
+  auto tail = (*wal)->Read(wal::ScanOptions{.policy = {.kind = wal::DeliverPolicy::Kind::kLatest}});
+  ASSERT_TRUE(tail.ok()) << tail.status();
   const int opens = breakable_->opens.load();
   breakable_->broken = true;  // the store goes away: the append fails and breaks the WAL
   auto failed = (*wal)->AppendSync(trace::Context(), Raw("lost"));
@@ -184,6 +186,15 @@ TEST_F(StreamingNodeTest, ABrokenWalIsReopenedAtTheSameTermAndAppendsResume) {
   EXPECT_EQ((*reopened)->term(), Term(3));
   auto after = (*reopened)->AppendSync(trace::Context(), Raw("after"));
   EXPECT_TRUE(after.ok()) << after.status();
+  // The old WAL's readers end as at a restart, not with a routing error: the assignment did
+  // not change, so a client waiting for a newer one would wait for nothing.
+  absl::Status ended;
+  const absl::Time deadline = Deadline();
+  while (ended.ok()) {
+    auto next = (*tail)->Next(trace::Context(), deadline);  // ticks until the close
+    if (!next.ok()) ended = next.status();
+  }
+  EXPECT_EQ(GetStreamingCode(ended), StreamingCode::kOnShutdown) << ended;
 }
 
 TEST_F(StreamingNodeTest, OpensWhatIsAssignedAndConfirmsIt) {
@@ -260,6 +271,9 @@ TEST_F(StreamingNodeTest, AnOwnerThatLostThePChannelRefusesWithARoutingError) {
   auto tail =
       old_wal->Read(wal::ScanOptions{.policy = {.kind = wal::DeliverPolicy::Kind::kLatest}});
   ASSERT_TRUE(tail.ok()) << tail.status();
+  // Not read before the close: it then reads the closed backend, whose readers end CANCELLED.
+  auto from_start = old_wal->Read(wal::ScanOptions{});
+  ASSERT_TRUE(from_start.ok()) << from_start.status();
 
   Assign(kP0, 2, 2);
   // The reader tailing the old owner's WAL ends when the node closes it...
@@ -274,6 +288,9 @@ TEST_F(StreamingNodeTest, AnOwnerThatLostThePChannelRefusesWithARoutingError) {
   // owner at once, instead of backing off as from a server that stops (ON_SHUTDOWN).
   auto late = old_wal->AppendSync(trace::Context(), Raw("late"));
   EXPECT_EQ(GetStreamingCode(late.status()), StreamingCode::kChannelNotExist) << late.status();
+  // A reader of the closed backend gets the same, not CANCELLED (which would end a consumer).
+  auto read = (*from_start)->Next(trace::Context(), Deadline());
+  EXPECT_EQ(GetStreamingCode(read.status()), StreamingCode::kChannelNotExist) << read.status();
 }
 
 TEST_F(StreamingNodeTest, LostSessionClosesEverythingAndRegistersAgain) {

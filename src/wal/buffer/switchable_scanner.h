@@ -13,7 +13,7 @@
 //
 // Thread-safety: none (one reader), like every Scanner. Ownership: shares the buffer; owns
 // the current catch-up scanner. Errors: Next returns the catch-up scanner's errors and the
-// buffer's (DEADLINE_EXCEEDED leaves the scanner usable; ON_SHUTDOWN after the buffer
+// buffer's (DEADLINE_EXCEEDED leaves the scanner usable; the buffer's close error once it
 // closed); a failing catch-up factory's error is returned and retried on the next call.
 #pragma once
 

@@ -30,10 +30,10 @@
 // Ownership: create with Create(); readers hold a shared_ptr to the buffer, so the buffer lives
 // until its last reader is gone.
 // Errors: Append → FAILED_PRECONDITION (out of order, bad np tick), INVALID_ARGUMENT (null),
-// UNAVAILABLE/ON_SHUTDOWN after Close. Read* → NOT_FOUND (position not covered: evicted, or
-// before anything known), UNAVAILABLE/ON_SHUTDOWN after Close. TailingReader::Next →
-// DEADLINE_EXCEEDED (the reader stays usable), OUT_OF_RANGE "evicted" (IsEvictedError; the
-// reader is then unusable), UNAVAILABLE/ON_SHUTDOWN after Close.
+// Close's error (its `why`, by default UNAVAILABLE/ON_SHUTDOWN) after Close. Read* → NOT_FOUND
+// (position not covered: evicted, or before anything known), Close's error. TailingReader::Next
+// → DEADLINE_EXCEEDED (the reader stays usable), OUT_OF_RANGE "evicted" (IsEvictedError; the
+// reader is then unusable), Close's error.
 #pragma once
 
 #include <cstddef>
