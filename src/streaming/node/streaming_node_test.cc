@@ -21,6 +21,16 @@ constexpr char kP1[] = "kf-dml_1";
 
 absl::Time Deadline() { return absl::Now() + absl::Seconds(10); }
 
+// Reads `scanner` until it fails (its WAL's ticks come until the WAL closes): how it ended, or
+// DEADLINE_EXCEEDED after Deadline().
+absl::Status ReadUntilItEnds(wal::Scanner& scanner) {
+  const absl::Time deadline = Deadline();
+  for (;;) {
+    auto next = scanner.Next(trace::Context(), deadline);
+    if (!next.ok()) return next.status();
+  }
+}
+
 MutableMessage Raw(std::string payload) {
   MutableMessage m(MessageType::kInsert, std::move(payload));
   m.set_vchannel("kf-dml_0_raw");
@@ -188,12 +198,7 @@ TEST_F(StreamingNodeTest, ABrokenWalIsReopenedAtTheSameTermAndAppendsResume) {
   EXPECT_TRUE(after.ok()) << after.status();
   // The old WAL's readers end as at a restart, not with a routing error: the assignment did
   // not change, so a client waiting for a newer one would wait for nothing.
-  absl::Status ended;
-  const absl::Time deadline = Deadline();
-  while (ended.ok()) {
-    auto next = (*tail)->Next(trace::Context(), deadline);  // ticks until the close
-    if (!next.ok()) ended = next.status();
-  }
+  const absl::Status ended = ReadUntilItEnds(**tail);
   EXPECT_EQ(GetStreamingCode(ended), StreamingCode::kOnShutdown) << ended;
 }
 
@@ -277,12 +282,7 @@ TEST_F(StreamingNodeTest, AnOwnerThatLostThePChannelRefusesWithARoutingError) {
 
   Assign(kP0, 2, 2);
   // The reader tailing the old owner's WAL ends when the node closes it...
-  absl::Status ended;
-  const absl::Time deadline = Deadline();
-  while (ended.ok()) {
-    auto next = (*tail)->Next(trace::Context(), deadline);  // ticks until the close
-    if (!next.ok()) ended = next.status();
-  }
+  const absl::Status ended = ReadUntilItEnds(**tail);
   EXPECT_EQ(GetStreamingCode(ended), StreamingCode::kChannelNotExist) << ended;
   // ... and an append through the old handle is refused alike: the client looks for the new
   // owner at once, instead of backing off as from a server that stops (ON_SHUTDOWN).
