@@ -284,8 +284,8 @@ TEST_F(StreamingNodeTest, AnOwnerThatLostThePChannelRefusesWithARoutingError) {
   // The reader tailing the old owner's WAL ends when the node closes it...
   const absl::Status ended = ReadUntilItEnds(**tail);
   EXPECT_EQ(GetStreamingCode(ended), StreamingCode::kChannelNotExist) << ended;
-  // ... and an append through the old handle is refused alike: the client looks for the new
-  // owner at once, instead of backing off as from a server that stops (ON_SHUTDOWN).
+  // ... and an append through the old handle is refused alike: the client waits for the new
+  // assignment rather than trying this node again, as it would after ON_SHUTDOWN.
   auto late = old_wal->AppendSync(trace::Context(), Raw("late"));
   EXPECT_EQ(GetStreamingCode(late.status()), StreamingCode::kChannelNotExist) << late.status();
   // A reader of the closed backend gets the same, not CANCELLED (which would end a consumer).
