@@ -215,8 +215,8 @@ void StreamingNode::Close(const std::string& pchannel, std::string_view why) {
   auto it = open_.find(pchannel);
   if (it == open_.end()) return;
   options_.registry->Remove(pchannel);  // new requests: CHANNEL_NOT_EXIST
-  // Appends already past the registry are refused alike, unless the node is stopping: the
-  // client then looks for the new owner at once instead of backing off.
+  // Appends and reads already past the registry are refused alike, unless the node is
+  // stopping: the client then waits for the new assignment instead of trying this node again.
   it->second->Close(stopping_
                         ? absl::OkStatus()
                         : StreamingError(StreamingCode::kChannelNotExist,
