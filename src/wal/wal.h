@@ -233,10 +233,10 @@ class Wal {
                                   std::optional<MessageId> /*from*/) {}
 
   // Stops accepting appends, waits for in-flight ones to finish, stops the timetick loop and
-  // closes the backend. Later appends, and readers tailing the write-ahead buffer, fail with
-  // `rejection`: an owner that lost the pchannel passes a routing error (CHANNEL_NOT_EXIST, ...)
-  // so that clients look for the new owner at once; OK means ON_SHUTDOWN ("closing"), a server
-  // stopping. Idempotent: the first call's rejection stays.
+  // closes the backend. Later appends, and its readers, fail with `rejection`: an owner that
+  // lost the pchannel passes a routing error (CHANNEL_NOT_EXIST, ...) so that clients wait for
+  // the new assignment; OK means ON_SHUTDOWN ("closing"), a server stopping. Idempotent: the
+  // first call's rejection stays.
   virtual void Close(absl::Status rejection) = 0;
   void Close() { Close(absl::OkStatus()); }
 };
