@@ -19,9 +19,10 @@
 // file, as the WAL's segments are), a thread wake round trip and, for phase 2, the disk alone
 // under the same open loop (an ideal group-committing log: PacedGroupCommit), each measured before
 // the server starts and after it stops, and pooled; with the CPU that one write + fdatasync and
-// one thread wake-up cost. For phase 1 also a minimal server (raw_server.h: one process, one
-// thread, loopback TCP, no gRPC) under the same traffic: the floor under the server's CPU and
-// context switches per message on this machine.
+// one thread wake-up cost. For phase 1 also two minimal servers under the same traffic: one
+// with no gRPC (raw_server.h: one process, one thread, loopback TCP), the floor under the
+// server's CPU and context switches per message on this machine, and one with gRPC and
+// nothing of Kingfisher's (grpc_floor.h), the floor with the gRPC this build links.
 // Each phase also prints CPU and context switches per message of both processes: a message crosses
 // several threads between append and delivery, and where waking a sleeping thread costs
 // tens of microseconds (a VM) those hand-offs, not the disk, set the latency. And the server's
@@ -49,6 +50,7 @@
 #include "absl/synchronization/mutex.h"
 #include "bench_flags.h"
 #include "bench_util.h"
+#include "grpc_floor.h"
 #include "kingfisher/client.h"
 #include "kingfisher/consumer.h"
 #include "kingfisher/producer.h"
@@ -82,6 +84,8 @@ constexpr size_t kHeaderBytes = 24;
 
 // Messages of the minimal-server baseline, before the server starts and after it stops.
 constexpr size_t kMinimalServerMessages = 1500;
+// The same for the minimal gRPC server: more, since a process's CPU reads in 10 ms ticks.
+constexpr size_t kGrpcFloorMessages = 4000;
 // Round trips of the thread-wake baseline, before the server starts and after it stops.
 constexpr size_t kWakeRounds = 2000;
 // Message phase numbers (0 is the warm-up, 1 one at a time).
@@ -464,6 +468,19 @@ void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& 
   }
 }
 
+// One floor's two runs (before and after the server), pooled.
+void PrintFloor(const char* what, kf::bench::RawServerResult (&runs)[2]) {
+  std::vector<double> both = std::move(runs[0].latencies);
+  both.insert(both.end(), runs[1].latencies.begin(), runs[1].latencies.end());
+  const auto m = kf::bench::Summarize(std::move(both));
+  std::printf(
+      "baseline: %s: append->consumer p50 %.0f us p99 %.0f us | server CPU per message %.0f us, "
+      "%.1f context switches\n",
+      what, m.p50 * 1e6, m.p99 * 1e6,
+      (runs[0].server_cpu_per_message + runs[1].server_cpu_per_message) / 2 * 1e6,
+      (runs[0].server_switches_per_message + runs[1].server_switches_per_message) / 2);
+}
+
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
   std::string phase = "both";
@@ -517,9 +534,11 @@ int main(int argc, char** argv) {
   std::vector<double> wake_samples = kf::bench::WakeRoundTrips(kWakeRounds, &wake_cpu[0]);
   // Phase 1's floor: the same one-at-a-time traffic through a server with nothing but the
   // system calls it cannot avoid.
-  kf::bench::RawServerResult minimal[2];
+  kf::bench::RawServerResult minimal[2], grpc_floor[2];
   if (f.phase1) {
     minimal[0] = kf::bench::RawServerRoundTrips(raw, f.size, kMinimalServerMessages, raw_bytes);
+    grpc_floor[0] =
+        kf::bench::GrpcFloorRoundTrips(f.dirs.bin_dir, raw, f.size, kGrpcFloorMessages, raw_bytes);
   }
   // Phase 2's baseline: the disk's own stalls at that rate (this VM's fdatasync stalls for
   // 2-80 ms now and then, and an open loop queues behind a stall).
@@ -600,6 +619,8 @@ int main(int argc, char** argv) {
   after_samples = kf::bench::WakeRoundTrips(kWakeRounds, &wake_cpu[1]);
   if (f.phase1) {
     minimal[1] = kf::bench::RawServerRoundTrips(raw, f.size, kMinimalServerMessages, raw_bytes);
+    grpc_floor[1] =
+        kf::bench::GrpcFloorRoundTrips(f.dirs.bin_dir, raw, f.size, kGrpcFloorMessages, raw_bytes);
   }
   wake_samples.insert(wake_samples.end(), after_samples.begin(), after_samples.end());
   const auto wake = kf::bench::Summarize(std::move(wake_samples));
@@ -615,16 +636,15 @@ int main(int argc, char** argv) {
       "p99 %.0f us | CPU per wake-up %.0f us\n",
       wake.p50 * 1e6, wake.p99 * 1e6, (wake_cpu[0] + wake_cpu[1]) / 2 * 1e6);
   if (f.phase1) {
-    std::vector<double> both = std::move(minimal[0].latencies);
-    both.insert(both.end(), minimal[1].latencies.begin(), minimal[1].latencies.end());
-    const auto m = kf::bench::Summarize(std::move(both));
-    std::printf(
-        "baseline: a minimal server, one at a time (one thread, loopback TCP, no gRPC: read, "
-        "write+fdatasync, ack, forward to one consumer): append->consumer p50 %.0f us p99 %.0f "
-        "us | server CPU per message %.0f us, %.1f context switches\n",
-        m.p50 * 1e6, m.p99 * 1e6,
-        (minimal[0].server_cpu_per_message + minimal[1].server_cpu_per_message) / 2 * 1e6,
-        (minimal[0].server_switches_per_message + minimal[1].server_switches_per_message) / 2);
+    PrintFloor(
+        "a minimal server, one at a time (one thread, loopback TCP, no gRPC: read, "
+        "write+fdatasync, ack, forward to one consumer)",
+        minimal);
+    PrintFloor(
+        "a minimal gRPC server, one at a time (grpc_floor_server: one completion-queue thread, "
+        "generic byte streams, no WAL: read, write+fdatasync, ack, forward to one consumer "
+        "stream)",
+        grpc_floor);
   }
   for (const auto& [name, r] : results) {
     Report(name.c_str(), r, sync, wake, r.paced ? &paced : nullptr, f.consumers);
