@@ -113,8 +113,8 @@ class FileSystem {
   virtual absl::Status SyncDir(const std::string& dir) = 0;
   virtual absl::StatusOr<bool> FileExists(const std::string& path) = 0;
   // A lister of `dir` (NOT_FOUND when missing). This one lists by path (GetChildren) each time;
-  // PosixFileSystem's keeps the directory open and reads it again, without walking the path:
-  // half the CPU of a listing where a system call costs a microsecond (a VM).
+  // PosixFileSystem's keeps the directory open and reads it again (no path walk), or answers
+  // from its last listing while an inotify watch saw no change (directory_change_watch.h).
   virtual absl::StatusOr<std::unique_ptr<DirectoryLister>> OpenDirectoryLister(
       const std::string& dir);
   // `bytes` copied into a new unnamed file in `dir` and mapped read-only, as
