@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <set>
+#include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/text_codec.h"
@@ -14,6 +16,17 @@ using testing::ServerProcess;
 
 std::string PChannel(int i) { return absl::StrCat(kCluster, "-dml_", i); }
 std::string VChannel(int i) { return PChannel(i) + "_load"; }
+
+std::optional<int64_t> ServedTerm(const std::string& metrics, int p) {
+  std::istringstream lines(metrics);
+  const std::string prefix = absl::StrCat("kf_pchannel_term{pchannel=\"", PChannel(p), "\"}");
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    double v = 0;
+    if (absl::SimpleAtod(line.substr(prefix.size()), &v)) return static_cast<int64_t>(v);
+  }
+  return std::nullopt;
+}
 
 int64_t TermOf(const kingfisher::ConsumedMessage& m) {
   auto it = m.properties.find(std::string(prop::kWalTerm));
@@ -223,6 +236,19 @@ std::map<std::string, std::pair<int64_t, int64_t>> ClusterTest::Owners() {
     for (const auto& p : status->pchannels) out[p.pchannel] = {p.node, p.term};
   }
   return out;
+}
+
+bool ClusterTest::WaitStopsServing(int node, int p, int64_t term, absl::Duration timeout,
+                                   std::string* metrics) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    *metrics = testing::HttpGet(nodes_.at(node)->http_port(), "/metrics");
+    if (metrics->find("200 OK") != std::string::npos && ServedTerm(*metrics, p) != term) {
+      return true;
+    }
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(50));  // polling a remote state, bounded by the deadline
+  }
 }
 
 std::vector<kingfisher::ConsumedMessage> ClusterTest::ReadAll(const std::string& vchannel,

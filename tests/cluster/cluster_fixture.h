@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -106,6 +107,10 @@ class ClusterTest : public ::testing::Test {
   bool WaitSettled(absl::Duration timeout);
   // pchannel -> {node, term} per the coordinator.
   std::map<std::string, std::pair<int64_t, int64_t>> Owners();
+  // Polls node `node`'s /metrics until it no longer serves pchannel `p` at `term` (it learned
+  // it lost it); false at the deadline, with the last scrape in `*metrics`.
+  bool WaitStopsServing(int node, int p, int64_t term, absl::Duration timeout,
+                        std::string* metrics);
 
   // Every message of `vchannel` from the beginning (TimeTicks excluded), until `want` arrived.
   std::vector<kingfisher::ConsumedMessage> ReadAll(const std::string& vchannel, size_t want);
@@ -126,6 +131,10 @@ class ClusterBackendTest : public ClusterTest, public ::testing::WithParamInterf
  protected:
   std::string WalBackend() const override { return GetParam(); }
 };
+
+// The term at which a node's /metrics (kf_pchannel_term) says it serves pchannel `p`; nullopt
+// when it does not serve it.
+std::optional<int64_t> ServedTerm(const std::string& metrics, int p);
 
 // Every acknowledged append of `ops` is in `log` exactly once, a failed one at most once, and
 // no `_ik` or payload appears twice (`log` as ReadPChannelToEnd returns it).

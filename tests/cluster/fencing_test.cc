@@ -16,11 +16,9 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cluster_fixture.h"
 #include "common/errors.h"
@@ -98,19 +96,6 @@ class RawNode {
   std::unique_ptr<grpc::ClientReaderWriter<ProduceRequest, ProduceResponse>> stream_;
 };
 
-// The term at which a node's /metrics (kf_pchannel_term) says it serves pchannel 0; nullopt
-// when it does not serve it.
-std::optional<int64_t> ServedTerm(const std::string& metrics) {
-  std::istringstream lines(metrics);
-  const std::string prefix = absl::StrCat("kf_pchannel_term{pchannel=\"", PChannel(0), "\"}");
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(prefix, 0) != 0) continue;
-    double v = 0;
-    if (absl::SimpleAtod(line.substr(prefix.size()), &v)) return static_cast<int64_t>(v);
-  }
-  return std::nullopt;
-}
-
 bool IsOwnershipRejection(const absl::Status& s) {
   const StreamingCode c = GetStreamingCode(s);
   return c == StreamingCode::kChannelFenced || c == StreamingCode::kUnmatchedChannelTerm ||
@@ -122,7 +107,7 @@ TEST_P(ClusterBackendTest, FencingWithSigstop) {
   ASSERT_GT(victim, 0);
   testing::ServerProcess& old_node = *nodes_.at(victim);
   const std::string metrics_before = testing::HttpGet(old_node.http_port(), "/metrics");
-  ASSERT_EQ(ServedTerm(metrics_before), old_term) << metrics_before;
+  ASSERT_EQ(ServedTerm(metrics_before, 0), old_term) << metrics_before;
   RawNode zombie(old_node.address());
   ASSERT_TRUE(zombie.Connect());
 
@@ -174,15 +159,9 @@ TEST_P(ClusterBackendTest, FencingWithSigstop) {
 
   // It learns it lost the pchannel: its own gauges stop reporting it at the old term.
   std::string metrics;
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  for (;;) {
-    metrics = testing::HttpGet(old_node.http_port(), "/metrics");
-    if (metrics.find("200 OK") != std::string::npos && ServedTerm(metrics) != old_term) break;
-    ASSERT_LT(absl::Now(), deadline)
-        << "node " << victim << " still serves " << PChannel(0) << " at term " << old_term << ":\n"
-        << metrics;
-    absl::SleepFor(absl::Milliseconds(50));  // polling a remote state, bounded by the deadline
-  }
+  ASSERT_TRUE(WaitStopsServing(victim, 0, old_term, absl::Seconds(30), &metrics))
+      << "node " << victim << " still serves " << PChannel(0) << " at term " << old_term << ":\n"
+      << metrics;
   // And an append at the old term is still refused.
   ASSERT_TRUE(zombie.Send(old_term, 2));
   const absl::Status second = zombie.Receive();
