@@ -100,34 +100,37 @@ TEST_F(DirectoryChangeWatchTest, AForkedChildLeavesItsParentsEventsAlone) {
   EXPECT_FALSE(parents->Changed());
 }
 
+// A lister tells an unchanged directory without listing it, and a change at once.
+TEST_F(DirectoryChangeWatchTest, AListerTellsAnUnchangedDirectoryAndEachChange) {
+  auto lister = fs_.OpenDirectoryLister(tmp_.path());
+  ASSERT_TRUE(lister.ok()) << lister.status();
+  EXPECT_FALSE((*lister)->Unchanged());  // nothing listed yet
+  Create("00000000000000000002");
+  auto names = (*lister)->List();
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_EQ(*names, std::vector<std::string>{"00000000000000000002"});
+  EXPECT_TRUE((*lister)->Unchanged());
+  EXPECT_TRUE((*lister)->Unchanged());
+  ASSERT_TRUE(fs_.RemoveFile(JoinPath(tmp_.path(), "00000000000000000002")).ok());
+  EXPECT_FALSE((*lister)->Unchanged());
+  names = (*lister)->List();
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_TRUE(names->empty());
+  EXPECT_TRUE((*lister)->Unchanged());
+}
+
 // A directory removed while a lister holds it open makes no event (the kernel sends its
-// IN_DELETE_SELF once the last reference goes): the lister still says NOT_FOUND.
+// IN_DELETE_SELF once the last reference goes): the lister still tells it, and lists NOT_FOUND.
 TEST_F(DirectoryChangeWatchTest, AListerOfARemovedDirectorySaysSoThoughNoEventCame) {
   const std::string sub = JoinPath(tmp_.path(), "sub");
   ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
   auto lister = fs_.OpenDirectoryLister(sub);
   ASSERT_TRUE(lister.ok()) << lister.status();
   ASSERT_TRUE((*lister)->List().ok());
-  ASSERT_TRUE((*lister)->List().ok());  // answered from the last listing
+  ASSERT_TRUE((*lister)->Unchanged());
   ASSERT_EQ(::rmdir(sub.c_str()), 0);
+  EXPECT_FALSE((*lister)->Unchanged());
   EXPECT_TRUE(absl::IsNotFound((*lister)->List().status())) << (*lister)->List().status();
-}
-
-// A lister answering from its last listing still sees a change made by another lister's
-// directory handle at once, and keeps seeing a directory that did not change.
-TEST_F(DirectoryChangeWatchTest, AListerOfAnUnchangedDirectoryAnswersAsBefore) {
-  auto lister = fs_.OpenDirectoryLister(tmp_.path());
-  ASSERT_TRUE(lister.ok()) << lister.status();
-  Create("00000000000000000002");
-  for (int i = 0; i < 3; ++i) {
-    auto names = (*lister)->List();
-    ASSERT_TRUE(names.ok()) << names.status();
-    EXPECT_EQ(*names, std::vector<std::string>{"00000000000000000002"});
-  }
-  ASSERT_TRUE(fs_.RemoveFile(JoinPath(tmp_.path(), "00000000000000000002")).ok());
-  auto names = (*lister)->List();
-  ASSERT_TRUE(names.ok()) << names.status();
-  EXPECT_TRUE(names->empty());
 }
 
 }  // namespace

@@ -88,6 +88,12 @@ class DirectoryLister {
   virtual ~DirectoryLister() = default;
   // The directory's entries now, as FileSystem::GetChildren.
   virtual absl::StatusOr<std::vector<std::string>> List() = 0;
+  // True when the entries are known to be those the last successful List returned, told
+  // without reading the directory (PosixFileSystem's on a local file system: an inotify watch,
+  // directory_change_watch.h); false when they may differ or it cannot tell. A change made
+  // after a false is told by a later call, so a caller may keep what it derived from a List
+  // while this says true.
+  virtual bool Unchanged() { return false; }
 };
 
 class FileSystem {
@@ -113,8 +119,8 @@ class FileSystem {
   virtual absl::Status SyncDir(const std::string& dir) = 0;
   virtual absl::StatusOr<bool> FileExists(const std::string& path) = 0;
   // A lister of `dir` (NOT_FOUND when missing). This one lists by path (GetChildren) each time;
-  // PosixFileSystem's keeps the directory open and reads it again (no path walk), or answers
-  // from its last listing while an inotify watch saw no change (directory_change_watch.h).
+  // PosixFileSystem's keeps the directory open and reads it again (no path walk), and tells an
+  // unchanged directory where it can (DirectoryLister::Unchanged).
   virtual absl::StatusOr<std::unique_ptr<DirectoryLister>> OpenDirectoryLister(
       const std::string& dir);
   // `bytes` copied into a new unnamed file in `dir` and mapped read-only, as

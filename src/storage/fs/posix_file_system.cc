@@ -10,11 +10,11 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
-#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/status_macros.h"
 #include "storage/fs/directory_change_watch.h"
 
 namespace kf::fs {
@@ -242,36 +242,45 @@ absl::StatusOr<std::vector<std::string>> ReadEntries(DIR* d, const std::string& 
 
 // rewinddir makes the stream see the directory as it is now (POSIX), so each List is a fresh
 // listing: an lseek, the getdents64 calls and an fstat, against opendir's path walk, its
-// fstat and close. Where a DirectoryChangeWatch can tell that nothing changed since the last
-// listing (a local file system), List answers with that listing after one read(2).
+// fstat and close. Unchanged is one read(2) of the process's inotify instance and an fstat.
 class PosixDirectoryLister final : public DirectoryLister {
  public:
   PosixDirectoryLister(DIR* d, std::string path)
       : dir_(d), path_(std::move(path)), watch_(DirectoryChangeWatch::Open(::dirfd(d))) {}
   ~PosixDirectoryLister() override { ::closedir(dir_); }
+
   absl::StatusOr<std::vector<std::string>> List() override {
-    // Asked before listing: a change made while the directory is read is reported next time.
-    const bool unchanged = watch_ != nullptr && !watch_->Changed() && last_.has_value();
-    if (!unchanged) {
-      last_.reset();
-      ::rewinddir(dir_);
-    }
-    absl::StatusOr<std::vector<std::string>> names = unchanged ? *last_ : ReadEntries(dir_, path_);
-    // A directory removed while held lists as empty, and one made again at its path is not
-    // this one: NOT_FOUND, for the caller to look by path. (Its removal makes no event while
-    // it is held open, so this is asked every time.)
-    struct stat st;
-    if (::fstat(::dirfd(dir_), &st) != 0) return ErrnoStatus(errno, "fstat", path_);
-    if (st.st_nlink == 0) return absl::NotFoundError("directory removed: " + path_);
-    if (!unchanged && names.ok() && watch_ != nullptr) last_ = *names;
+    listed_ = false;
+    // What changed so far is in this listing; Unchanged tells what changes from here on.
+    if (watch_ != nullptr) (void)watch_->Changed();
+    ::rewinddir(dir_);
+    absl::StatusOr<std::vector<std::string>> names = ReadEntries(dir_, path_);
+    if (!names.ok()) return names;
+    RETURN_IF_ERROR(CheckNotRemoved());
+    listed_ = true;
     return names;
   }
 
+  bool Unchanged() override {
+    // Asked before the caller lists again: a change made meanwhile is told by the next call.
+    return watch_ != nullptr && !watch_->Changed() && listed_ && CheckNotRemoved().ok();
+  }
+
  private:
+  // A directory removed while held lists as empty, and one made again at its path is not this
+  // one: NOT_FOUND, for the caller to look by path. (Its removal makes no inotify event while
+  // it is held open.)
+  absl::Status CheckNotRemoved() {
+    struct stat st;
+    if (::fstat(::dirfd(dir_), &st) != 0) return ErrnoStatus(errno, "fstat", path_);
+    if (st.st_nlink == 0) return absl::NotFoundError("directory removed: " + path_);
+    return absl::OkStatus();
+  }
+
   DIR* const dir_;
   const std::string path_;
-  const std::unique_ptr<DirectoryChangeWatch> watch_;  // null: list every time
-  std::optional<std::vector<std::string>> last_;       // the last listing, while unchanged
+  const std::unique_ptr<DirectoryChangeWatch> watch_;  // null: never Unchanged
+  bool listed_ = false;                                // the last List succeeded
 };
 
 }  // namespace

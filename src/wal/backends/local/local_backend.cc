@@ -368,13 +368,15 @@ absl::StatusOr<std::optional<Term>> LocalBackend::FenceTermOnDisk() {
     if (!dir.ok()) return dir.status();
     fence_dir_ = *std::move(dir);
   }
+  if (fence_dir_->Unchanged()) return fence_on_disk_;
   absl::StatusOr<std::vector<std::string>> names = fence_dir_->List();
   if (absl::IsNotFound(names.status())) {  // the directory held was removed: by path again
     fence_dir_.reset();
     return ReadFenceTerm(fs_, state_->dir());
   }
   if (!names.ok()) return names.status();
-  return HighestFenceTerm(*names);
+  fence_on_disk_ = HighestFenceTerm(*names);
+  return fence_on_disk_;
 }
 
 absl::Status LocalBackend::CheckFence() {

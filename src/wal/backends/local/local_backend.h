@@ -26,6 +26,7 @@
 #include <atomic>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>  // std::jthread
 #include <vector>
@@ -180,6 +181,8 @@ class LocalBackend final : public WalBackend {
   // The fence directory, kept open for the fence check after every group.
   absl::Mutex fence_mu_;
   std::unique_ptr<fs::DirectoryLister> fence_dir_ ABSL_GUARDED_BY(fence_mu_);
+  // The highest fence in fence_dir_'s last listing: the answer while it is Unchanged.
+  std::optional<Term> fence_on_disk_ ABSL_GUARDED_BY(fence_mu_);
 
   mutable absl::Mutex mu_;
   absl::CondVar work_cv_;
