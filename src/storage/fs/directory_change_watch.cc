@@ -43,7 +43,7 @@ bool OnLocalFileSystem(int fd) {
 // instances, 128 by default), shared by every watch. Watches of one directory share the
 // kernel's watch descriptor, so each keeps its own flag. A child of fork() shares the
 // parent's open instance, whose events either process could read and so take from the other:
-// the child stops using it (Inherited) and makes its own.
+// the child stops using it (inherited_) and makes its own.
 class Inotify {
  public:
   static Inotify* Get() {
