@@ -23,7 +23,8 @@
 // with no gRPC (raw_server.h: one process, one thread, loopback TCP), the floor under the
 // server's CPU and context switches per message on this machine, and one with gRPC and
 // nothing of Kingfisher's (grpc_floor.h), the floor with the gRPC this build links.
-// Each phase also prints CPU and context switches per message of both processes: a message crosses
+// Each phase also prints CPU and context switches per message of both processes (and, with
+// several consumers, the server's CPU per delivered message): a message crosses
 // several threads between append and delivery, and where waking a sleeping thread costs
 // tens of microseconds (a VM) those hand-offs, not the disk, set the latency. And the server's
 // own WAL flushes in the phase (kf_wal_flush_duration_seconds): how many, appends per flush and
@@ -447,11 +448,18 @@ void Report(const char* name, const PhaseResult& r, const kf::bench::Quantiles& 
         paced->p50 * 1e6, paced->p99 * 1e6, paced->max * 1e6);
   }
   const double n = static_cast<double>(std::max<uint64_t>(r.sent, 1));
+  // With several consumers each message is delivered that many times: the server's CPU per
+  // delivery too.
+  char per_delivery[64] = "";
+  if (consumers > 1 && e.count > 0) {
+    std::snprintf(per_delivery, sizeof(per_delivery), " (%.1f us per delivered message)",
+                  r.server_cpu / static_cast<double>(e.count) * 1e6);
+  }
   std::printf(
-      "  mean in flight %.1f | CPU per message: server %.0f us, this process (producer + "
+      "  mean in flight %.1f | CPU per message: server %.0f us%s, this process (producer + "
       "consumer) %.0f us | CPU load: server %.2f, this process %.2f cores\n",
       kf::bench::Mean(r.ack) * static_cast<double>(r.sent) / r.elapsed, r.server_cpu / n * 1e6,
-      r.client_cpu / n * 1e6, r.server_cpu / r.elapsed, r.client_cpu / r.elapsed);
+      per_delivery, r.client_cpu / n * 1e6, r.server_cpu / r.elapsed, r.client_cpu / r.elapsed);
   std::printf(
       "  context switches per message: server %.1f, this process %.1f | thread wake round trip "
       "us: p50 %.0f p99 %.0f\n",
