@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "common/testing/sanitizers.h"
 #include "gtest/gtest.h"
 
 namespace kf {
@@ -31,17 +32,6 @@ TEST(ProcessMemoryTest, ResidentBytesGrowWithTouchedMemory) {
   block.reset();
   EXPECT_EQ(sampled.bytes(), first);
 }
-
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define KF_THREAD_SANITIZER 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__) || defined(KF_THREAD_SANITIZER)
-constexpr bool kThreadSanitizer = true;
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
 
 // A mapped file's pages are resident once touched, but not anonymous: the kernel can drop them.
 TEST(ProcessMemoryTest, MappedFilePagesAreResidentButNotAnonymous) {
@@ -65,7 +55,8 @@ TEST(ProcessMemoryTest, MappedFilePagesAreResidentButNotAnonymous) {
   // Not 64 MiB more: at most what a sanitizer's shadow of the touched pages takes (ASan: 1/8
   // of them; ThreadSanitizer: up to a shadow page per page, so the bound is 1.5x there: the
   // file's pages counted as anonymous would make it 2x).
-  EXPECT_LT(ReadAnonymousBytes(), anonymous + (kThreadSanitizer ? kBytes * 3 / 2 : kBytes / 4));
+  EXPECT_LT(ReadAnonymousBytes(),
+            anonymous + (kf::testing::kThreadSanitizer ? kBytes * 3 / 2 : kBytes / 4));
   ::munmap(p, kBytes);
   std::remove(path.c_str());
 }

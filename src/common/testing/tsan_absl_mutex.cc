@@ -27,13 +27,9 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/testing/sanitizers.h"
 
-#if !defined(__SANITIZE_THREAD__) && defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define __SANITIZE_THREAD__ 1
-#endif
-#endif
-#ifndef __SANITIZE_THREAD__
+#ifndef KF_THREAD_SANITIZER
 #error "tsan_absl_mutex.cc belongs in -fsanitize=thread builds only"
 #endif
 
