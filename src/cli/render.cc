@@ -174,8 +174,8 @@ std::string RenderFlushed(std::string_view collection,
   for (const kingfisher::FlushedShard& f : shards) {
     w.BeginObject();
     w.Key("vchannel").String(f.vchannel);
-    w.Key("flush_timetick").Uint(f.flush_timetick);
-    w.Key("checkpoint_timetick").Uint(f.checkpoint_timetick);
+    w.Key("flush_timetick").String(std::to_string(f.flush_timetick));
+    w.Key("checkpoint_timetick").String(std::to_string(f.checkpoint_timetick));
     w.EndObject();
   }
   w.EndArray();
@@ -189,8 +189,8 @@ namespace {
 void WriteData(const kingfisher::PChannelData& d, JsonWriter* w) {
   w->Key("data").BeginObject();
   w->Key("wal_bytes").Uint(d.wal_bytes);
-  w->Key("tsafe").Uint(d.tsafe);
-  w->Key("checkpoint_timetick").Uint(d.checkpoint_timetick);
+  w->Key("tsafe").String(std::to_string(d.tsafe));
+  w->Key("checkpoint_timetick").String(std::to_string(d.checkpoint_timetick));
   w->Key("checkpoint_lag_ms").Int(std::llround(d.checkpoint_lag_seconds * 1000));
   w->Key("checkpoint_lag_messages").Uint(d.checkpoint_lag_messages);
   w->Key("last_checkpoint_unix_ms").Int(d.last_checkpoint_unix_ms);

@@ -66,6 +66,28 @@ TEST(RenderTest, Status) {
             R"("pchannels":[{"pchannel":"kf-dml_0","node":1,"term":3,"state":"ASSIGNED"}]})");
 }
 
+// Timeticks exceed 2^53, where a JSON number loses digits in most parsers (jq, JavaScript):
+// they are strings, as in the acks.
+TEST(RenderTest, StatusDataTimeticksAreStrings) {
+  kingfisher::ClusterStatus s;
+  kingfisher::PChannelStatus p{"kf-dml_0", 1, 3, "ASSIGNED"};
+  kingfisher::PChannelData d;
+  d.tsafe = 470961862482853889;
+  d.checkpoint_timetick = 470961862482853888;
+  p.data = d;
+  s.pchannels.push_back(p);
+  const std::string out = RenderStatus(s);
+  EXPECT_NE(out.find(R"("tsafe":"470961862482853889")"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("checkpoint_timetick":"470961862482853888")"), std::string::npos) << out;
+}
+
+TEST(RenderTest, FlushedTimeticksAreStrings) {
+  EXPECT_EQ(
+      RenderFlushed("books", {{"kf-dml_0_1v0", 470961862482853889, 470961862482853890}}),
+      R"({"collection":"books","shards":[{"vchannel":"kf-dml_0_1v0",)"
+      R"("flush_timetick":"470961862482853889","checkpoint_timetick":"470961862482853890"}]})");
+}
+
 kingfisher::CollectionInfo Orders() {
   kingfisher::CollectionInfo c;
   c.id = 7;

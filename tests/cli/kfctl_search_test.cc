@@ -107,9 +107,10 @@ TEST_F(KfctlSearchTest, AckedRowsAreSearchableAtOnceAndAfterAKill9) {
   ASSERT_EQ(shards.size(), 2u) << Describe(flushed);
   std::map<std::string, uint64_t> flush_ts;
   for (const auto& s : shards) {
-    EXPECT_GE(s["checkpoint_timetick"].get<uint64_t>(), s["flush_timetick"].get<uint64_t>())
-        << Describe(flushed);
-    flush_ts[s["vchannel"]] = s["flush_timetick"];
+    // Timeticks are JSON strings: they exceed 2^53 (docs/semantics.md).
+    const uint64_t flush = std::stoull(s["flush_timetick"].get<std::string>());
+    EXPECT_GE(std::stoull(s["checkpoint_timetick"].get<std::string>()), flush) << Describe(flushed);
+    flush_ts[s["vchannel"]] = flush;
   }
   // kfctl status shows each shard's segments flushed and its pchannel's checkpoint past the
   // flush.
@@ -122,7 +123,8 @@ TEST_F(KfctlSearchTest, AckedRowsAreSearchableAtOnceAndAfterAKill9) {
       auto it = flush_ts.find(s["vchannel"]);
       if (it == flush_ts.end()) continue;
       ++shards_seen;
-      EXPECT_GE(p["data"]["checkpoint_timetick"].get<uint64_t>(), it->second) << p.dump();
+      EXPECT_GE(std::stoull(p["data"]["checkpoint_timetick"].get<std::string>()), it->second)
+          << p.dump();
       EXPECT_GE(s["flushed_segments"].get<uint64_t>(), 1u) << p.dump();
       EXPECT_EQ(s["flushed_segments"], s["sealed_segments"]) << p.dump();
       EXPECT_GT(p["data"]["wal_bytes"].get<uint64_t>(), 0u) << p.dump();
