@@ -151,6 +151,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   node.queries = n->queries.get();
   node.wal.tso = n->tso.get();
   node.wal.cluster_id = config.cluster;
+  ApplyMessageLimits(config, &node.wal);
   ConnectWalToQueries(n->queries.get(), &node.wal);
   node.lease_ttl = absl::Seconds(config.lease_ttl);
   if (!RetryUntilUp("registering the node in etcd", signals, [&] {

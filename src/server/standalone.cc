@@ -207,6 +207,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   node.queries = s->queries.get();
   node.wal.tso = s->coordinator->oracle();
   node.wal.cluster_id = config.cluster;
+  ApplyMessageLimits(config, &node.wal);
   ConnectWalToQueries(s->queries.get(), &node.wal);
   node.lease_ttl = absl::Seconds(config.lease_ttl);
   auto started = streaming::StreamingNode::Start(s->store.get(), node, absl::Now() + kStartTimeout);

@@ -39,6 +39,12 @@ std::unique_ptr<wal::WalOpener> WithOpenHook(std::unique_ptr<wal::WalOpener> ope
   return std::make_unique<HookedOpener>(std::move(opener), std::move(before_open));
 }
 
+void ApplyMessageLimits(const ServerConfig& config, wal::WalOptions* wal) {
+  wal->txn.max_txn_bytes = config.max_payload_bytes;
+  wal->txn_buffer.max_held_bytes =
+      std::max<size_t>(wal->txn_buffer.max_held_bytes, 2 * config.max_payload_bytes);
+}
+
 absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std::string& wal_dir,
                                           meta::MetaStore* meta) {
   const uint64_t max_entry = config.max_payload_bytes + kMessageHeadroomBytes;

@@ -1,5 +1,5 @@
-// The WAL backend a server role (standalone, node) writes to, from its configuration
-// (`wal_backend`, docs/configuration.md).
+// The WAL backend a server role (standalone, node) writes to, and the WAL limits that follow
+// from its configuration (`wal_backend`, `max_payload_bytes`: docs/configuration.md).
 //
 // Thread-safety: OpenWalStorage is thread-safe. Ownership: the caller owns the WalStorage; the
 // metadata store is borrowed and must outlive it.
@@ -14,6 +14,7 @@
 #include "storage/meta/meta_store.h"
 #include "storage/object/object_store.h"
 #include "wal/backend.h"
+#include "wal/wal.h"
 
 namespace kf::server {
 
@@ -31,6 +32,11 @@ struct WalStorage {
 // properties: kMessageHeadroomBytes). Errors: the object store's (unreachable, bad URL).
 absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std::string& wal_dir,
                                           meta::MetaStore* meta);
+
+// The WAL's limits that follow from max_payload_bytes: a committed transaction is delivered and
+// replicated as one message, so it is bounded like one (TxnManagerOptions::max_txn_bytes), and
+// each reader can hold two of the largest while it assembles them (TxnBufferOptions).
+void ApplyMessageLimits(const ServerConfig& config, wal::WalOptions* wal);
 
 // `opener`, calling `before_open` with each pchannel before it opens it (a test hook,
 // server_main.h ServerHooks). An empty `before_open` returns `opener` as it is.

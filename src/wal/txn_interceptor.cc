@@ -27,7 +27,7 @@ absl::Status TxnInterceptor::BeforeSequence(AppendContext& a, TimeTick tt) {
       return absl::OkStatus();
     }
     case AppendRole::kBody:
-      RETURN_IF_ERROR(txns_->AddBody(a.txn_id, vchannel, tt));
+      RETURN_IF_ERROR(txns_->AddBody(a.txn_id, vchannel, tt, a.msg.EncodedSize()));
       break;
     case AppendRole::kCommit:
       // The gate fires once every body in flight is answered (AfterDurable below), inside

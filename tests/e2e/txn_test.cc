@@ -5,6 +5,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "client/client_internal.h"
 #include "client/producer_impl.h"
@@ -24,9 +25,14 @@ using testing::TempDir;
 
 class TxnE2E : public ::testing::Test {
  protected:
+  // Small, so that a transaction can outgrow what one message may be.
+  static constexpr size_t kMaxPayloadBytes = 64 << 10;
+
   static void SetUpTestSuite() {
     dir_ = new TempDir();
-    server_ = new ServerProcess({.data_dir = dir_->path() + "/data"});
+    server_ = new ServerProcess(
+        {.data_dir = dir_->path() + "/data",
+         .extra_args = {"--max-payload-bytes", std::to_string(kMaxPayloadBytes)}});
     ASSERT_TRUE(server_->Start()) << server_->Output();
   }
   static void TearDownTestSuite() {
@@ -119,6 +125,49 @@ TEST_F(TxnE2E, CommitOfARolledBackTxnFailsAtOnce) {
   EXPECT_EQ(commit.status().code(), absl::StatusCode::kFailedPrecondition) << commit.status();
   EXPECT_EQ(GetStreamingCode(commit.status()), StreamingCode::kInvalidTransactionState)
       << commit.status();
+}
+
+// A committed transaction is delivered (and replicated) as one message, so it is bounded like
+// one: a body that would take it past max_payload_bytes is refused, and what was appended stays
+// readable. Unbounded, 80 bodies of 60 KiB were acknowledged and committed, and no consumer could
+// ever read the vchannel past them (the Txn exceeded what the server may send).
+TEST_F(TxnE2E, ATransactionIsBoundedLikeOneMessage) {
+  const std::string v = "kf-dml_2_txn_e2e_large";
+  const std::string body(60 << 10, 'b');
+
+  auto fits = producer_->BeginTxn(v);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  ASSERT_TRUE((*fits)->AppendSync(Insert(v, body)).ok());
+  auto committed = (*fits)->Commit();
+  ASSERT_TRUE(committed.ok()) << committed.status();
+
+  auto too_large = producer_->BeginTxn(v);
+  ASSERT_TRUE(too_large.ok()) << too_large.status();
+  absl::Status refused;
+  for (int i = 0; i < 80 && refused.ok(); ++i) {
+    refused = (*too_large)->AppendSync(Insert(v, body)).status();
+  }
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_NE(refused.message().find("past its limit"), std::string::npos) << refused;
+  auto commit = (*too_large)->Commit();  // the failed body's error; rolled back
+  EXPECT_EQ(commit.status().code(), absl::StatusCode::kInvalidArgument) << commit.status();
+  auto after = producer_->AppendSync(Insert(v, "after"));
+  ASSERT_TRUE(after.ok()) << after.status();
+
+  auto consumer =
+      *client_->CreateConsumer({.vchannel = v, .policy = kingfisher::DeliverPolicy::All()});
+  std::vector<kingfisher::ConsumedMessage> got;
+  while (got.empty() || got.back().id != after->id) {
+    auto next = consumer->Next(kingfisher::Clock::now() + std::chrono::seconds(20));
+    ASSERT_TRUE(next.ok()) << next.status() << " after " << got.size() << " messages";
+    if (next->type != MessageType::kTimeTick) got.push_back(*std::move(next));
+  }
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].type, MessageType::kTxn);
+  EXPECT_EQ(got[0].id, committed->id);
+  ASSERT_EQ(got[0].messages.size(), 3u);
+  EXPECT_EQ(got[0].messages[1].payload, body);
+  EXPECT_EQ(got[1].payload, "after");
 }
 
 }  // namespace

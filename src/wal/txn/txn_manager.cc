@@ -188,7 +188,8 @@ void TxnManager::Fire(std::vector<ReadyGate> ready) {
   for (auto& r : ready) std::move(r.gate)(std::move(r.status));
 }
 
-absl::Status TxnManager::AddBody(TxnId txn_id, std::string_view vchannel, TimeTick tt) {
+absl::Status TxnManager::AddBody(TxnId txn_id, std::string_view vchannel, TimeTick tt,
+                                 uint64_t encoded_bytes) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckActiveLocked(txn_id, vchannel, "body"));
   Txn& txn = live_.find(txn_id)->second;
@@ -197,6 +198,17 @@ absl::Status TxnManager::AddBody(TxnId txn_id, std::string_view vchannel, TimeTi
     SettleLocked(txn_id, &none);
     return s;
   }
+  const uint64_t bytes = encoded_bytes + kTxnMessageBytes;
+  if (options_.max_txn_bytes != 0 && txn.bytes + bytes > options_.max_txn_bytes) {
+    return StreamingError(
+        StreamingCode::kInvalidArgument,
+        absl::StrCat("body of transaction ", txn_id.value(), ": ", bytes,
+                     " bytes would take the transaction past its limit of ", options_.max_txn_bytes,
+                     " bytes (it holds ", txn.bytes,
+                     "; a committed transaction is delivered as one message and is bounded like "
+                     "one): commit what it holds or roll it back"));
+  }
+  txn.bytes += bytes;
   deadlines_.erase({txn.deadline, txn_id});
   txn.deadline = TxnDeadline(tt, txn.keepalive_ms);
   deadlines_.emplace(txn.deadline, txn_id);

@@ -24,6 +24,8 @@
 // - INVALID_TRANSACTION_STATE (FAILED_PRECONDITION): unknown txn, txn already committing /
 //   committed / rolled back / failed, or a request naming another vchannel than the Begin's
 //   (that request is rejected; the txn itself is unharmed).
+// - INVALID_ARGUMENT: a body that would take its txn past max_txn_bytes (rejected; the txn is
+//   unharmed and may still commit what it holds, or roll back).
 // A rejected call changes nothing except the expiry transition it reports.
 //
 // Thread-safety: thread-safe (one internal mutex). Callbacks (CommitGate) run outside the mutex,
@@ -64,7 +66,15 @@ struct TxnManagerOptions {
   // How many finished (committed, rolled back, expired, failed) txns are remembered so that a
   // late request gets the precise error (e.g. TRANSACTION_EXPIRED rather than "unknown").
   size_t retired_memory = 4096;
+  // The most a txn may hold (0: no bound): its bodies' encoded sizes plus kTxnMessageBytes for
+  // each of its messages, Begin and Commit included. A committed txn is delivered, and
+  // replicated, as one message: one larger than a node may send could never be read.
+  uint64_t max_txn_bytes = 0;
 };
+
+// What each message of a txn counts beyond its encoded size: its framing inside the delivered
+// Txn, and the header of a replicated copy.
+inline constexpr uint64_t kTxnMessageBytes = 512;
 
 // The Begin that bounds the LCMID of every message stamped while its txn is active.
 struct ActiveBegin {
@@ -96,8 +106,10 @@ class TxnManager {
   // (its Begin is not in the log yet, so no reader needs it). Unknown ids are ignored.
   void SetBeginId(TxnId txn_id, const MessageId& begin_id);
 
-  // Admits a body stamped `tt`; on OK the body is in flight until BodyDurable/BodyFailed.
-  absl::Status AddBody(TxnId txn_id, std::string_view vchannel, TimeTick tt);
+  // Admits a body stamped `tt` of `encoded_bytes`; on OK the body is in flight until
+  // BodyDurable/BodyFailed.
+  absl::Status AddBody(TxnId txn_id, std::string_view vchannel, TimeTick tt,
+                       uint64_t encoded_bytes = 0);
   // An admitted body is durable. Call exactly once per admitted body (or BodyFailed).
   void BodyDurable(TxnId txn_id);
   // A body's append failed: the txn fails with `cause` (nothing more of it may be appended).
@@ -139,8 +151,9 @@ class TxnManager {
     TimeTick deadline;  // last activity + keepalive
     State state = State::kActive;
     int64_t inflight = 0;
-    absl::Status failure;  // why kFailed
-    CommitGate gate;       // set while kCommitting
+    uint64_t bytes = 2 * kTxnMessageBytes;  // against max_txn_bytes: Begin, Commit, bodies
+    absl::Status failure;                   // why kFailed
+    CommitGate gate;                        // set while kCommitting
   };
   struct Retired {
     State state;

@@ -141,6 +141,34 @@ TEST_F(TxnManagerTest, OtherVChannelIsRejectedAndTheTxnIsUnharmed) {
   EXPECT_TRUE(m_.AddBody(id, "v1", Tt(104)).ok());
 }
 
+TEST(TxnManagerLimitTest, ABodyPastTheLimitIsRejectedAndTheTxnIsUnharmed) {
+  // Begin and Commit count kTxnMessageBytes each, every body its size plus as much.
+  TxnManager m({.max_txn_bytes = 10 * kTxnMessageBytes});
+  auto ctx = m.BeginTxn("v1", 1000, Tt(100));
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  const TxnId id(ctx->txn_id());
+  ASSERT_TRUE(m.AddBody(id, "v1", Tt(101), 3 * kTxnMessageBytes).ok());  // holds 6 of 10
+  absl::Status s = m.AddBody(id, "v1", Tt(102), 4 * kTxnMessageBytes);   // would hold 11
+  EXPECT_EQ(CodeOf(s), StreamingCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("past its limit of 5120 bytes"), std::string_view::npos) << s;
+  EXPECT_EQ(m.GetState(id), State::kActive);
+  ASSERT_TRUE(m.AddBody(id, "v1", Tt(103), 3 * kTxnMessageBytes).ok());  // exactly 10
+  EXPECT_EQ(CodeOf(m.AddBody(id, "v1", Tt(104), 0)), StreamingCode::kInvalidArgument);
+  m.BodyDurable(id);
+  m.BodyDurable(id);
+  GateProbe gate;
+  ASSERT_TRUE(m.Commit(id, "v1", Tt(105), gate.Gate()).ok());
+  EXPECT_TRUE(gate.status.ok()) << gate.status;
+  EXPECT_EQ(m.GetState(id), State::kCommitted);
+}
+
+TEST(TxnManagerLimitTest, NoLimitByDefault) {
+  TxnManager m;
+  auto ctx = m.BeginTxn("v1", 1000, Tt(100));
+  ASSERT_TRUE(ctx.ok()) << ctx.status();
+  EXPECT_TRUE(m.AddBody(TxnId(ctx->txn_id()), "v1", Tt(101), uint64_t{1} << 40).ok());
+}
+
 TEST_F(TxnManagerTest, CommitWithNothingInFlightOpensTheGateAtOnce) {
   TxnId id = Begin(Tt(100));
   ASSERT_TRUE(m_.AddBody(id, "v1", Tt(101)).ok());
