@@ -166,8 +166,16 @@ absl::Status ValidateProducedMessage(const MutableMessage& m, const ValidationOp
     return Invalid("unsupported message version '", ToAbsl(*v), "' (property '_v'; want ",
                    ToAbsl(prop::kCurrentVersion), ")");
   }
-  RETURN_IF_ERROR(
-      CheckEach(m, [](std::string_view k, std::string_view v) { return CheckUtf8(k, v); }));
+  size_t property_bytes = 0;
+  RETURN_IF_ERROR(CheckEach(m, [&](std::string_view k, std::string_view v) {
+    property_bytes += k.size() + v.size();
+    return CheckUtf8(k, v);
+  }));
+  if (property_bytes > o.max_property_bytes) {
+    return Invalid("properties of ", property_bytes,
+                   " bytes (keys and values) exceed the limit of ", o.max_property_bytes,
+                   " bytes; data belongs in the payload");
+  }
   RETURN_IF_ERROR(CheckEach(
       m, [&](std::string_view k, std::string_view) { return CheckReservedKey(m, ddl, k); }));
   if (ddl && !m.broadcast_header()) {

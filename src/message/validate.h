@@ -20,6 +20,10 @@ namespace kf {
 struct ValidationOptions {
   // Largest accepted payload (docs/semantics.md §2 default 64 MiB, configurable).
   size_t max_payload_bytes = 64u << 20;
+  // Largest sum of property key and value sizes. Far below the 4 MiB the server's gRPC limits
+  // leave above max_payload_bytes, so that what the WAL adds to a message (timetick, LCMID)
+  // never takes it past what the server may send to its consumers.
+  size_t max_property_bytes = 1u << 20;
 };
 
 // What Produce accepts from a client:
@@ -30,7 +34,8 @@ struct ValidationOptions {
 //   DDL; `_tt _lc _lcs _wt _np _rh` and any other '_' key are rejected;
 // - a well-formed vchannel for vchannel-scoped types (all but AlterReplicateConfig);
 // - a parseable `_tx` (txn id set on Commit/Rollback), a well-formed `_ik`;
-// - property keys and values valid UTF-8 (the wire form is a proto3 string map);
+// - property keys and values valid UTF-8 (the wire form is a proto3 string map), within
+//   `o.max_property_bytes` in all;
 // - a payload within `o.max_payload_bytes` that decodes for its type: Insert/Delete only on a
 //   collection vchannel (raw vchannels carry opaque payloads), Create/DropCollection and
 //   Create/DropPartition always.

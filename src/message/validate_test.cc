@@ -173,6 +173,15 @@ TEST(ValidateTest, RejectsOversizePayload) {
   EXPECT_TRUE(ValidateProducedMessage(raw, {.max_payload_bytes = 100}).ok());
 }
 
+TEST(ValidateTest, RejectsOversizeProperties) {
+  MutableMessage raw(MessageType::kInsert, "x");
+  raw.set_vchannel(kRawVc);
+  raw.SetProperty("k", std::string(200, 'v'));
+  ExpectInvalid(ValidateProducedMessage(raw, {.max_property_bytes = 200}), "exceed the limit");
+  EXPECT_TRUE(ValidateProducedMessage(raw, {.max_property_bytes = 300}).ok());
+  EXPECT_TRUE(ValidateProducedMessage(raw).ok());  // 1 MiB by default
+}
+
 TEST(ValidateTest, RejectsPayloadsThatDoNotDecode) {
   MutableMessage m = GoodInsert();
   *m.mutable_payload() = "\xff";

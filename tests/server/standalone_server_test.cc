@@ -254,6 +254,39 @@ TEST_F(StandaloneServerTest, ProduceConsumeRoundTripAndStatus) {
   EXPECT_EQ(stopped.exit_code, 0) << stopped.output;
 }
 
+// A request as large as the server takes grows by what the WAL adds to its message (timetick,
+// LCMID): with user properties unbounded it could outgrow what the server may send, and was
+// acknowledged but never delivered. User properties are bounded far below the 4 MiB of
+// headroom the gRPC limits have above max_payload_bytes.
+TEST_F(StandaloneServerTest, AMessageAsLargeAsARequestMayBeIsReadable) {
+  constexpr size_t kMaxPayload = 1024;
+  auto server = StartServer({"--max-payload-bytes", std::to_string(kMaxPayload)});
+  ASSERT_NE(server, nullptr);
+  Client client(server->address());
+  const std::string v = "kf-dml_1_limits";
+  const size_t request_limit = kMaxPayload + (4 << 20);
+  MutableMessage m = InsertMessage(v, std::string(kMaxPayload, 'p'));
+  size_t value = request_limit - kMaxPayload - 64;
+  for (int i = 0; i < 4; ++i) {
+    m.SetProperty("big", std::string(value, 'v'));
+    value += request_limit - RequestOf(1, m).ByteSizeLong();
+  }
+  const ProduceRequest at_limit = RequestOf(1, m);
+  ASSERT_EQ(at_limit.ByteSizeLong(), request_limit);
+  absl::Status s = ErrorOf(client.ProduceOne(at_limit));
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("exceed the limit of 1048576 bytes"), std::string::npos) << s;
+
+  // A message near the largest the limits allow (its system properties take the rest) is
+  // delivered.
+  MutableMessage largest = InsertMessage(v, std::string(kMaxPayload, 'p'));
+  largest.SetProperty("big", std::string((1 << 20) - 64, 'v'));
+  ASSERT_TRUE(ErrorOf(client.ProduceOne(RequestOf(2, largest))).ok());
+  std::vector<Consumed> got = client.ConsumeAll(v, 1);
+  ASSERT_EQ(got.size(), 1u) << "acknowledged but not delivered";
+  EXPECT_EQ(got[0].message.GetProperty("big")->size(), (1u << 20) - 64);
+}
+
 TEST_F(StandaloneServerTest, BadInputIsRejectedAndTheServerKeepsServing) {
   std::ofstream(tmp_.path() + "/kf.yaml") << "max_payload_bytes: 1024\n";
   auto server = StartServer({"--config", tmp_.path() + "/kf.yaml"});
