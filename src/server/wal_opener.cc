@@ -41,8 +41,9 @@ std::unique_ptr<wal::WalOpener> WithOpenHook(std::unique_ptr<wal::WalOpener> ope
 
 void ApplyMessageLimits(const ServerConfig& config, wal::WalOptions* wal) {
   wal->txn.max_txn_bytes = config.max_payload_bytes;
-  wal->txn_buffer.max_held_bytes =
-      std::max<size_t>(wal->txn_buffer.max_held_bytes, 2 * config.max_payload_bytes);
+  wal->txn.max_open_bytes = std::max<uint64_t>(kMinOpenTxnBytes, 2 * config.max_payload_bytes);
+  // Readers may also hold failed txns until they expire (their end is not in the log).
+  wal->txn_buffer.max_held_bytes = 2 * wal->txn.max_open_bytes;
 }
 
 absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std::string& wal_dir,

@@ -34,8 +34,11 @@ absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std:
                                           meta::MetaStore* meta);
 
 // The WAL's limits that follow from max_payload_bytes: a committed transaction is delivered and
-// replicated as one message, so it is bounded like one (TxnManagerOptions::max_txn_bytes), and
-// each reader can hold two of the largest while it assembles them (TxnBufferOptions).
+// replicated as one message, so it is bounded like one (TxnManagerOptions::max_txn_bytes); the
+// open transactions of a pchannel hold at most twice that, and at least kMinOpenTxnBytes
+// (max_open_bytes); each reader, which holds them while it assembles Txns, has room for twice
+// as much (TxnBufferOptions).
+inline constexpr uint64_t kMinOpenTxnBytes = 128ull << 20;
 void ApplyMessageLimits(const ServerConfig& config, wal::WalOptions* wal);
 
 // `opener`, calling `before_open` with each pchannel before it opens it (a test hook,

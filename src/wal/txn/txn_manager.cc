@@ -72,6 +72,8 @@ absl::StatusOr<kingfisher::v1::TxnContext> TxnManager::BeginTxn(std::string_view
                                        " (the Begin's timetick) is already in use"));
   }
   Txn txn;
+  RETURN_IF_ERROR(CheckOpenBytesLocked(txn.bytes, "BeginTxn"));
+  open_bytes_ += txn.bytes;
   txn.vchannel = std::string(vchannel);
   txn.keepalive_ms = EffectiveKeepaliveMs(keepalive_ms);
   txn.begin_tt = tt;
@@ -148,10 +150,23 @@ absl::Status TxnManager::CheckDeadlineLocked(TxnId txn_id, Txn& txn, TimeTick tt
   return Expired(txn_id, what);
 }
 
+absl::Status TxnManager::CheckOpenBytesLocked(uint64_t bytes, std::string_view what) const {
+  if (options_.max_open_bytes == 0 || open_bytes_ + bytes <= options_.max_open_bytes) {
+    return absl::OkStatus();
+  }
+  return StreamingError(
+      StreamingCode::kRateLimited,
+      absl::StrCat(ToAbsl(what), " of ", bytes, " bytes: the open transactions of this pchannel ",
+                   "hold ", open_bytes_, " bytes, and may hold ", options_.max_open_bytes,
+                   " (every reader holds them until they end); retry once some commit or roll "
+                   "back"));
+}
+
 void TxnManager::DeactivateLocked(TxnId txn_id, Txn& txn, State state) {
   if (txn.state == State::kActive) {
     deadlines_.erase({txn.deadline, txn_id});
     active_.erase(txn_id);
+    open_bytes_ -= txn.bytes;
   }
   txn.state = state;
 }
@@ -208,7 +223,9 @@ absl::Status TxnManager::AddBody(TxnId txn_id, std::string_view vchannel, TimeTi
                      "; a committed transaction is delivered as one message and is bounded like "
                      "one): commit what it holds or roll it back"));
   }
+  RETURN_IF_ERROR(CheckOpenBytesLocked(bytes, "body"));
   txn.bytes += bytes;
+  open_bytes_ += bytes;
   deadlines_.erase({txn.deadline, txn_id});
   txn.deadline = TxnDeadline(tt, txn.keepalive_ms);
   deadlines_.emplace(txn.deadline, txn_id);

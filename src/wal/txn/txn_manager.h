@@ -26,6 +26,8 @@
 //   (that request is rejected; the txn itself is unharmed).
 // - INVALID_ARGUMENT: a body that would take its txn past max_txn_bytes (rejected; the txn is
 //   unharmed and may still commit what it holds, or roll back).
+// - RATE_LIMITED (RESOURCE_EXHAUSTED): a Begin or body that would take the active txns past
+//   max_open_bytes (rejected, the txn unharmed; retry once others commit, roll back or expire).
 // A rejected call changes nothing except the expiry transition it reports.
 //
 // Thread-safety: thread-safe (one internal mutex). Callbacks (CommitGate) run outside the mutex,
@@ -70,6 +72,10 @@ struct TxnManagerOptions {
   // each of its messages, Begin and Commit included. A committed txn is delivered, and
   // replicated, as one message: one larger than a node may send could never be read.
   uint64_t max_txn_bytes = 0;
+  // The most the active txns of the pchannel may hold together, counted alike (0: no bound).
+  // Every reader of the pchannel holds them while it assembles Txns (TxnBuffer): its buffer
+  // must be larger, or a reader would fail.
+  uint64_t max_open_bytes = 0;
 };
 
 // What each message of a txn counts beyond its encoded size: its framing inside the delivered
@@ -171,7 +177,10 @@ class TxnManager {
   // Expires `txn` if `tt` is past its deadline; returns TRANSACTION_EXPIRED then.
   absl::Status CheckDeadlineLocked(TxnId txn_id, Txn& txn, TimeTick tt, std::string_view what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Leaves kActive for `state` (drops it from the LCMID and deadline indexes).
+  // RATE_LIMITED if `bytes` more would take the active txns past max_open_bytes.
+  absl::Status CheckOpenBytesLocked(uint64_t bytes, std::string_view what) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Leaves kActive for `state` (drops it from the LCMID, deadline and open-bytes counts).
   void DeactivateLocked(TxnId txn_id, Txn& txn, State state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves a finished txn with nothing in flight to the retired memory; fires a committing
   // txn's gate once nothing is in flight.
@@ -188,6 +197,7 @@ class TxnManager {
   absl::flat_hash_map<TxnId, Retired> retired_ ABSL_GUARDED_BY(mu_);
   std::deque<TxnId> retired_order_ ABSL_GUARDED_BY(mu_);
   TimeTick opened_after_ ABSL_GUARDED_BY(mu_);
+  uint64_t open_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // what the active txns hold
 };
 
 std::string_view TxnStateName(TxnManager::State state);

@@ -162,6 +162,35 @@ TEST(TxnManagerLimitTest, ABodyPastTheLimitIsRejectedAndTheTxnIsUnharmed) {
   EXPECT_EQ(m.GetState(id), State::kCommitted);
 }
 
+TEST(TxnManagerLimitTest, TheOpenTxnsOfAPChannelAreBoundedTogether) {
+  // Each txn counts 2 for its Begin and Commit, each body its size plus 1 (kTxnMessageBytes).
+  TxnManager m({.max_open_bytes = 10 * kTxnMessageBytes});
+  auto a = m.BeginTxn("v1", 1000, Tt(100));
+  auto b = m.BeginTxn("v2", 1000, Tt(101));
+  ASSERT_TRUE(a.ok() && b.ok());
+  const TxnId ta(a->txn_id()), tb(b->txn_id());
+  ASSERT_TRUE(m.AddBody(ta, "v1", Tt(102), 2 * kTxnMessageBytes).ok());  // open: 4 + 3
+  absl::Status s = m.AddBody(tb, "v2", Tt(103), 3 * kTxnMessageBytes);   // would be 11
+  EXPECT_EQ(CodeOf(s), StreamingCode::kRateLimited) << s;
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(m.GetState(tb), State::kActive);
+  ASSERT_TRUE(m.AddBody(tb, "v2", Tt(104), 2 * kTxnMessageBytes).ok());  // exactly 10
+  EXPECT_EQ(CodeOf(m.BeginTxn("v3", 1000, Tt(105)).status()), StreamingCode::kRateLimited);
+  // What a txn held is free again once it ends: committed, rolled back or expired.
+  m.BodyDurable(ta);
+  GateProbe gate;
+  ASSERT_TRUE(m.Commit(ta, "v1", Tt(106), gate.Gate()).ok());
+  ASSERT_TRUE(m.AddBody(tb, "v2", Tt(107), 4 * kTxnMessageBytes).ok());  // 5 + 5
+  ASSERT_TRUE(m.Rollback(tb, "v2", Tt(108)).ok());
+  auto c = m.BeginTxn("v3", 1, Tt(109));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(m.AddBody(TxnId(c->txn_id()), "v3", Tt(110), 7 * kTxnMessageBytes).ok());
+  EXPECT_EQ(CodeOf(m.BeginTxn("v4", 1000, Tt(111)).status()), StreamingCode::kRateLimited);
+  m.ObserveWatermark(Tt(110 + 2 * kMs));  // c's keepalive (1 ms) passed
+  EXPECT_EQ(m.GetState(TxnId(c->txn_id())), State::kExpired);
+  EXPECT_TRUE(m.BeginTxn("v4", 1000, Tt(112 + 2 * kMs)).ok());
+}
+
 TEST(TxnManagerLimitTest, NoLimitByDefault) {
   TxnManager m;
   auto ctx = m.BeginTxn("v1", 1000, Tt(100));
