@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/errors.h"
 #include "common/testing/temp_dir.h"
 #include "message/builders.h"
@@ -183,6 +184,74 @@ TEST_F(SecondaryAppenderTest, ATransactionBecomesATxnOfThisWalAndIsTakenOnce) {
   EXPECT_EQ(log[3]->type(), MessageType::kCommitTxn);
   EXPECT_EQ(log[4]->message().payload(), "after");
   EXPECT_EQ(log[4]->message().replicate_header()->previous_time_tick(), 95u);
+}
+
+// A transaction is bounded by max_payload_bytes on the primary (TxnManagerOptions); its copy
+// carries a `_rh` per message on top, which must not make a secondary configured alike refuse
+// what the primary took.
+TEST(SecondaryTxnLimitTest, ATransactionAsLargeAsThePrimaryTakesIsTakenHere) {
+  constexpr uint64_t kLimit = 64 << 10;
+  kf::testing::TempDir dir;
+  auto tso = *TimestampAllocator::Open(dir.path() + "/tso", {});
+  auto open = [&](const std::string& pchannel, const std::string& cluster) {
+    auto wal =
+        std::make_unique<wal::WalImpl>(wal::WalOptions{.pchannel = pchannel,
+                                                       .cluster_id = cluster,
+                                                       .tso = tso.get(),
+                                                       .txn = {.max_txn_bytes = kLimit}},
+                                       std::make_unique<wal::testing::MemoryWalBackend>(pchannel));
+    EXPECT_TRUE(wal->Recover().ok());
+    return wal;
+  };
+  auto east = open("east-dml_0", "east");
+  auto west = open("west-dml_0", "west");
+  MutableMessage alter(MessageType::kAlterReplicateConfig, EastToWest().SerializeAsString());
+  alter.set_vchannel("west-dml_0_replicate");
+  ASSERT_TRUE(west->AppendSync({}, std::move(alter)).ok());
+
+  // Filled on the primary with small bodies until one is refused, then committed.
+  const std::string v = "east-dml_0_orders";
+  auto begin = east->AppendSync({}, NewBeginTxnMessage(v, 60'000));
+  ASSERT_TRUE(begin.ok()) << begin.status();
+  const TxnId txn(begin->txn->txn_id());
+  int bodies = 0;
+  for (;; ++bodies) {
+    MutableMessage body = InTxn(Row(std::string(200, 'r')), txn.value());
+    body.SetProperty("_ik", absl::StrCat("0123456789abcdef:", bodies));
+    auto r = east->AppendSync({}, std::move(body));
+    if (!r.ok()) {
+      ASSERT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+      break;
+    }
+  }
+  ASSERT_GT(bodies, 20);
+  ASSERT_TRUE(east->AppendSync({}, NewCommitTxnMessage(v, txn)).ok());
+
+  // Sent as the replicator sends it: the Txn's messages as the primary stored them.
+  auto scanner = *east->Read({});
+  v1::ReplicateAppendRequest request;
+  request.set_pchannel("west-dml_0");
+  request.set_source_cluster_id("east");
+  request.set_source_pchannel("east-dml_0");
+  for (;;) {
+    auto m = scanner->Next({}, absl::Now() + absl::Seconds(5));
+    ASSERT_TRUE(m.ok()) << m.status();
+    if ((*m)->type() != MessageType::kTxn) continue;
+    v1::ConsumedMessage* copy = request.add_messages();
+    for (const ImmutableMessagePtr& inner : wal::AsTxnMessage(**m)->inner()) {
+      v1::ConsumedMessage* piece = copy->add_inner();
+      piece->set_message_id(inner->id().Encode());
+      inner->message().EncodeTo(piece->mutable_message());
+    }
+    break;
+  }
+  ASSERT_EQ(request.messages(0).inner_size(), bodies + 2);
+  v1::ReplicateAppendResponse response = AppendReplicated(*west, request, {});
+  ASSERT_EQ(response.results_size(), 1);
+  EXPECT_FALSE(response.results(0).has_error())
+      << wire::FromProtoError(response.results(0).error());
+  east->Close();
+  west->Close();
 }
 
 TEST_F(SecondaryAppenderTest, Scenario14TheReappendRunsUnderReplicateSecondaryChildOfTheSource) {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/status_macros.h"
+#include "message/properties.h"
 #include "wal/run.h"
 
 namespace kf::wal {
@@ -26,9 +27,14 @@ absl::Status TxnInterceptor::BeforeSequence(AppendContext& a, TimeTick tt) {
       a.txn = std::move(txn);
       return absl::OkStatus();
     }
-    case AppendRole::kBody:
-      RETURN_IF_ERROR(txns_->AddBody(a.txn_id, vchannel, tt, a.msg.EncodedSize()));
+    case AppendRole::kBody: {
+      // A replicated copy (`_rh`) counts nothing: its primary bounded the transaction, with
+      // room for what the copy carries more (kTxnMessageBytes), and a secondary appends one
+      // replicated transaction at a time. Counted, a copy could exceed what its source took.
+      const uint64_t bytes = a.msg.HasProperty(prop::kReplicate) ? 0 : a.msg.EncodedSize();
+      RETURN_IF_ERROR(txns_->AddBody(a.txn_id, vchannel, tt, bytes));
       break;
+    }
     case AppendRole::kCommit:
       // The gate fires once every body in flight is answered (AfterDurable below), inside
       // Commit when none is: it lets go of the commit's run, which is answered after them.

@@ -220,8 +220,9 @@ absl::Status TxnManager::AddBody(TxnId txn_id, std::string_view vchannel, TimeTi
         absl::StrCat("body of transaction ", txn_id.value(), ": ", bytes,
                      " bytes would take the transaction past its limit of ", options_.max_txn_bytes,
                      " bytes (it holds ", txn.bytes,
-                     "; a committed transaction is delivered as one message and is bounded like "
-                     "one): commit what it holds or roll it back"));
+                     "): a committed transaction is delivered as one message and is bounded like "
+                     "one; split the work over smaller transactions (this one may still commit "
+                     "what it holds, or roll back)"));
   }
   RETURN_IF_ERROR(CheckOpenBytesLocked(bytes, "body"));
   txn.bytes += bytes;
