@@ -3,7 +3,7 @@
 # missing (so a warm machine pays nothing). Run as root (CI and dev machines are root).
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build ccache pkg-config clang-14 libclang-rt-14-dev clang-format
+  build-essential cmake ninja-build ccache pkg-config clang-14 libclang-rt-14-dev clang-format openssl
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libcurl4-openssl-dev libssl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libfaiss-dev libopenblas0-serial libomp-14-dev libcpp-httplib-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev nodejs npm

@@ -62,6 +62,17 @@ struct RetryPolicy {
   int max_attempts = 0;
 };
 
+// TLS on the connections to Kingfisher servers (docs/security.md). Off by default: plaintext.
+struct TlsOptions {
+  bool enabled = false;
+  // PEM file of the CA certificates that verify the servers; empty: the system's roots.
+  std::string ca_file;
+  // PEM files of this client's certificate chain and private key, for servers that require
+  // client certificates (mutual TLS); both or neither.
+  std::string cert_file;
+  std::string key_file;
+};
+
 struct ClientOptions {
   // host:port of the standalone server, the coordinator or any node.
   std::string endpoint = "127.0.0.1:19530";
@@ -79,6 +90,7 @@ struct ClientOptions {
   // The database of every collection call.
   std::string database = "default";
   RetryPolicy retry;
+  TlsOptions tls;
 };
 
 // kfctl status / StreamingCoord.GetStatus.

@@ -115,6 +115,17 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
                  "call, a collection DDL)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_flag("--tls", args->tls.enabled,
+               "connect over TLS, verifying the server with the system's CA certificates");
+  app.add_option("--tls-ca", args->tls.ca_file,
+                 "PEM file of the CA certificates that verify the server (implies --tls)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", args->tls.cert_file,
+                 "PEM certificate chain of this client, for servers that require one (implies "
+                 "--tls; needs --tls-key)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", args->tls.key_file, "PEM private key of --tls-cert")
+      ->check(CLI::ExistingFile);
   app.require_subcommand(1);
 
   ProduceArgs& p = args->produce;
@@ -297,6 +308,11 @@ ParseResult ParseArgs(const std::vector<std::string>& argv, Args* args) {
     result.exit_code = code == 0 ? kExitOk : kExitUsage;
     return result;
   }
+
+  if (args->tls.cert_file.empty() != args->tls.key_file.empty()) {
+    return UsageError("--tls-cert and --tls-key go together");
+  }
+  if (!args->tls.ca_file.empty() || !args->tls.cert_file.empty()) args->tls.enabled = true;
 
   if (*produce) {
     args->command = Args::Command::kProduce;

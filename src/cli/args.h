@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "kingfisher/client.h"
 #include "kingfisher/consumer.h"
 
 namespace kf::cli {
@@ -118,6 +119,8 @@ struct Args {
   };
   std::string endpoint = "127.0.0.1:19530";
   double timeout_seconds = 30;
+  // --tls, --tls-ca, --tls-cert, --tls-key (docs/security.md).
+  kingfisher::TlsOptions tls;
   Command command = Command::kNone;
   ProduceArgs produce;
   ConsumeArgs consume;

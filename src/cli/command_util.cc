@@ -20,6 +20,7 @@ absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectFor(const Args& args)
   o.status_timeout = timeout;
   o.ddl_timeout = timeout;
   o.attempt_timeout = std::min(o.attempt_timeout, o.append_timeout);
+  o.tls = args.tls;
   return kingfisher::Client::Connect(o);
 }
 

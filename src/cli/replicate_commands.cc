@@ -19,6 +19,7 @@
 #include "grpcpp/security/credentials.h"
 #include "kingfisher/v1/replicate.grpc.pb.h"
 #include "message/replicate_config.h"
+#include "wire/credentials.h"
 #include "wire/status_convert.h"
 
 namespace kf::cli {
@@ -40,8 +41,12 @@ absl::StatusOr<Cluster> ParseCluster(const std::string& flag, const std::string&
   return Cluster{text.substr(0, eq), text.substr(eq + 1)};
 }
 
-std::shared_ptr<grpc::Channel> ChannelTo(const std::string& endpoint) {
-  return grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
+absl::StatusOr<std::shared_ptr<grpc::Channel>> ChannelTo(const Args& args,
+                                                         const std::string& endpoint) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      wire::ChannelCredentials(args.tls);
+  if (!credentials.ok()) return credentials.status();
+  return grpc::CreateChannel(endpoint, *credentials);
 }
 
 void SetDeadline(const Args& args, grpc::ClientContext* ctx) {
@@ -50,7 +55,9 @@ void SetDeadline(const Args& args, grpc::ClientContext* ctx) {
 
 absl::StatusOr<v1::GetReplicateConfigResponse> GetConfig(const Args& args,
                                                          const std::string& endpoint) {
-  auto stub = v1::ReplicateAdmin::NewStub(ChannelTo(endpoint));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ChannelTo(args, endpoint);
+  if (!channel.ok()) return channel.status();
+  auto stub = v1::ReplicateAdmin::NewStub(*channel);
   grpc::ClientContext ctx;
   SetDeadline(args, &ctx);
   v1::GetReplicateConfigResponse response;
@@ -64,7 +71,12 @@ absl::StatusOr<v1::GetReplicateConfigResponse> GetConfig(const Args& args,
 // error printed) on failure.
 bool Alter(const Args& args, const v1::ReplicateConfiguration& config, const std::string& id,
            const std::string& endpoint, std::FILE* out, std::FILE* err) {
-  auto stub = v1::ReplicateAdmin::NewStub(ChannelTo(endpoint));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ChannelTo(args, endpoint);
+  if (!channel.ok()) {
+    PrintError(err, channel.status());
+    return false;
+  }
+  auto stub = v1::ReplicateAdmin::NewStub(*channel);
   grpc::ClientContext ctx;
   SetDeadline(args, &ctx);
   v1::AlterReplicateConfigRequest request;
@@ -85,7 +97,9 @@ bool Alter(const Args& args, const v1::ReplicateConfiguration& config, const std
 absl::Status AwaitHandover(const Args& args, const std::string& endpoint,
                            const google::protobuf::RepeatedPtrField<std::string>& pchannels,
                            const std::string& secondary) {
-  auto stub = v1::Replicate::NewStub(ChannelTo(endpoint));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ChannelTo(args, endpoint);
+  if (!channel.ok()) return channel.status();
+  auto stub = v1::Replicate::NewStub(*channel);
   const absl::Time deadline = absl::Now() + absl::Seconds(args.timeout_seconds);
   for (std::string missing;;) {
     grpc::ClientContext ctx;
@@ -227,7 +241,12 @@ int RunReplicatePromote(const Args& args, std::FILE* out, std::FILE* err) {
 }
 
 int RunReplicateStatus(const Args& args, std::FILE* out, std::FILE* err) {
-  auto stub = v1::Replicate::NewStub(ChannelTo(args.endpoint));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = ChannelTo(args, args.endpoint);
+  if (!channel.ok()) {
+    PrintError(err, channel.status());
+    return kExitUsage;
+  }
+  auto stub = v1::Replicate::NewStub(*channel);
   grpc::ClientContext ctx;
   SetDeadline(args, &ctx);
   v1::ReplicateStatusResponse status;

@@ -14,6 +14,7 @@
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "message/validate.h"
 #include "wire/channel_args.h"
+#include "wire/credentials.h"
 #include "wire/status_convert.h"
 
 namespace kingfisher {
@@ -47,7 +48,11 @@ absl::StatusOr<std::unique_ptr<kingfisher::Client>> ConnectWith(kingfisher::Clie
         "bad retry policy: need 0 <= initial_backoff <= max_backoff, multiplier >= 1, "
         "max_attempts >= 0");
   }
-  auto router = std::make_shared<Router>(options.endpoint, wire::PeerChannelArguments());
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      wire::ChannelCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  auto router = std::make_shared<Router>(options.endpoint, wire::PeerChannelArguments(),
+                                         *std::move(credentials));
   return std::make_unique<kingfisher::Client>(std::make_unique<kingfisher::Client::Impl>(
       std::move(options), std::move(router), std::move(local)));
 }

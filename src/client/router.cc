@@ -11,7 +11,9 @@
 
 namespace kf::client {
 
-Router::Router(std::string endpoint, grpc::ChannelArguments args) : args_(std::move(args)) {
+Router::Router(std::string endpoint, grpc::ChannelArguments args,
+               std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : args_(std::move(args)), credentials_(std::move(credentials)) {
   absl::MutexLock l(&mu_);
   endpoint_ = NodeAt(endpoint);
   discovery_ = std::thread([this] { DiscoveryLoop(); });
@@ -32,7 +34,7 @@ std::shared_ptr<Router::Node> Router::NodeAt(const std::string& address) {
     n = std::make_shared<Node>();
     n->address = address;
     grpc::ChannelArguments args = args_;
-    n->channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    n->channel = grpc::CreateCustomChannel(address, credentials_, args);
     n->stub = kingfisher::v1::StreamingNode::NewStub(n->channel);
   }
   return n;

@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 
@@ -50,7 +51,9 @@ class Router {
     int64_t version = 0;  // of the snapshot it came from
   };
 
-  Router(std::string endpoint, grpc::ChannelArguments args);
+  // Channels made with `args` and `credentials` (wire/credentials.h).
+  Router(std::string endpoint, grpc::ChannelArguments args,
+         std::shared_ptr<grpc::ChannelCredentials> credentials);
   ~Router();
 
   // The channel to the endpoint itself (status calls).
@@ -76,6 +79,7 @@ class Router {
   static constexpr absl::Duration kFollowPoll = absl::Milliseconds(50);
 
   const grpc::ChannelArguments args_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   std::shared_ptr<Node> endpoint_;
 
   mutable absl::Mutex mu_;

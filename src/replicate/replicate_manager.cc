@@ -58,7 +58,8 @@ void ReplicateManager::Reconcile() {
                                        .pchannel = info.pchannel,
                                        .secondary_id = target_id,
                                        .secondary_endpoint = target->endpoint(),
-                                       .secondary_pchannel = *peer},
+                                       .secondary_pchannel = *peer,
+                                       .credentials = options_.peer_credentials},
                    *wal};
     };
     if (role == ReplicateRole::Kind::kPrimary) {

@@ -40,6 +40,8 @@ class ReplicateManager {
     std::string cluster_id;
     absl::Duration interval = absl::Milliseconds(500);
     const DdlPieces* ddl_pieces = nullptr;  // borrowed; null: not resolved
+    // Of the connections to the secondaries (wire/credentials.h); null: plaintext.
+    std::shared_ptr<grpc::ChannelCredentials> peer_credentials;
   };
   struct Entry {
     Replicator::Options options;

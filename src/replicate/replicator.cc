@@ -26,7 +26,10 @@ namespace kf::replicate {
 // The secondary, as a session reaches it.
 class Peer {
  public:
-  explicit Peer(const std::string& endpoint) : router(endpoint, wire::PeerChannelArguments()) {}
+  Peer(const std::string& endpoint, std::shared_ptr<grpc::ChannelCredentials> credentials)
+      : router(
+            endpoint, wire::PeerChannelArguments(),
+            credentials != nullptr ? std::move(credentials) : grpc::InsecureChannelCredentials()) {}
   client::Router router;
   int64_t after_version = 0;  // a routing error asks for a newer assignment than this
 };
@@ -136,7 +139,7 @@ void Replicator::Loop(std::stop_token stop) {
   const std::string what = absl::StrCat("replicate ", options_.pchannel, " -> ",
                                         options_.secondary_id, "/", options_.secondary_pchannel);
   spdlog::info("{}: started (secondary endpoint {})", what, options_.secondary_endpoint);
-  Peer peer(options_.secondary_endpoint);
+  Peer peer(options_.secondary_endpoint, options_.credentials);
   absl::Duration backoff = options_.backoff_initial;
   bool handed_over = false, fenced = false;
   absl::Mutex sleep_mu;

@@ -33,6 +33,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
 #include "kingfisher/v1/replicate.pb.h"
 #include "wal/wal.h"
 
@@ -46,6 +47,8 @@ class Replicator {
     std::string secondary_id;
     std::string secondary_endpoint;
     std::string secondary_pchannel;
+    // Of the connection to the secondary (wire/credentials.h); null: plaintext.
+    std::shared_ptr<grpc::ChannelCredentials> credentials;
     size_t max_batch_bytes = 1 << 20;
     int max_batch_messages = 4096;
     absl::Duration call_timeout = absl::Seconds(10);

@@ -134,7 +134,8 @@ class CoordServiceTest : public ::testing::Test {
   void ExpectRouterFollowsFailover() {
     AddNode(1);
     StartServer(/*with_oracle=*/true);
-    client::Router router(server_->address(), grpc::ChannelArguments());
+    client::Router router(server_->address(), grpc::ChannelArguments(),
+                          grpc::InsecureChannelCredentials());
     ConfirmAllOn(1);
     auto first = router.Resolve("kf-dml_0", 0, absl::Now() + kWait);
     ASSERT_TRUE(first.ok()) << first.status();

@@ -23,7 +23,7 @@ absl::StatusOr<streaming::TimestampBatchFetcher::Batch> CoordTsoFetcher::Fetch(
       // rate limit (~10 s by default).
       args.SetInt("grpc.dns_min_time_between_resolutions_ms", 100);
       stub_ = kingfisher::v1::StreamingCoord::NewStub(
-          grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args));
+          grpc::CreateCustomChannel(address_, credentials_, args));
     }
     stub = stub_;
   }

@@ -9,10 +9,12 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/security/credentials.h"
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "streaming/assignment_view.h"
 #include "streaming/node/batched_timestamp_source.h"
@@ -21,12 +23,18 @@ namespace kf::rpc {
 
 class CoordTsoFetcher final : public streaming::TimestampBatchFetcher {
  public:
-  explicit CoordTsoFetcher(const streaming::AssignmentView* view) : view_(view) {}
+  // `credentials` (wire/credentials.h) null: plaintext.
+  explicit CoordTsoFetcher(const streaming::AssignmentView* view,
+                           std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr)
+      : view_(view),
+        credentials_(credentials != nullptr ? std::move(credentials)
+                                            : grpc::InsecureChannelCredentials()) {}
 
   absl::StatusOr<Batch> Fetch(uint32_t count, TimeTick at_least, absl::Time deadline) override;
 
  private:
   const streaming::AssignmentView* const view_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   absl::Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);
   // Shared with the calls in flight, so replacing it (a new coordinator) never pulls it from

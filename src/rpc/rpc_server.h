@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/server_credentials.h"
 #include "rpc/collection_service_options.h"
 #include "rpc/coord_service_options.h"
 #include "rpc/node_options.h"
@@ -46,6 +47,8 @@ class CompletionLoop;
 
 struct RpcServerOptions {
   std::string listen = "127.0.0.1:19530";  // HOST:PORT; port 0 picks a free port
+  // What the listener presents (wire/credentials.h); null: plaintext.
+  std::shared_ptr<grpc::ServerCredentials> credentials;
   // gRPC send/receive limit; must exceed the largest payload plus message overhead.
   size_t max_message_bytes = (64u << 20) + (4u << 20);
   // The StreamingNode service is served over this registry; null = not served.

@@ -68,6 +68,15 @@ const std::vector<SettingInfo>& AllSettings() {
       {"http_listen", "HTTP address for /healthz and /metrics HOST:PORT"},
       {"advertise_address",
        "HOST:PORT clients reach this server at (default: the bound listen address)"},
+      {"tls_cert_file",
+       "PEM certificate chain the gRPC listener serves TLS with (empty: plaintext)"},
+      {"tls_key_file", "PEM private key of tls_cert_file"},
+      {"tls_client_ca_file",
+       "PEM CA certificates that must sign a client's certificate (mutual TLS; empty: no "
+       "client certificates)"},
+      {"tls_ca_file",
+       "PEM CA certificates this server verifies the servers it dials with, when TLS is on "
+       "(empty: the system's roots)"},
       {"data_dir", "directory holding the WAL and node state"},
       {"cluster", "cluster name; pchannels are <cluster>-dml_<i>"},
       {"pchannels", "number of pchannels, fixed when the data dir is initialised"},
@@ -207,6 +216,17 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
     }
   }
   str("advertise_address", &c.advertise_address);
+  str("tls_cert_file", &c.tls_cert_file);
+  str("tls_key_file", &c.tls_key_file);
+  str("tls_client_ca_file", &c.tls_client_ca_file);
+  str("tls_ca_file", &c.tls_ca_file);
+  if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("tls_cert_file and tls_key_file go together: set both");
+  }
+  if (c.tls_cert_file.empty() && (!c.tls_client_ca_file.empty() || !c.tls_ca_file.empty())) {
+    return absl::InvalidArgumentError(
+        "tls_client_ca_file and tls_ca_file need tls_cert_file and tls_key_file (TLS is off)");
+  }
   str("etcd", &c.etcd);
   str("object_store", &c.object_store);
   if (c.wal_backend == "objectstore" && c.object_store.empty()) {

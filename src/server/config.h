@@ -25,6 +25,15 @@ struct ServerConfig {
   // Where clients reach this process (published in the metadata store for discovery). Empty:
   // the bound listen address, a wildcard host replaced by this machine's hostname.
   std::string advertise_address;
+  // TLS (docs/security.md). The gRPC listener serves TLS with this certificate chain and key
+  // (PEM; empty: plaintext), and requires client certificates signed by tls_client_ca_file's
+  // CAs when that is set. With TLS on, the process also dials the other Kingfisher servers
+  // (coordinator, nodes, logstores, a replication secondary) over TLS, verifying them with
+  // tls_ca_file's CAs (empty: the system's roots) and presenting its own certificate.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+  std::string tls_ca_file;
   std::string data_dir = "./kingfisher-data";
   std::string cluster = "kf";
   int pchannels = 4;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "rpc/rpc_server.h"
 #include "server/advertise.h"
+#include "server/credentials.h"
 #include "server/http_server.h"
 #include "spdlog/spdlog.h"
 #include "storage/meta/etcd_meta_store.h"
@@ -24,6 +25,12 @@ constexpr absl::Duration kConnectBackoffMax = absl::Seconds(5);
 }  // namespace
 
 int RunCoord(const ServerConfig& config, ShutdownSignals* signals) {
+  absl::StatusOr<ServerCredentialSet> credentials = LoadCredentials(config);
+  if (!credentials.ok()) {
+    spdlog::critical("kingfisher failed to start: {}",
+                     std::string(credentials.status().message()));
+    return 1;
+  }
   meta::EtcdMetaStore::Options etcd_options;
   etcd_options.endpoints = meta::EtcdMetaStore::ParseEndpoints(config.etcd);
   auto store = meta::EtcdMetaStore::Create(etcd_options);
@@ -41,7 +48,8 @@ int RunCoord(const ServerConfig& config, ShutdownSignals* signals) {
 
   // DDL (docs/ddl.md): a fresh broadcaster + catalog per acting term; the copies go out
   // through a client of this process's own address (the nodes are found by discovery).
-  streaming::ddl::ProducerAppender appender;
+  streaming::ddl::ProducerAppender appender(
+      kingfisher::ClientOptions{.tls = credentials->peer_tls});
   streaming::DdlHost::Options ddl_options;
   ddl_options.cluster = config.cluster;
   ddl_options.pchannels = config.PChannelNames();
@@ -75,6 +83,7 @@ int RunCoord(const ServerConfig& config, ShutdownSignals* signals) {
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
+  rpc_options.credentials = credentials->listener;
   rpc_options.coord.view = coordinator->view();
   rpc_options.coord.oracle = coordinator->oracle();
   rpc_options.collections.ddl = &ddl;

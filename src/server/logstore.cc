@@ -9,6 +9,7 @@
 #include "logstore/service/logstore_server.h"
 #include "logstore/service/registration.h"
 #include "server/advertise.h"
+#include "server/credentials.h"
 #include "server/http_server.h"
 #include "spdlog/spdlog.h"
 #include "storage/meta/etcd_meta_store.h"
@@ -26,6 +27,8 @@ struct LogStoreProcess {
 };
 
 absl::Status Open(const ServerConfig& config, LogStoreProcess* p) {
+  absl::StatusOr<ServerCredentialSet> credentials = LoadCredentials(config);
+  if (!credentials.ok()) return credentials.status();
   if (!config.object_store.empty()) {
     auto objects = object::OpenObjectStoreUrl(config.object_store, absl::Now() + absl::Seconds(30));
     if (!objects.ok()) return objects.status();
@@ -33,6 +36,7 @@ absl::Status Open(const ServerConfig& config, LogStoreProcess* p) {
   }
   logstore::LogStoreServerOptions options;
   options.listen = config.listen;
+  options.credentials = credentials->listener;
   options.data_dir = config.data_dir + "/logstore";
   options.object_store = p->objects.get();
   options.object_prefix = absl::StrCat(config.cluster, "/wal/quorum");

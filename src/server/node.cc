@@ -14,6 +14,7 @@
 #include "rpc/coord_tso_fetcher.h"
 #include "rpc/rpc_server.h"
 #include "server/advertise.h"
+#include "server/credentials.h"
 #include "server/data_dir.h"
 #include "server/http_server.h"
 #include "server/query_setup.h"
@@ -71,6 +72,8 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
     return absl::InvalidArgumentError("run node needs --node-id N (N >= 1, unique in the cluster)");
   }
   if (config.etcd.empty()) return absl::InvalidArgumentError("run node needs --etcd URL[,URL...]");
+  absl::StatusOr<ServerCredentialSet> credentials = LoadCredentials(config);
+  if (!credentials.ok()) return credentials.status();
   auto dir = DataDir::Open(config.data_dir, config.node_id,
                            DataDir::Identity{config.cluster, config.pchannels});
   if (!dir.ok()) return dir.status();
@@ -91,11 +94,11 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
       })) {
     return absl::CancelledError("shutdown requested during startup");
   }
-  n->tso_fetcher = std::make_unique<rpc::CoordTsoFetcher>(n->view.get());
+  n->tso_fetcher = std::make_unique<rpc::CoordTsoFetcher>(n->view.get(), credentials->peers);
   n->tso = std::make_unique<streaming::BatchedTimestampSource>(
       n->tso_fetcher.get(), streaming::BatchedTimestampSource::Options{});
 
-  auto wal = OpenWalStorage(config, n->data_dir->wal_dir(), n->store.get());
+  auto wal = OpenWalStorage(config, n->data_dir->wal_dir(), n->store.get(), credentials->peers);
   if (!wal.ok()) return wal.status();
   n->wal = *std::move(wal);
   n->registry = std::make_unique<streaming::node::DynamicWalRegistry>(config.PChannelNames());
@@ -115,11 +118,14 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
 
   n->ddl_pieces = std::make_unique<replicate::DdlPieces>(n->store.get(), config.cluster);
   n->replicators = std::make_unique<replicate::ReplicateManager>(
-      n->registry.get(), replicate::ReplicateManager::Options{.cluster_id = config.cluster,
-                                                              .ddl_pieces = n->ddl_pieces.get()});
+      n->registry.get(),
+      replicate::ReplicateManager::Options{.cluster_id = config.cluster,
+                                           .ddl_pieces = n->ddl_pieces.get(),
+                                           .peer_credentials = credentials->peers});
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
+  rpc_options.credentials = credentials->listener;
   rpc_options.max_message_bytes = config.max_payload_bytes + kMessageHeadroomBytes;
   rpc_options.wal_registry = n->registry.get();
   rpc_options.replicate.cluster_id = config.cluster;

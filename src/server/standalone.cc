@@ -15,6 +15,7 @@
 #include "replicate/replicate_manager.h"
 #include "rpc/rpc_server.h"
 #include "server/advertise.h"
+#include "server/credentials.h"
 #include "server/data_dir.h"
 #include "server/http_server.h"
 #include "server/query_setup.h"
@@ -112,6 +113,8 @@ absl::Status WaitDdl(ShutdownSignals* signals, Standalone* s) {
 
 absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const ServerHooks& hooks,
                   Standalone* s) {
+  absl::StatusOr<ServerCredentialSet> credentials = LoadCredentials(config);
+  if (!credentials.ok()) return credentials.status();
   auto dir = DataDir::Open(config.data_dir, kStandaloneNodeId,
                            DataDir::Identity{config.cluster, config.pchannels});
   if (!dir.ok()) return dir.status();
@@ -132,7 +135,8 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   s->store = *std::move(store);
 
   // DDL (docs/ddl.md): one DdlHost, a fresh broadcaster + catalog per coordinator term.
-  s->appender = std::make_unique<streaming::ddl::ProducerAppender>();
+  s->appender = std::make_unique<streaming::ddl::ProducerAppender>(
+      kingfisher::ClientOptions{.tls = credentials->peer_tls});
   streaming::DdlHost::Options ddl;
   ddl.cluster = config.cluster;
   ddl.pchannels = config.PChannelNames();
@@ -153,7 +157,7 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
   if (!coordinator.ok()) return coordinator.status();
   s->coordinator = *std::move(coordinator);
 
-  auto wal = OpenWalStorage(config, s->data_dir->wal_dir(), s->store.get());
+  auto wal = OpenWalStorage(config, s->data_dir->wal_dir(), s->store.get(), credentials->peers);
   if (!wal.ok()) return wal.status();
   s->wal = *std::move(wal);
   s->wal.opener = WithOpenHook(std::move(s->wal.opener), hooks.before_wal_open);
@@ -167,11 +171,14 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, const Se
 
   s->ddl_pieces = std::make_unique<replicate::DdlPieces>(s->store.get(), config.cluster);
   s->replicators = std::make_unique<replicate::ReplicateManager>(
-      s->registry.get(), replicate::ReplicateManager::Options{.cluster_id = config.cluster,
-                                                              .ddl_pieces = s->ddl_pieces.get()});
+      s->registry.get(),
+      replicate::ReplicateManager::Options{.cluster_id = config.cluster,
+                                           .ddl_pieces = s->ddl_pieces.get(),
+                                           .peer_credentials = credentials->peers});
 
   rpc::RpcServerOptions rpc_options;
   rpc_options.listen = config.listen;
+  rpc_options.credentials = credentials->listener;
   rpc_options.max_message_bytes = config.max_payload_bytes + kMessageHeadroomBytes;
   rpc_options.wal_registry = s->registry.get();
   rpc_options.replicate.cluster_id = config.cluster;

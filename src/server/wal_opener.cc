@@ -46,8 +46,9 @@ void ApplyMessageLimits(const ServerConfig& config, wal::WalOptions* wal) {
   wal->txn_buffer.max_held_bytes = 2 * wal->txn.max_open_bytes;
 }
 
-absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std::string& wal_dir,
-                                          meta::MetaStore* meta) {
+absl::StatusOr<WalStorage> OpenWalStorage(
+    const ServerConfig& config, const std::string& wal_dir, meta::MetaStore* meta,
+    std::shared_ptr<grpc::ChannelCredentials> peer_credentials) {
   const uint64_t max_entry = config.max_payload_bytes + kMessageHeadroomBytes;
   WalStorage out;
   if (config.wal_backend == "objectstore") {
@@ -80,6 +81,7 @@ absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std:
     options.object_prefix = absl::StrCat(config.cluster, "/wal/quorum");
     options.segment_bytes = config.wal_segment_bytes;
     options.max_entry_bytes = std::max(options.max_entry_bytes, max_entry);
+    options.credentials = std::move(peer_credentials);
     out.opener = wal::quorum::NewQuorumOpener(std::move(options));
     return out;
   }

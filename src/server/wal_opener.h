@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "grpcpp/security/credentials.h"
 #include "server/config.h"
 #include "storage/meta/meta_store.h"
 #include "storage/object/object_store.h"
@@ -29,9 +30,11 @@ struct WalStorage {
 // over config.logstores (or those registered under kf/<cluster>/logstores/), metadata in `meta`
 // under kf/<cluster>/wal/quorum (docs/quorum-wal.md). Entry
 // limits are raised to fit the largest message the configuration accepts (payload plus
-// properties: kMessageHeadroomBytes). Errors: the object store's (unreachable, bad URL).
-absl::StatusOr<WalStorage> OpenWalStorage(const ServerConfig& config, const std::string& wal_dir,
-                                          meta::MetaStore* meta);
+// properties: kMessageHeadroomBytes). The quorum backend dials its logstores with
+// `peer_credentials` (server/credentials.h). Errors: the object store's (unreachable, bad URL).
+absl::StatusOr<WalStorage> OpenWalStorage(
+    const ServerConfig& config, const std::string& wal_dir, meta::MetaStore* meta,
+    std::shared_ptr<grpc::ChannelCredentials> peer_credentials);
 
 // The WAL's limits that follow from max_payload_bytes: a committed transaction is delivered and
 // replicated as one message, so it is bounded like one (TxnManagerOptions::max_txn_bytes); the

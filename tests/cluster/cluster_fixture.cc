@@ -141,8 +141,10 @@ std::vector<std::string> Load::InFlight(int p) const {
 void ClusterTest::SetUp() {
   const absl::Status etcd = etcd_.Start();
   ASSERT_TRUE(etcd.ok()) << etcd;
-  const std::vector<std::string> common = {
+  std::vector<std::string> common = {
       "--etcd", etcd_.endpoint(), "--cluster", kCluster, "--pchannels", "3", "--lease-ttl", "2"};
+  const std::vector<std::string> tls = ServerTlsArgs();
+  common.insert(common.end(), tls.begin(), tls.end());
   std::vector<std::string> coord_args = common;
   coord_args.insert(coord_args.end(), {"--balance-interval", "1"});
   coord_ = std::make_unique<ServerProcess>(ServerProcess::Options{
@@ -150,9 +152,11 @@ void ClusterTest::SetUp() {
   ASSERT_TRUE(coord_->Start()) << coord_->Output();
   if (WalBackend() == "quorum") {
     for (int i = 1; i <= 3; ++i) {
+      std::vector<std::string> args = {"--etcd", etcd_.endpoint(), "--cluster", kCluster};
+      args.insert(args.end(), tls.begin(), tls.end());
       logstores_.push_back(std::make_unique<ServerProcess>(
           ServerProcess::Options{.data_dir = absl::StrCat(dir_.path(), "/logstore", i),
-                                 .extra_args = {"--etcd", etcd_.endpoint(), "--cluster", kCluster},
+                                 .extra_args = std::move(args),
                                  .role = "logstore"}));
       ASSERT_TRUE(logstores_.back()->Start()) << logstores_.back()->Output();
     }
@@ -185,6 +189,7 @@ std::unique_ptr<kingfisher::Client> ClusterTest::Connect(kingfisher::Duration at
   options.endpoint = coord_->address();
   options.attempt_timeout = attempt_timeout;
   options.append_timeout = append_timeout;
+  options.tls = ClientTls();
   auto client = kingfisher::Client::Connect(options);
   EXPECT_TRUE(client.ok()) << client.status();
   return client.ok() ? *std::move(client) : nullptr;

@@ -91,6 +91,10 @@ class ClusterTest : public ::testing::Test {
   virtual std::string WalBackend() const { return "local"; }
   // More flags for every node.
   virtual std::vector<std::string> NodeArgs() const { return {}; }
+  // More flags for every process (coordinator, logstores, nodes), and the TLS of the clients
+  // Connect makes: a cluster over TLS (docs/security.md).
+  virtual std::vector<std::string> ServerTlsArgs() const { return {}; }
+  virtual kingfisher::TlsOptions ClientTls() const { return {}; }
 
   // A client of the coordinator's endpoint with a generous append timeout.
   std::unique_ptr<kingfisher::Client> Connect(

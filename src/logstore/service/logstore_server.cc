@@ -22,7 +22,10 @@ absl::StatusOr<std::unique_ptr<LogStoreServer>> LogStoreServer::Start(
   s->service_ = std::make_unique<LogStoreService>(s->store_.get());
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(s->options_.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(s->options_.listen,
+                           s->options_.credentials != nullptr ? s->options_.credentials
+                                                              : grpc::InsecureServerCredentials(),
+                           &port);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // common/listen_error.h
   builder.SetMaxReceiveMessageSize(static_cast<int>(s->options_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(s->options_.max_message_bytes));

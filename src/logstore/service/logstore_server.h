@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/server_credentials.h"
 #include "logstore/store/segment_store.h"
 #include "storage/object/object_store.h"
 
@@ -34,6 +35,8 @@ struct LogStoreServerOptions {
   std::string object_prefix = "kf/wal/quorum";  // objects: SegmentObjectKey(prefix, ...)
   absl::Duration upload_interval = absl::Seconds(1);
   size_t max_message_bytes = 96u << 20;
+  // What the listener presents (wire/credentials.h); null: plaintext.
+  std::shared_ptr<grpc::ServerCredentials> credentials;
 };
 
 class LogStoreServer {

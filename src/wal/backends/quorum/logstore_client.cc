@@ -13,11 +13,13 @@ struct LogStoreClient::Stub {
   std::unique_ptr<kingfisher::v1::LogStore::Stub> stub;
 };
 
-LogStoreClient::LogStoreClient(std::string address)
+LogStoreClient::LogStoreClient(std::string address,
+                               std::shared_ptr<grpc::ChannelCredentials> credentials)
     : address_(std::move(address)), stub_(std::make_unique<Stub>()) {
   // A restarted logstore is reachable again within a second.
-  auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(),
-                                           wire::PeerChannelArguments());
+  auto channel = grpc::CreateCustomChannel(
+      address_, credentials != nullptr ? credentials : grpc::InsecureChannelCredentials(),
+      wire::PeerChannelArguments());
   stub_->stub = kingfisher::v1::LogStore::NewStub(channel);
 }
 
@@ -73,7 +75,7 @@ absl::Status LogStoreClient::DeleteSegment(const kingfisher::v1::DeleteSegmentRe
 std::shared_ptr<LogStoreClient> LogStorePool::Get(const std::string& address) {
   absl::MutexLock l(&mu_);
   auto& c = clients_[address];
-  if (c == nullptr) c = std::make_shared<LogStoreClient>(address);
+  if (c == nullptr) c = std::make_shared<LogStoreClient>(address, credentials_);
   return c;
 }
 

@@ -21,13 +21,15 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
 #include "kingfisher/v1/logstore.pb.h"
 
 namespace kf::wal::quorum {
 
 class LogStoreClient {
  public:
-  explicit LogStoreClient(std::string address);
+  // `credentials` (wire/credentials.h) null: plaintext.
+  LogStoreClient(std::string address, std::shared_ptr<grpc::ChannelCredentials> credentials);
   ~LogStoreClient();
 
   const std::string& address() const { return address_; }
@@ -54,9 +56,13 @@ class LogStoreClient {
 
 class LogStorePool {
  public:
+  // Clients dial with `credentials` (null: plaintext).
+  explicit LogStorePool(std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr)
+      : credentials_(std::move(credentials)) {}
   std::shared_ptr<LogStoreClient> Get(const std::string& address);
 
  private:
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<LogStoreClient>> clients_ ABSL_GUARDED_BY(mu_);
 };

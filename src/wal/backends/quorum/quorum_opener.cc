@@ -16,7 +16,8 @@ namespace {
 
 class QuorumOpener final : public WalOpener {
  public:
-  explicit QuorumOpener(QuorumOpenerOptions options) : options_(std::move(options)) {}
+  explicit QuorumOpener(QuorumOpenerOptions options)
+      : options_(std::move(options)), pool_(options_.credentials) {}
 
   WalKind kind() const override { return WalKind::kQuorum; }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
 #include "storage/meta/meta_store.h"
 #include "storage/object/object_store.h"
 #include "wal/backend.h"
@@ -39,6 +40,8 @@ struct QuorumOpenerOptions {
   uint64_t max_queue_bytes = 256ull << 20;         // not yet acknowledged bytes: RESOURCE_EXHAUSTED
   uint64_t max_entry_bytes = 80ull << 20;          // larger entries: INVALID_ARGUMENT
   absl::Duration rpc_timeout = absl::Seconds(5);
+  // Of the connections to the logstores (wire/credentials.h); null: plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
   // An entry not durable on 2 logstores this long after its Append fails the writer: its
   // callback and every later one get UNAVAILABLE, and so do later Appends (reopen to resume).
   absl::Duration ack_timeout = absl::Seconds(10);

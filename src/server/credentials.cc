@@ -1,0 +1,38 @@
+#include "server/credentials.h"
+
+#include <utility>
+
+#include "spdlog/spdlog.h"
+#include "wire/credentials.h"
+
+namespace kf::server {
+
+absl::StatusOr<ServerCredentialSet> LoadCredentials(const ServerConfig& config) {
+  ServerCredentialSet out;
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> listener =
+      wire::ServerCredentials(wire::ServerTls{.cert_file = config.tls_cert_file,
+                                              .key_file = config.tls_key_file,
+                                              .client_ca_file = config.tls_client_ca_file});
+  if (!listener.ok()) return listener.status();
+  out.listener = *std::move(listener);
+  if (!config.tls_cert_file.empty()) {
+    if (config.tls_ca_file.empty()) {
+      spdlog::warn(
+          "tls_ca_file is not set: the servers this one dials (other roles, logstores, a "
+          "replication secondary, and its own listener for DDL) are verified with the system's "
+          "CA certificates; if {} is signed by a private CA, set tls_ca_file to that CA",
+          config.tls_cert_file);
+    }
+    out.peer_tls = kingfisher::TlsOptions{.enabled = true,
+                                          .ca_file = config.tls_ca_file,
+                                          .cert_file = config.tls_cert_file,
+                                          .key_file = config.tls_key_file};
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> peers =
+      wire::ChannelCredentials(out.peer_tls);
+  if (!peers.ok()) return peers.status();
+  out.peers = *std::move(peers);
+  return out;
+}
+
+}  // namespace kf::server
