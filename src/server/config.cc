@@ -84,6 +84,10 @@ const std::vector<SettingInfo>& AllSettings() {
       {"max_payload_bytes", "largest accepted message payload in bytes"},
       {"log_level", "trace, debug, info, warn, error, critical or off"},
       {"etcd", "etcd endpoints URL[,URL...] (distributed roles: required by coord)"},
+      {"etcd_ca_file",
+       "PEM CA certificates that verify etcd's https:// endpoints (empty: the system's roots)"},
+      {"etcd_cert_file", "PEM client certificate for an etcd that asks for one"},
+      {"etcd_key_file", "PEM private key of etcd_cert_file"},
       {"object_store",
        "file:///DIR or s3://[ACCESS:SECRET@]HOST:PORT/BUCKET: the objectstore WAL's blocks and "
        "sealed segments (standalone default for segments: file://DATA_DIR/objects)"},
@@ -220,6 +224,12 @@ absl::StatusOr<ServerConfig> ResolveConfig(const Settings& flags, const Settings
   str("tls_key_file", &c.tls_key_file);
   str("tls_client_ca_file", &c.tls_client_ca_file);
   str("tls_ca_file", &c.tls_ca_file);
+  str("etcd_ca_file", &c.etcd_ca_file);
+  str("etcd_cert_file", &c.etcd_cert_file);
+  str("etcd_key_file", &c.etcd_key_file);
+  if (c.etcd_cert_file.empty() != c.etcd_key_file.empty()) {
+    return absl::InvalidArgumentError("etcd_cert_file and etcd_key_file go together: set both");
+  }
   if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
     return absl::InvalidArgumentError("tls_cert_file and tls_key_file go together: set both");
   }

@@ -43,6 +43,11 @@ struct ServerConfig {
   // For the distributed roles and the remote backends (not available yet): accepted and kept so
   // that one config file serves every role.
   std::string etcd;
+  // TLS to etcd (https:// endpoints): the CAs that verify it (empty: the system's roots), and
+  // a client certificate and key when etcd asks for one (docs/security.md).
+  std::string etcd_ca_file;
+  std::string etcd_cert_file;
+  std::string etcd_key_file;
   std::string object_store;
   std::string logstores;
   // Seconds a graceful shutdown waits for in-flight appends before cancelling them.

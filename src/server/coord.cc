@@ -27,13 +27,16 @@ constexpr absl::Duration kConnectBackoffMax = absl::Seconds(5);
 int RunCoord(const ServerConfig& config, ShutdownSignals* signals) {
   absl::StatusOr<ServerCredentialSet> credentials = LoadCredentials(config);
   if (!credentials.ok()) {
-    spdlog::critical("kingfisher failed to start: {}",
-                     std::string(credentials.status().message()));
+    spdlog::critical("kingfisher failed to start: {}", std::string(credentials.status().message()));
     return 1;
   }
-  meta::EtcdMetaStore::Options etcd_options;
-  etcd_options.endpoints = meta::EtcdMetaStore::ParseEndpoints(config.etcd);
-  auto store = meta::EtcdMetaStore::Create(etcd_options);
+  absl::StatusOr<meta::EtcdMetaStore::Options> etcd_options = EtcdOptions(config);
+  if (!etcd_options.ok()) {
+    spdlog::critical("kingfisher failed to start: {}",
+                     std::string(etcd_options.status().message()));
+    return 1;
+  }
+  auto store = meta::EtcdMetaStore::Create(*std::move(etcd_options));
   if (!store.ok()) {
     spdlog::critical("kingfisher failed to start: --etcd '{}': {}", config.etcd,
                      std::string(store.status().message()));

@@ -35,4 +35,18 @@ absl::StatusOr<ServerCredentialSet> LoadCredentials(const ServerConfig& config) 
   return out;
 }
 
+absl::StatusOr<meta::EtcdMetaStore::Options> EtcdOptions(const ServerConfig& config) {
+  meta::EtcdMetaStore::Options options;
+  options.endpoints = meta::EtcdMetaStore::ParseEndpoints(config.etcd);
+  const kingfisher::TlsOptions tls{.enabled = true,
+                                   .ca_file = config.etcd_ca_file,
+                                   .cert_file = config.etcd_cert_file,
+                                   .key_file = config.etcd_key_file};
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      wire::ChannelCredentials(tls, "etcd_");
+  if (!credentials.ok()) return credentials.status();
+  options.tls_credentials = *std::move(credentials);
+  return options;
+}
+
 }  // namespace kf::server

@@ -13,6 +13,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "kingfisher/client.h"
 #include "server/config.h"
+#include "storage/meta/etcd_meta_store.h"
 
 namespace kf::server {
 
@@ -26,5 +27,9 @@ struct ServerCredentialSet {
 };
 
 absl::StatusOr<ServerCredentialSet> LoadCredentials(const ServerConfig& config);
+
+// The metadata store's options: `etcd`'s endpoints, its https ones dialed with etcd_ca_file,
+// etcd_cert_file and etcd_key_file.
+absl::StatusOr<meta::EtcdMetaStore::Options> EtcdOptions(const ServerConfig& config);
 
 }  // namespace kf::server

@@ -48,9 +48,9 @@ absl::Status Open(const ServerConfig& config, LogStoreProcess* p) {
   if (!http.ok()) return http.status();
   p->http = *std::move(http);
   if (!config.etcd.empty()) {
-    meta::EtcdMetaStore::Options etcd;
-    etcd.endpoints = meta::EtcdMetaStore::ParseEndpoints(config.etcd);
-    auto store = meta::EtcdMetaStore::Create(std::move(etcd));
+    absl::StatusOr<meta::EtcdMetaStore::Options> etcd = EtcdOptions(config);
+    if (!etcd.ok()) return etcd.status();
+    auto store = meta::EtcdMetaStore::Create(*std::move(etcd));
     if (!store.ok()) return store.status();
     p->etcd = *std::move(store);
     const std::string address = AdvertisedAddress(config.advertise_address, p->server->address());

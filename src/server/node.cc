@@ -79,9 +79,9 @@ absl::Status Open(const ServerConfig& config, ShutdownSignals* signals, Node* n)
   if (!dir.ok()) return dir.status();
   n->data_dir = *std::move(dir);
 
-  meta::EtcdMetaStore::Options etcd;
-  etcd.endpoints = meta::EtcdMetaStore::ParseEndpoints(config.etcd);
-  auto store = meta::EtcdMetaStore::Create(std::move(etcd));
+  absl::StatusOr<meta::EtcdMetaStore::Options> etcd = EtcdOptions(config);
+  if (!etcd.ok()) return etcd.status();
+  auto store = meta::EtcdMetaStore::Create(*std::move(etcd));
   if (!store.ok()) return store.status();
   n->store = *std::move(store);
 

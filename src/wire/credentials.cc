@@ -44,15 +44,16 @@ absl::Status ReadKeyPair(const std::string& cert_setting, const std::string& cer
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(
-    const kingfisher::TlsOptions& tls) {
+    const kingfisher::TlsOptions& tls, const std::string& setting) {
   if (!tls.enabled) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions ssl;
   if (!tls.ca_file.empty()) {
-    absl::StatusOr<std::string> roots = ReadPem("tls ca_file", tls.ca_file);
+    absl::StatusOr<std::string> roots = ReadPem(absl::StrCat(setting, "ca_file"), tls.ca_file);
     if (!roots.ok()) return roots.status();
     ssl.pem_root_certs = *std::move(roots);
   }
-  if (absl::Status s = ReadKeyPair("tls cert_file", tls.cert_file, "tls key_file", tls.key_file,
+  if (absl::Status s = ReadKeyPair(absl::StrCat(setting, "cert_file"), tls.cert_file,
+                                   absl::StrCat(setting, "key_file"), tls.key_file,
                                    &ssl.pem_cert_chain, &ssl.pem_private_key);
       !s.ok()) {
     return s;

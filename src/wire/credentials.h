@@ -24,8 +24,9 @@ struct ServerTls {
   std::string client_ca_file;
 };
 
+// `setting` prefixes the names of the files in errors ("tls ca_file ...", "etcd_ca_file ...").
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(
-    const kingfisher::TlsOptions& tls);
+    const kingfisher::TlsOptions& tls, const std::string& setting = "tls ");
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const ServerTls& tls);
 

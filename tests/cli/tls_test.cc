@@ -1,7 +1,7 @@
 // TLS on the gRPC listener of `kingfisher run standalone` (docs/security.md), end to end: the
 // client library and kfctl over TLS, what a client that does not trust the server or brings no
 // certificate gets, and the server's start with bad TLS settings. The certificates are made
-// by `openssl` for each test (test_certs.h).
+// by `openssl` for each test (common/testing/test_certs.h).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/test_certs.h"
 #include "kfctl_runner.h"
 #include "kingfisher/client.h"
 #include "server_process.h"
-#include "test_certs.h"
 
 namespace kf::testing {
 namespace {

@@ -139,6 +139,7 @@ std::vector<std::string> Load::InFlight(int p) const {
 // ---- ClusterTest ----
 
 void ClusterTest::SetUp() {
+  if (auto tls = EtcdTls()) etcd_.set_tls(*std::move(tls));
   const absl::Status etcd = etcd_.Start();
   ASSERT_TRUE(etcd.ok()) << etcd;
   std::vector<std::string> common = {

@@ -95,6 +95,10 @@ class ClusterTest : public ::testing::Test {
   // Connect makes: a cluster over TLS (docs/security.md).
   virtual std::vector<std::string> ServerTlsArgs() const { return {}; }
   virtual kingfisher::TlsOptions ClientTls() const { return {}; }
+  // etcd over TLS (its endpoint is then https://; the processes need --etcd-* flags).
+  virtual std::optional<kf::meta::testing::EtcdProcess::Tls> EtcdTls() const {
+    return std::nullopt;
+  }
 
   // A client of the coordinator's endpoint with a generous append timeout.
   std::unique_ptr<kingfisher::Client> Connect(

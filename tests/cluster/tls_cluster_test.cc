@@ -1,15 +1,16 @@
-// A cluster over mutual TLS (docs/security.md): the coordinator, three nodes and three
+// A cluster over mutual TLS (docs/security.md): etcd, the coordinator, three nodes and three
 // logstores (the quorum backend) each present the test server certificate and require a
 // client certificate signed by the test CA, so every connection between them is TLS with the
-// dialer's own certificate: a node's timestamp fetches from the coordinator, its appends to the
-// logstores, the coordinator's DDL broadcast to the nodes, and the client's calls to all.
+// dialer's own certificate: each process's calls to etcd, a node's timestamp fetches from the
+// coordinator, its appends to the logstores, the coordinator's DDL broadcast to the nodes, and
+// the client's calls to all.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "cluster_fixture.h"
-#include "test_certs.h"
+#include "common/testing/test_certs.h"
 
 namespace kf::cluster_testing {
 namespace {
@@ -24,8 +25,15 @@ class TlsClusterTest : public ClusterTest {
   }
   std::string WalBackend() const override { return "quorum"; }
   std::vector<std::string> ServerTlsArgs() const override {
-    return {"--tls-cert-file",      certs_.server_cert, "--tls-key-file", certs_.server_key,
-            "--tls-client-ca-file", certs_.ca,          "--tls-ca-file",  certs_.ca};
+    return {"--tls-cert-file",      certs_.server_cert, "--tls-key-file",   certs_.server_key,
+            "--tls-client-ca-file", certs_.ca,          "--tls-ca-file",    certs_.ca,
+            "--etcd-ca-file",       certs_.ca,          "--etcd-cert-file", certs_.client_cert,
+            "--etcd-key-file",      certs_.client_key};
+  }
+  std::optional<kf::meta::testing::EtcdProcess::Tls> EtcdTls() const override {
+    return kf::meta::testing::EtcdProcess::Tls{.cert_file = certs_.server_cert,
+                                               .key_file = certs_.server_key,
+                                               .client_ca_file = certs_.ca};
   }
   kingfisher::TlsOptions ClientTls() const override {
     return {.enabled = true,

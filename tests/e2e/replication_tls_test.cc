@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "common/testing/temp_dir.h"
+#include "common/testing/test_certs.h"
 #include "gtest/gtest.h"
 #include "kfctl_runner.h"
 #include "kingfisher/client.h"
 #include "server_process.h"
-#include "test_certs.h"
 
 namespace kf {
 namespace {

@@ -113,8 +113,12 @@ pb::RequestOp ToPb(const Op& op) {
   return out;
 }
 
-std::string StripScheme(std::string endpoint) {
+// `endpoint` without its scheme; `*tls` tells whether it was https.
+std::string StripScheme(std::string endpoint, bool* tls) {
   constexpr std::string_view kHttp = "http://";
+  constexpr std::string_view kHttps = "https://";
+  *tls = endpoint.rfind(kHttps, 0) == 0;
+  if (*tls) endpoint.erase(0, kHttps.size());
   if (endpoint.rfind(kHttp, 0) == 0) endpoint.erase(0, kHttp.size());
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
   return endpoint;
@@ -152,9 +156,6 @@ absl::StatusOr<std::unique_ptr<EtcdMetaStore>> EtcdMetaStore::Create(Options opt
   if (options.endpoints.empty()) return absl::InvalidArgumentError("etcd: no endpoints");
   auto channels = std::make_shared<Channels>();
   for (const std::string& endpoint : options.endpoints) {
-    if (endpoint.rfind("https://", 0) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("etcd: TLS is not supported: ", endpoint));
-    }
     grpc::ChannelArguments args;
     // Reconnect quickly after an etcd restart (gRPC's default backoff grows to 120 s).
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -168,8 +169,15 @@ absl::StatusOr<std::unique_ptr<EtcdMetaStore>> EtcdMetaStore::Create(Options opt
     // more often than every 5 s (--grpc-keepalive-min-time).
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-    Channels::Endpoint e{.address = StripScheme(endpoint)};
-    auto channel = grpc::CreateCustomChannel(e.address, grpc::InsecureChannelCredentials(), args);
+    bool tls = false;
+    Channels::Endpoint e{.address = StripScheme(endpoint, &tls)};
+    std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+    if (tls) {
+      credentials = options.tls_credentials != nullptr
+                        ? options.tls_credentials
+                        : grpc::SslCredentials(grpc::SslCredentialsOptions());
+    }
+    auto channel = grpc::CreateCustomChannel(e.address, credentials, args);
     e.kv = pb::KV::NewStub(channel);
     e.lease = pb::Lease::NewStub(channel);
     e.watch = pb::Watch::NewStub(channel);

@@ -19,6 +19,9 @@
 // needs no background thread. etcd grants whole seconds and at least its minimum TTL
 // (1.5 × election timeout, rounded up); the granted TTL is returned.
 //
+// TLS: an "https://" endpoint is dialed over TLS with Options::tls_credentials (the system's
+// roots when null), an "http://" or bare one in plaintext.
+//
 // Thread-safety: thread-safe. Ownership: owns its channels and watch threads; WatchHandles
 // must be destroyed before the store. Errors: gRPC status codes mapped 1:1 (etcd answers
 // NOT_FOUND for an unknown lease, OUT_OF_RANGE for a compacted or future revision).
@@ -35,15 +38,19 @@
 
 namespace grpc {
 class Channel;
-}
+class ChannelCredentials;
+}  // namespace grpc
 
 namespace kf::meta {
 
 class EtcdMetaStore final : public MetaStore {
  public:
   struct Options {
-    // "http://host:port" or "host:port"; at least one. TLS is not supported.
+    // "http://host:port", "https://host:port" or "host:port" (plaintext); at least one.
     std::vector<std::string> endpoints;
+    // Of the https endpoints: CA certificates, and a client certificate when etcd asks for one
+    // (grpc::SslCredentials). Null: the system's roots, no client certificate.
+    std::shared_ptr<grpc::ChannelCredentials> tls_credentials;
     absl::Duration watch_backoff_initial = absl::Milliseconds(50);
     absl::Duration watch_backoff_max = absl::Seconds(2);
   };

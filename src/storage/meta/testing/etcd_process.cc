@@ -40,6 +40,9 @@ void EtcdProcess::PickPorts() {
   do {
     peer_port_ = ::kf::testing::FreeLoopbackPort();
   } while (peer_port_ == client_port_);
+  do {
+    metrics_port_ = ::kf::testing::FreeLoopbackPort();
+  } while (metrics_port_ == client_port_ || metrics_port_ == peer_port_);
 }
 
 EtcdProcess::~EtcdProcess() {
@@ -49,7 +52,7 @@ EtcdProcess::~EtcdProcess() {
 }
 
 std::string EtcdProcess::endpoint() const {
-  return absl::StrCat("http://127.0.0.1:", client_port_);
+  return absl::StrCat(tls_.cert_file.empty() ? "http" : "https", "://127.0.0.1:", client_port_);
 }
 
 absl::Status EtcdProcess::Start(absl::Duration timeout) {
@@ -84,17 +87,23 @@ std::string EtcdProcess::LogSince(uintmax_t offset) const {
 absl::Status EtcdProcess::StartOnce(absl::Duration timeout) {
   const std::string client = endpoint();
   const std::string peer = absl::StrCat("http://127.0.0.1:", peer_port_);
-  std::vector<std::string> args = {EtcdBinary(),
-                                   "--name=kf",
-                                   "--data-dir=" + data_dir_,
-                                   "--listen-client-urls=" + client,
-                                   "--advertise-client-urls=" + client,
-                                   "--listen-peer-urls=" + peer,
-                                   "--initial-advertise-peer-urls=" + peer,
-                                   "--initial-cluster=kf=" + peer,
-                                   "--logger=zap",
-                                   "--heartbeat-interval=10",
-                                   "--election-timeout=100"};
+  std::vector<std::string> args = {
+      EtcdBinary(),
+      "--name=kf",
+      "--data-dir=" + data_dir_,
+      "--listen-client-urls=" + client,
+      "--advertise-client-urls=" + client,
+      "--listen-peer-urls=" + peer,
+      "--initial-advertise-peer-urls=" + peer,
+      "--initial-cluster=kf=" + peer,
+      "--logger=zap",
+      "--heartbeat-interval=10",
+      "--election-timeout=100",
+      absl::StrCat("--listen-metrics-urls=http://127.0.0.1:", metrics_port_)};
+  if (!tls_.cert_file.empty()) {
+    args.insert(args.end(), {"--cert-file=" + tls_.cert_file, "--key-file=" + tls_.key_file,
+                             "--trusted-ca-file=" + tls_.client_ca_file, "--client-cert-auth"});
+  }
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -117,7 +126,7 @@ absl::Status EtcdProcess::StartOnce(absl::Duration timeout) {
       pid_ = -1;
       return absl::InternalError(absl::StrCat("etcd exited during startup:\n", LogTail()));
     }
-    if (::kf::testing::HttpGet(client_port_, "/health", absl::Seconds(1))
+    if (::kf::testing::HttpGet(metrics_port_, "/health", absl::Seconds(1))
             .find("\"health\":\"true\"") != std::string::npos) {
       return absl::OkStatus();
     }

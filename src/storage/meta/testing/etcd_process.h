@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -29,6 +30,16 @@ class EtcdProcess {
   EtcdProcess(const EtcdProcess&) = delete;
   EtcdProcess& operator=(const EtcdProcess&) = delete;
 
+  // Serve clients over TLS (before the first Start): etcd's certificate and key, and the CA a
+  // client's certificate must be signed by (client certificates are then required). Health
+  // is then polled on a plaintext metrics listener of its own.
+  struct Tls {
+    std::string cert_file;
+    std::string key_file;
+    std::string client_ca_file;
+  };
+  void set_tls(Tls tls) { tls_ = std::move(tls); }
+
   // Starts etcd (again, after Kill: same ports, same data dir) and waits until /health says
   // true. On failure the process is killed and the status carries the end of its log. Before
   // the first successful start, a port taken meanwhile by another process makes it pick new
@@ -37,7 +48,7 @@ class EtcdProcess {
   // SIGKILL and reap (no-op when not running).
   void Kill();
 
-  // "http://127.0.0.1:<client port>".
+  // "http://127.0.0.1:<client port>" ("https://" with TLS).
   std::string endpoint() const;
   const std::string& data_dir() const { return data_dir_; }
   pid_t pid() const { return pid_; }
@@ -45,7 +56,7 @@ class EtcdProcess {
   std::string LogTail(size_t bytes = 4096) const;
 
  private:
-  // Two distinct free loopback ports for the client and peer listeners.
+  // Distinct free loopback ports for the client, peer and metrics listeners.
   void PickPorts();
   absl::Status StartOnce(absl::Duration timeout);
   // etcd's log from byte `offset` on.
@@ -56,6 +67,8 @@ class EtcdProcess {
   std::string log_path_;
   int client_port_ = 0;
   int peer_port_ = 0;
+  int metrics_port_ = 0;
+  Tls tls_;  // cert_file empty: plaintext
   pid_t pid_ = -1;
   bool started_ = false;  // once: the ports are known to clients
 };

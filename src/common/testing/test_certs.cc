@@ -1,4 +1,4 @@
-#include "test_certs.h"
+#include "common/testing/test_certs.h"
 
 #include <cstdio>
 #include <fstream>

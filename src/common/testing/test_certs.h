@@ -1,4 +1,4 @@
-// TestCerts: a throwaway PKI for the TLS tests, made with the `openssl` command in a temp dir:
+// TestCerts: a throwaway PKI for the TLS tests, made with the `openssl` command in a directory:
 // a CA, a server certificate it signs for 127.0.0.1 and localhost (usable as a client
 // certificate too, as a cluster's servers use theirs), a client certificate it signs, and a
 // second CA that signs nothing of these.
@@ -7,7 +7,6 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/testing/temp_dir.h"
 
 namespace kf::testing {
 
