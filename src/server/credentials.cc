@@ -1,5 +1,7 @@
 #include "server/credentials.h"
 
+#include <algorithm>
+#include <string>
 #include <utility>
 
 #include "spdlog/spdlog.h"
@@ -38,6 +40,11 @@ absl::StatusOr<ServerCredentialSet> LoadCredentials(const ServerConfig& config) 
 absl::StatusOr<meta::EtcdMetaStore::Options> EtcdOptions(const ServerConfig& config) {
   meta::EtcdMetaStore::Options options;
   options.endpoints = meta::EtcdMetaStore::ParseEndpoints(config.etcd);
+  // Credentials only for https:// endpoints (the system's roots are then loaded when no
+  // etcd_ca_file is set); the files are read anyway, so a bad one is an error either way.
+  const bool https = std::any_of(options.endpoints.begin(), options.endpoints.end(),
+                                 [](const std::string& e) { return e.rfind("https://", 0) == 0; });
+  if (!https && config.etcd_ca_file.empty() && config.etcd_cert_file.empty()) return options;
   const kingfisher::TlsOptions tls{.enabled = true,
                                    .ca_file = config.etcd_ca_file,
                                    .cert_file = config.etcd_cert_file,
