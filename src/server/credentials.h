@@ -1,7 +1,8 @@
-// The credentials of a `kingfisher run <role>` process, from its tls_* settings
-// (docs/security.md): what its gRPC listener presents, and what it dials the other Kingfisher
+// The credentials of a `kingfisher run <role>` process, from its tls_* and etcd_* settings
+// (docs/security.md): what its gRPC listener presents, what it dials the other Kingfisher
 // servers with (coordinator, nodes, logstores, a replication secondary, and a standalone
-// server's own listener, which its DDL broadcaster appends through).
+// server's own listener, which its DDL broadcaster appends through), and what it dials etcd
+// with.
 //
 // Errors: those of wire/credentials.h, for a file that cannot be read or holds no PEM.
 #pragma once
