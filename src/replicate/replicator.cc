@@ -19,6 +19,7 @@
 #include "spdlog/spdlog.h"
 #include "wal/txn/txn_message.h"
 #include "wire/channel_args.h"
+#include "wire/credentials.h"
 #include "wire/status_convert.h"
 
 namespace kf::replicate {
@@ -27,9 +28,7 @@ namespace kf::replicate {
 class Peer {
  public:
   Peer(const std::string& endpoint, std::shared_ptr<grpc::ChannelCredentials> credentials)
-      : router(
-            endpoint, wire::PeerChannelArguments(),
-            credentials != nullptr ? std::move(credentials) : grpc::InsecureChannelCredentials()) {}
+      : router(endpoint, wire::PeerChannelArguments(), wire::OrPlaintext(std::move(credentials))) {}
   client::Router router;
   int64_t after_version = 0;  // a routing error asks for a newer assignment than this
 };

@@ -18,6 +18,7 @@
 #include "kingfisher/v1/streaming.grpc.pb.h"
 #include "streaming/assignment_view.h"
 #include "streaming/node/batched_timestamp_source.h"
+#include "wire/credentials.h"
 
 namespace kf::rpc {
 
@@ -26,9 +27,7 @@ class CoordTsoFetcher final : public streaming::TimestampBatchFetcher {
   // `credentials` (wire/credentials.h) null: plaintext.
   explicit CoordTsoFetcher(const streaming::AssignmentView* view,
                            std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr)
-      : view_(view),
-        credentials_(credentials != nullptr ? std::move(credentials)
-                                            : grpc::InsecureChannelCredentials()) {}
+      : view_(view), credentials_(wire::OrPlaintext(std::move(credentials))) {}
 
   absl::StatusOr<Batch> Fetch(uint32_t count, TimeTick at_least, absl::Time deadline) override;
 

@@ -14,6 +14,7 @@
 #include "rpc/replicate_service.h"
 #include "rpc/search_service.h"
 #include "rpc/streaming_node_service.h"
+#include "wire/credentials.h"
 
 namespace kf::rpc {
 
@@ -41,10 +42,7 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(RpcServerOptions opt
                             : static_cast<int>(options.max_message_bytes);
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  builder.AddListeningPort(
-      options.listen,
-      options.credentials != nullptr ? options.credentials : grpc::InsecureServerCredentials(),
-      &selected_port);
+  builder.AddListeningPort(options.listen, wire::OrPlaintext(options.credentials), &selected_port);
   // A port held by another server is an error, not a port to share (common/listen_error.h).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(max_bytes);

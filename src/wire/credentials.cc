@@ -87,4 +87,14 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const
   return grpc::SslServerCredentials(ssl);
 }
 
+std::shared_ptr<grpc::ChannelCredentials> OrPlaintext(
+    std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  return credentials != nullptr ? std::move(credentials) : grpc::InsecureChannelCredentials();
+}
+
+std::shared_ptr<grpc::ServerCredentials> OrPlaintext(
+    std::shared_ptr<grpc::ServerCredentials> credentials) {
+  return credentials != nullptr ? std::move(credentials) : grpc::InsecureServerCredentials();
+}
+
 }  // namespace kf::wire

@@ -30,4 +30,10 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const ServerTls& tls);
 
+// `credentials`, or plaintext when null: what an option left unset means.
+std::shared_ptr<grpc::ChannelCredentials> OrPlaintext(
+    std::shared_ptr<grpc::ChannelCredentials> credentials);
+std::shared_ptr<grpc::ServerCredentials> OrPlaintext(
+    std::shared_ptr<grpc::ServerCredentials> credentials);
+
 }  // namespace kf::wire

@@ -10,6 +10,7 @@
 #include "format/segment_object.h"
 #include "grpcpp/grpcpp.h"
 #include "logstore/service/logstore_service.h"
+#include "wire/credentials.h"
 
 namespace kf::logstore {
 
@@ -22,10 +23,7 @@ absl::StatusOr<std::unique_ptr<LogStoreServer>> LogStoreServer::Start(
   s->service_ = std::make_unique<LogStoreService>(s->store_.get());
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(s->options_.listen,
-                           s->options_.credentials != nullptr ? s->options_.credentials
-                                                              : grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort(s->options_.listen, wire::OrPlaintext(s->options_.credentials), &port);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // common/listen_error.h
   builder.SetMaxReceiveMessageSize(static_cast<int>(s->options_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(s->options_.max_message_bytes));

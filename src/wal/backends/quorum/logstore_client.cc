@@ -5,6 +5,7 @@
 #include "grpcpp/grpcpp.h"
 #include "kingfisher/v1/logstore.grpc.pb.h"
 #include "wire/channel_args.h"
+#include "wire/credentials.h"
 #include "wire/status_convert.h"
 
 namespace kf::wal::quorum {
@@ -17,9 +18,8 @@ LogStoreClient::LogStoreClient(std::string address,
                                std::shared_ptr<grpc::ChannelCredentials> credentials)
     : address_(std::move(address)), stub_(std::make_unique<Stub>()) {
   // A restarted logstore is reachable again within a second.
-  auto channel = grpc::CreateCustomChannel(
-      address_, credentials != nullptr ? credentials : grpc::InsecureChannelCredentials(),
-      wire::PeerChannelArguments());
+  auto channel = grpc::CreateCustomChannel(address_, wire::OrPlaintext(std::move(credentials)),
+                                           wire::PeerChannelArguments());
   stub_->stub = kingfisher::v1::LogStore::NewStub(channel);
 }
 
